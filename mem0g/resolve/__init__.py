@@ -1,0 +1,1 @@
+"""Entity resolution: decide when a newly extracted entity is an existing node of the tenant."""

@@ -1,0 +1,153 @@
+"""Update resolver: decide, against existing edges sharing an endpoint, what each new triple is.
+
+Deterministic first: a triple identical to a valid edge (same endpoints and relation) is a
+duplicate without asking. The rest go to the LLM (`resolve_updates`) with at most `s` most
+similar existing edges each, and only when such edges exist. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from mem0g.llm.client import LLMClient
+from mem0g.llm.protocol import ExistingTriple, NewTriple, ResolveUpdatesPayload, iso
+from mem0g.stores.base import GraphStore
+from mem0g.types import Event, Relation, Tenant, Usage, Validity
+
+log = logging.getLogger(__name__)
+
+
+class Decision(BaseModel):
+    """The fate of one new triple."""
+
+    event: Event = Event.ADD
+    duplicate_of: Relation | None = None  # NOOP: the existing edge gaining a mention
+    supersedes: list[Relation] = Field(default_factory=list)  # edges it invalidates
+    invalid_at: datetime | None = None  # set when the new fact is older than what it contradicts
+    skip: bool = False  # the LLM called it a no-op with nothing to attach it to
+
+
+class UpdateDecisions(BaseModel):
+    decisions: list[Decision]  # one per new relation, same order
+    orphan_invalidations: list[Relation] = Field(default_factory=list)  # INVALIDATE, no new_index
+
+
+def _identical(new: Relation, old: Relation) -> bool:
+    return (new.source_id, new.relation, new.destination_id) == (
+        old.source_id,
+        old.relation,
+        old.destination_id,
+    )
+
+
+def resolve_updates(
+    llm: LLMClient,
+    store: GraphStore,
+    tenant: Tenant,
+    new: list[Relation],
+    *,
+    reference_time: datetime,
+    max_existing: int,
+    usage: Usage | None = None,
+) -> UpdateDecisions:
+    """One Decision per new relation (same order). At most one LLM call."""
+    decisions = [Decision() for _ in new]
+    endpoint_ids = sorted({r.source_id for r in new} | {r.destination_id for r in new})
+    current = store.relations_touching(tenant, endpoint_ids, Validity(), exact=True)
+
+    asked: list[int] = []
+    candidates: dict[int, list[Relation]] = {}
+    for i, rel in enumerate(new):
+        touching = [
+            old
+            for old in current
+            if {old.source_id, old.destination_id} & {rel.source_id, rel.destination_id}
+        ]
+        same = next((old for old in touching if _identical(rel, old)), None)
+        if same is not None:
+            decisions[i] = Decision(event=Event.NOOP, duplicate_of=same)
+            continue
+        if touching:
+            vec = np.asarray(rel.embedding, dtype=np.float32)
+            touching.sort(key=lambda old: -float(np.dot(vec, np.asarray(old.embedding))))
+            candidates[i] = touching[:max_existing]
+            asked.append(i)
+    out = UpdateDecisions(decisions=decisions)
+    if not asked:
+        return out
+
+    short: dict[str, Relation] = {}
+    for i in asked:
+        for old in candidates[i]:
+            if old.id not in {r.id for r in short.values()}:
+                short[f"e{len(short) + 1}"] = old
+    payload = ResolveUpdatesPayload(
+        reference_time=reference_time.isoformat(),
+        new=[
+            NewTriple(
+                index=i,
+                source=new[i].source,
+                relation=new[i].relation,
+                destination=new[i].destination,
+                valid_from=iso(new[i].valid_from),
+            )
+            for i in asked
+        ],
+        existing=[
+            ExistingTriple(
+                id=sid,
+                source=old.source,
+                relation=old.relation,
+                destination=old.destination,
+                valid_from=iso(old.valid_from),
+                created_at=old.created_at.isoformat(),
+            )
+            for sid, old in short.items()
+        ],
+    )
+    answer = llm.call("resolve_updates", payload, usage)
+    claimed: set[str] = set()
+    for op in answer.operations:
+        index_ok = op.new_index is None or op.new_index in asked
+        old = short.get(op.existing_id) if op.existing_id is not None else None
+        if not index_ok or (op.existing_id is not None and old is None):
+            log.warning("resolve_updates: ignoring operation with unknown index or id: %s", op)
+            continue
+        if op.op == "ADD" or (op.new_index is None and op.op != "INVALIDATE"):
+            continue
+        if op.op == "NOOP":
+            target = decisions[op.new_index]
+            target.event = Event.NOOP
+            target.duplicate_of = old
+            target.skip = old is None
+        elif old is not None and old.id not in claimed:
+            claimed.add(old.id)
+            if op.new_index is None:
+                out.orphan_invalidations.append(old)
+            else:
+                _supersede(
+                    decisions[op.new_index],
+                    new[op.new_index],
+                    old,
+                    reference_time,
+                    op.op == "UPDATE",
+                )
+    return out
+
+
+def _supersede(
+    decision: Decision, rel: Relation, old: Relation, reference_time: datetime, is_update: bool
+) -> None:
+    """Record that `old` stops being true when the new fact starts; a new fact older than
+    `old` does not end it but becomes history itself (invalid from `old`'s start)."""
+    starts = rel.valid_from or reference_time
+    if old.valid_from is not None and starts < old.valid_from:
+        decision.invalid_at = old.valid_from
+        return
+    decision.supersedes.append(old)
+    if decision.event != Event.NOOP:
+        decision.event = Event.UPDATE if is_update else Event.INVALIDATE

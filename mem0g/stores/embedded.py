@@ -1,0 +1,572 @@
+"""The default graph store: one SQLite file for durability, everything served from memory.
+
+SQLite (WAL) is the source of truth; on open the whole graph is loaded into a networkx
+MultiDiGraph plus per-tenant indexes and lazily built numpy matrices, so reads never touch disk
+and a vector search only scans the rows of the tenants in scope. Writes go to SQLite in one
+transaction first and reach memory only after COMMIT, so a failure leaves both unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import networkx as nx
+import numpy as np
+
+from mem0g.stores.base import StoreError, StoreStats
+from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant, Validity, WritePlan
+
+SCHEMA_VERSION = 1
+
+_TENANT_COLS = ("user_id", "agent_id", "run_id", "tenant_key")
+_COLUMNS: dict[str, tuple[str, ...]] = {
+    "episodes": ("id", *_TENANT_COLS, "messages", "timestamp", "created_at"),
+    "entities": ("id", *_TENANT_COLS, "name", "type", "aliases", "keys", "embedding",
+                 "created_at", "updated_at"),
+    "relations": ("id", *_TENANT_COLS, "source_id", "source", "relation", "destination_id",
+                  "destination", "embedding", "valid_from", "invalid_at", "created_at",
+                  "updated_at", "mentions", "provenance"),
+}  # fmt: skip
+_JSON_COLS = frozenset({"messages", "aliases", "keys", "provenance"})
+# Columns a plan may change on an existing record; embeddings and creation data never change.
+_MUTABLE = frozenset({"aliases", "keys", "invalid_at", "mentions", "provenance", "updated_at"})
+_NOT_FIELDS = frozenset({*_TENANT_COLS, "embedding"})
+_MODELS: dict[str, type[Entity] | type[Relation] | type[Episode]] = {
+    "episodes": Episode, "entities": Entity, "relations": Relation,
+}  # fmt: skip
+_TENANT_SQL = "user_id TEXT, agent_id TEXT, run_id TEXT, tenant_key TEXT NOT NULL"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+    f"""CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, {_TENANT_SQL},
+        name TEXT NOT NULL, type TEXT NOT NULL, aliases TEXT NOT NULL, keys TEXT NOT NULL,
+        embedding BLOB, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)""",
+    f"""CREATE TABLE IF NOT EXISTS relations (id TEXT PRIMARY KEY, {_TENANT_SQL},
+        source_id TEXT NOT NULL, source TEXT NOT NULL, relation TEXT NOT NULL,
+        destination_id TEXT NOT NULL, destination TEXT NOT NULL, embedding BLOB,
+        valid_from TEXT, invalid_at TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+        mentions INTEGER NOT NULL, provenance TEXT NOT NULL)""",
+    f"""CREATE TABLE IF NOT EXISTS episodes (id TEXT PRIMARY KEY, {_TENANT_SQL},
+        messages TEXT NOT NULL, timestamp TEXT NOT NULL, created_at TEXT NOT NULL)""",
+    *(f"CREATE INDEX IF NOT EXISTS {t}_tenant ON {t} (tenant_key)" for t in _COLUMNS),
+)
+# Upserts (built from the constant column names above; values always go in as ? parameters).
+# ON CONFLICT updates in place, so a record keeps its rowid and the load order stays stable.
+_UPSERT = {
+    table: f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    + (" ON CONFLICT (id) DO UPDATE SET " if _MUTABLE.intersection(cols) else "")
+    + ", ".join(f"{c} = excluded.{c}" for c in cols if c in _MUTABLE)
+    for table, cols in _COLUMNS.items()
+}
+
+
+def _vec(values: Sequence[float] | None) -> np.ndarray | None:
+    """Embeddings live as float32 arrays (4 bytes a value) instead of lists of Python floats."""
+    return None if values is None else np.asarray(values, dtype=np.float32).reshape(-1)
+
+
+def _vec_blob(blob: bytes | None) -> np.ndarray | None:
+    return None if blob is None else np.frombuffer(blob, dtype=np.float32).copy()
+
+
+def _to_row(table: str, record: Entity | Relation | Episode, vec: np.ndarray | None) -> tuple:
+    """Column values in `_COLUMNS` order: lists as JSON, datetimes as ISO-8601 with offset."""
+    data = record.model_dump(mode="json", exclude={"tenant", "embedding"})
+    t = record.tenant
+    data.update(user_id=t.user_id, agent_id=t.agent_id, run_id=t.run_id, tenant_key=t.key)
+    data["embedding"] = None if vec is None else vec.tobytes()
+    return tuple(json.dumps(data[c]) if c in _JSON_COLS else data[c] for c in _COLUMNS[table])
+
+
+def _from_row(table: str, row: sqlite3.Row) -> Any:
+    """A record without its embedding (the store keeps that apart, as a float32 array)."""
+    columns = (c for c in _COLUMNS[table] if c not in _NOT_FIELDS)
+    data = {c: json.loads(row[c]) if c in _JSON_COLS else row[c] for c in columns}
+    data["tenant"] = Tenant(user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"])
+    return _MODELS[table].model_validate(data)
+
+
+def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best scores, best first (ties broken by position for stable output)."""
+    if k < scores.shape[0]:
+        part = np.argpartition(-scores, k - 1)[:k]
+    else:
+        part = np.arange(scores.shape[0])
+    return part[np.lexsort((part, -scores[part]))]
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(
+    method: Callable[Concatenate[EmbeddedGraphStore, _P], _R],
+) -> Callable[Concatenate[EmbeddedGraphStore, _P], _R]:
+    """Every public call holds the store's lock and sees an open, up-to-date store."""
+
+    @functools.wraps(method)
+    def wrapper(self: EmbeddedGraphStore, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._lock:
+            self._ready()
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+@dataclass
+class _Block:
+    """A tenant's embedding matrix: row i is the unit vector of record ids[i]."""
+
+    ids: list[str]
+    matrix: np.ndarray
+    current: np.ndarray  # bool per row: the record has no invalid_at (the default Validity())
+
+
+@dataclass
+class _Bucket:
+    """Everything of one exact tenant key; dicts are insertion-ordered sets of ids."""
+
+    tenant: Tenant
+    entities: dict[str, None] = field(default_factory=dict)
+    relations: dict[str, None] = field(default_factory=dict)
+    episodes: dict[str, None] = field(default_factory=dict)
+    keys: dict[str, dict[str, None]] = field(default_factory=dict)  # entity key -> entity ids
+    blocks: dict[str, _Block] = field(default_factory=dict)  # "entities"/"relations", lazy
+
+
+class EmbeddedGraphStore:
+    """Server-less `GraphStore` in a directory (``graph.db``); safe across threads of a process.
+
+    A commit by another connection to the same file is noticed (``PRAGMA data_version``) and
+    triggers a reload, so a CLI can read a store that an app is writing to.
+    """
+
+    def __init__(self, path: str | Path, dims: int | None = None) -> None:
+        self.path = Path(path).expanduser()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.dims = dims
+        self._lock = threading.RLock()
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves; timeout waits on other writers.
+        conn = sqlite3.connect(
+            self.path / "graph.db", timeout=30.0, isolation_level=None, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        self._conn: sqlite3.Connection | None = conn
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: a memory an agent was told it has must survive power loss too (NORMAL in WAL
+            # mode may drop the last commits); one more fsync per plan is noise next to the LLM
+            # calls that produced it.
+            conn.execute("PRAGMA synchronous=FULL")
+            with self._transaction():
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+                if version is None:
+                    conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+                elif version > SCHEMA_VERSION:
+                    raise StoreError(f"{self.path} has schema v{version}; this mem0g reads v1")
+            self._load()
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> EmbeddedGraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE takes the write lock up front, so a transaction can't fail halfway on
+        a lock upgrade; any exception rolls everything back."""
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("the store is closed")
+        return self._conn
+
+    def _ready(self) -> None:
+        """Fail on a closed store; reload when another connection committed since we looked."""
+        version = self._connection().execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._load()
+
+    def _load(self) -> None:
+        """(Re)build every in-memory structure from the database."""
+        conn = self._connection()
+        self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+        self._graph: nx.MultiDiGraph = nx.MultiDiGraph()
+        self._entities: dict[str, Entity] = {}
+        self._relations: dict[str, Relation] = {}
+        self._episodes: dict[str, Episode] = {}
+        self._vectors: dict[str, np.ndarray] = {}  # entity/relation id -> raw float32 embedding
+        self._buckets: dict[str, _Bucket] = {}
+        for row in conn.execute("SELECT * FROM episodes ORDER BY rowid"):
+            self._add_episode(_from_row("episodes", row))
+        for row in conn.execute("SELECT * FROM entities ORDER BY rowid"):
+            self._add_entity(_from_row("entities", row), _vec_blob(row["embedding"]))
+        for row in conn.execute("SELECT * FROM relations ORDER BY rowid"):
+            self._add_relation(_from_row("relations", row), _vec_blob(row["embedding"]))
+        if self.dims is None and self._vectors:
+            self.dims = next(iter(self._vectors.values())).shape[0]
+        if any(v.shape[0] != self.dims for v in self._vectors.values()):
+            raise StoreError(f"{self.path} holds embeddings that are not {self.dims}-dimensional")
+
+    def _bucket(self, tenant: Tenant) -> _Bucket:
+        bucket = self._buckets.get(tenant.key)
+        if bucket is None:
+            bucket = self._buckets[tenant.key] = _Bucket(tenant)
+        return bucket
+
+    def _add_episode(self, episode: Episode) -> None:
+        self._episodes[episode.id] = episode
+        self._bucket(episode.tenant).episodes[episode.id] = None
+
+    def _add_entity(self, entity: Entity, vector: np.ndarray | None) -> None:
+        """Index an entity held without its embedding (that lives in `_vectors`)."""
+        self._entities[entity.id] = entity
+        self._graph.add_node(entity.id)
+        if vector is not None:
+            self._vectors[entity.id] = vector
+        bucket = self._bucket(entity.tenant)
+        bucket.entities[entity.id] = None
+        for key in entity.keys:
+            bucket.keys.setdefault(key, {})[entity.id] = None
+        bucket.blocks.pop("entities", None)
+
+    def _add_relation(self, rel: Relation, vector: np.ndarray | None) -> None:
+        self._relations[rel.id] = rel
+        self._graph.add_edge(rel.source_id, rel.destination_id, key=rel.id)
+        if vector is not None:
+            self._vectors[rel.id] = vector
+        bucket = self._bucket(rel.tenant)
+        bucket.relations[rel.id] = None
+        bucket.blocks.pop("relations", None)
+
+    def _out(self, record: Any) -> Any:
+        """A deep copy with its embedding re-attached, so callers can't mutate the store."""
+        vector = self._vectors.get(record.id)
+        update = {"embedding": None if vector is None else vector.tolist()}
+        return record.model_copy(deep=True, update=update)
+
+    def _scope_keys(self, scope: Tenant, exact: bool = False) -> list[str]:
+        """The exact tenant keys a scope covers (`exact`: only the scope's own key)."""
+        if exact:
+            return [scope.key] if scope.key in self._buckets else []
+        return [key for key, bucket in self._buckets.items() if scope.matches(bucket.tenant)]
+
+    # ------------------------------------------------------------------ writes
+
+    @_locked
+    def apply(self, plan: WritePlan) -> None:
+        """Validate, write in one SQLite transaction, and only after COMMIT update memory."""
+        entities, relations = self._planned_state(plan)
+        vectors = {r.id: v for r in (*plan.new_entities, *plan.new_relations)
+                   if (v := _vec(r.embedding)) is not None}  # fmt: skip
+        dims = {v.shape[0] for v in vectors.values()} | ({self.dims} if self.dims else set())
+        if len(dims) > 1:
+            raise StoreError(f"embeddings of different sizes in one store: {sorted(dims)}")
+        try:
+            with self._transaction() as conn:
+                self._write(conn, "episodes", plan.episode, None)
+                for entity in entities.values():
+                    self._write(conn, "entities", entity, vectors.get(entity.id))
+                for rel in relations.values():
+                    self._write(conn, "relations", rel, vectors.get(rel.id))
+        except sqlite3.Error as exc:
+            raise StoreError(f"write failed, nothing was stored: {exc}") from exc
+        try:  # the _add_* helpers also take an existing record (its vector is kept)
+            self._add_episode(plan.episode.model_copy(deep=True))
+            for entity in entities.values():
+                self._add_entity(entity, vectors.get(entity.id))
+            for rel in relations.values():
+                self._add_relation(rel, vectors.get(rel.id))
+            self.dims = self.dims or next(iter(dims), None)
+        except BaseException:
+            self._load()  # memory must match the committed database, whatever happened
+            raise
+
+    def _write(
+        self, conn: sqlite3.Connection, table: str, record: Any, vec: np.ndarray | None
+    ) -> None:
+        """Insert a record, or update the columns a plan may change if it exists."""
+        conn.execute(_UPSERT[table], _to_row(table, record, vec))
+
+    def _planned_state(self, plan: WritePlan) -> tuple[dict[str, Entity], dict[str, Relation]]:
+        """Copies of the entities and relations the plan creates or changes, as they will be
+        after it; raises StoreError on a bad plan, before anything is written."""
+        tenant = plan.tenant
+        if plan.episode.id in self._episodes:
+            raise StoreError(f"episode {plan.episode.id} already exists")
+        for record in (plan.episode, *plan.new_entities, *plan.new_relations):
+            if record.tenant != tenant:
+                raise StoreError(f"{type(record).__name__} {record.id} is not of {tenant.key}")
+        entities: dict[str, Entity] = {}
+        relations: dict[str, Relation] = {}
+
+        def editable(pending: dict[str, Any], stored: dict[str, Any], record_id: str) -> Any:
+            """The plan's working copy of a record of this tenant, from the plan or the store."""
+            found = pending.get(record_id) or stored.get(record_id)
+            if found is None or found.tenant != tenant:
+                raise StoreError(f"unknown id {record_id} for tenant {tenant.key}")
+            if record_id not in pending:
+                pending[record_id] = found.model_copy(deep=True)
+            return pending[record_id]
+
+        for entity in plan.new_entities:
+            if entity.id in self._entities or entity.id in entities:
+                raise StoreError(f"entity {entity.id} already exists")
+            entities[entity.id] = entity.model_copy(deep=True, update={"embedding": None})
+        for alias in plan.alias_updates:
+            entity = editable(entities, self._entities, alias.entity_id)
+            entity.aliases = list(dict.fromkeys([*entity.aliases, *alias.aliases]))
+            entity.keys = list(dict.fromkeys([*entity.keys, *alias.keys]))
+            entity.updated_at = plan.updated_at
+        for rel in plan.new_relations:
+            if rel.id in self._relations or rel.id in relations:
+                raise StoreError(f"relation {rel.id} already exists")
+            for end in (rel.source_id, rel.destination_id):
+                found = entities.get(end) or self._entities.get(end)
+                if found is None or found.tenant != tenant:
+                    raise StoreError(f"relation {rel.id}: no entity {end} in {tenant.key}")
+            relations[rel.id] = rel.model_copy(deep=True, update={"embedding": None})
+        for inv in plan.invalidations:
+            rel = editable(relations, self._relations, inv.relation_id)
+            rel.invalid_at, rel.updated_at = inv.invalid_at, plan.updated_at
+        for mention in plan.mentions:
+            rel = editable(relations, self._relations, mention.relation_id)
+            rel.mentions += 1
+            rel.provenance.append(mention.provenance.model_copy())
+            rel.updated_at = plan.updated_at
+        return entities, relations
+
+    @_locked
+    def delete_tenant(self, scope: Tenant) -> int:
+        """Delete every record the scope filter matches, in one transaction."""
+        keys = self._scope_keys(scope)
+        try:
+            with self._transaction() as conn:
+                for key in keys:
+                    for table in _COLUMNS:
+                        conn.execute(f"DELETE FROM {table} WHERE tenant_key = ?", (key,))
+        except sqlite3.Error as exc:
+            raise StoreError(f"delete failed, nothing was deleted: {exc}") from exc
+        removed = 0
+        for key in keys:
+            bucket = self._buckets.pop(key)
+            removed += len(bucket.entities) + len(bucket.relations)
+            for rel_id in bucket.relations:
+                rel = self._relations.pop(rel_id)
+                self._graph.remove_edge(rel.source_id, rel.destination_id, key=rel_id)
+                self._vectors.pop(rel_id, None)
+            for entity_id in bucket.entities:
+                del self._entities[entity_id]
+                self._vectors.pop(entity_id, None)
+                self._graph.remove_node(entity_id)
+            for episode_id in bucket.episodes:
+                del self._episodes[episode_id]
+        return removed
+
+    @_locked
+    def reset(self) -> None:
+        """Delete everything in this store (the file and schema stay)."""
+        with self._transaction() as conn:
+            for table in _COLUMNS:
+                conn.execute(f"DELETE FROM {table}")
+        self._load()
+
+    def close(self) -> None:
+        """Idempotent; every later call on the store raises StoreError."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # ------------------------------------------------------------------ reads
+
+    @_locked
+    def get_entities(self, scope: Tenant, ids: Sequence[str]) -> list[Entity]:
+        found = (self._entities.get(i) for i in dict.fromkeys(ids))
+        return [self._out(e) for e in found if e is not None and scope.matches(e.tenant)]
+
+    @_locked
+    def get_relations(self, scope: Tenant, ids: Sequence[str]) -> list[Relation]:
+        found = (self._relations.get(i) for i in dict.fromkeys(ids))
+        return [self._out(r) for r in found if r is not None and scope.matches(r.tenant)]
+
+    @_locked
+    def find_entities(
+        self, scope: Tenant, keys: Sequence[str], *, exact: bool = False
+    ) -> list[Entity]:
+        ids: dict[str, None] = {}
+        for tenant_key in self._scope_keys(scope, exact):
+            index = self._buckets[tenant_key].keys
+            for key in keys:
+                ids.update(index.get(key, {}))
+        return [self._out(self._entities[i]) for i in ids]
+
+    @_locked
+    def similar_entities(
+        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
+    ) -> list[tuple[Entity, float]]:
+        blocks = [self._block(key, "entities") for key in self._scope_keys(scope, exact)]
+        hits = self._search(blocks, vector, k, None)
+        return [(self._out(self._entities[i]), score) for i, score in hits]
+
+    @_locked
+    def similar_relations(
+        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity
+    ) -> list[tuple[Relation, float]]:
+        blocks = [self._block(key, "relations") for key in self._scope_keys(scope)]
+        hits = self._search(blocks, vector, k, validity)
+        return [(self._out(self._relations[i]), score) for i, score in hits]
+
+    def _block(self, tenant_key: str, table: str) -> _Block:
+        """The tenant's matrix for `table`, rebuilt on first use after a write touched it."""
+        bucket = self._buckets[tenant_key]
+        block = bucket.blocks.get(table)
+        if block is None:
+            records: dict[str, Any] = self._entities if table == "entities" else self._relations
+            ids = [i for i in getattr(bucket, table) if i in self._vectors]
+            if ids:
+                matrix = np.vstack([self._vectors[i] for i in ids])
+                norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+                matrix /= np.where(norms == 0, 1.0, norms)
+            else:
+                matrix = np.zeros((0, self.dims or 0), dtype=np.float32)
+            current = [getattr(records[i], "invalid_at", None) is None for i in ids]
+            block = bucket.blocks[table] = _Block(ids, matrix, np.array(current, dtype=bool))
+        return block
+
+    def _search(
+        self, blocks: Iterable[_Block], vector: np.ndarray, k: int, validity: Validity | None
+    ) -> list[tuple[str, float]]:
+        """Top-k within each block among the rows `validity` accepts, merged across blocks."""
+        if k <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(query))
+        query = query / norm if norm > 0 else query
+        candidates: list[tuple[str, float]] = []
+        for block in blocks:
+            if not block.ids:
+                continue
+            if block.matrix.shape[1] != query.shape[0]:
+                raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
+            scores = block.matrix @ query
+            if validity is None or validity.include_invalid:
+                rows = np.arange(len(block.ids))
+            elif validity.as_of is None:
+                rows = np.flatnonzero(block.current)
+            else:
+                accepted = [validity.accepts(self._relations[i]) for i in block.ids]
+                rows = np.flatnonzero(np.array(accepted, dtype=bool))
+            best = rows[_top_k(scores[rows], k)]
+            candidates.extend((block.ids[r], float(scores[r])) for r in best)
+        candidates.sort(key=lambda hit: -hit[1])
+        return candidates[:k]
+
+    @_locked
+    def relations_touching(
+        self, scope: Tenant, entity_ids: Sequence[str], validity: Validity, *, exact: bool = False
+    ) -> list[Relation]:
+        found: dict[str, Relation] = {}
+        for entity_id in entity_ids:
+            for rel in self._edges_of(entity_id):
+                in_scope = rel.tenant == scope if exact else scope.matches(rel.tenant)
+                if in_scope and validity.accepts(rel):
+                    found.setdefault(rel.id, rel)
+        return [self._out(r) for r in found.values()]
+
+    def _edges_of(self, entity_id: str) -> Iterator[Relation]:
+        """Every edge at a node, outgoing then incoming (a self-loop only once)."""
+        if entity_id not in self._graph:
+            return
+        for _, _, key in self._graph.out_edges(entity_id, keys=True):
+            yield self._relations[key]
+        for src, _, key in self._graph.in_edges(entity_id, keys=True):
+            if src != entity_id:
+                yield self._relations[key]
+
+    @_locked
+    def expand(
+        self, scope: Tenant, entity_ids: Sequence[str], hops: int, validity: Validity, limit: int
+    ) -> list[tuple[Relation, int]]:
+        """Breadth-first, direction ignored, walking only accepted in-scope edges."""
+        result: list[tuple[Relation, int]] = []
+        seen: set[str] = set()
+        frontier = list(dict.fromkeys(entity_ids))
+        visited = set(frontier)
+        for hop in range(1, hops + 1):
+            next_frontier: list[str] = []
+            for node in frontier:
+                for rel in self._edges_of(node):
+                    if rel.id in seen or not (scope.matches(rel.tenant) and validity.accepts(rel)):
+                        continue
+                    if len(result) >= limit:
+                        return result
+                    seen.add(rel.id)
+                    result.append((self._out(rel), hop))
+                    other = rel.destination_id if rel.source_id == node else rel.source_id
+                    if other not in visited:
+                        visited.add(other)
+                        next_frontier.append(other)
+            frontier = next_frontier
+        return result
+
+    @_locked
+    def snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
+        entities: list[Entity] = []
+        relations: list[Relation] = []
+        for key in self._scope_keys(scope):
+            bucket = self._buckets[key]
+            entities.extend(self._out(self._entities[i]) for i in bucket.entities)
+            rels = (self._relations[i] for i in bucket.relations)
+            relations.extend(self._out(r) for r in rels if validity.accepts(r))
+        return GraphSnapshot(entities=entities, relations=relations)
+
+    @_locked
+    def episodes(self, scope: Tenant) -> list[Episode]:
+        """The scope's episodes in the order they were written."""
+        return [e.model_copy(deep=True) for e in self._episodes.values()
+                if scope.matches(e.tenant)]  # fmt: skip
+
+    @_locked
+    def tenants(self) -> list[Tenant]:
+        """Every exact tenant holding at least one record, sorted by key."""
+        return [self._buckets[key].tenant for key in sorted(self._buckets)]
+
+    @_locked
+    def stats(self, scope: Tenant | None = None) -> StoreStats:
+        keys = list(self._buckets) if scope is None else self._scope_keys(scope)
+        buckets = [self._buckets[key] for key in keys]
+        relations = [self._relations[i] for b in buckets for i in b.relations]
+        valid = sum(r.invalid_at is None for r in relations)
+        return StoreStats(
+            entities=sum(len(b.entities) for b in buckets),
+            relations=len(relations),
+            valid_relations=valid,
+            invalid_relations=len(relations) - valid,
+            episodes=sum(len(b.episodes) for b in buckets),
+            tenants=len(buckets),
+        )

@@ -1,0 +1,313 @@
+"""Records that flow through mem0g: tenants, entities, relations, episodes, plans and results.
+
+Every stage takes and returns these pydantic models, so a stage can be tested alone and a store
+only ever sees a finished :class:`WritePlan`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from datetime import date, datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+UTC = timezone.utc
+
+
+def utcnow() -> datetime:
+    """System time, always timezone-aware so comparisons never mix naive and aware values."""
+    return datetime.now(UTC)
+
+
+def to_utc(value: datetime | date | str | None) -> datetime | None:
+    """Parse an ISO-8601 date/datetime (naive values are taken as UTC)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith("Z"):
+            text = text[:-1] + "+00:00"
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            value = datetime.combine(date.fromisoformat(text[:10]), datetime.min.time())
+    elif isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime.combine(value, datetime.min.time())
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+_SNAKE_RE = re.compile(r"[^0-9a-z]+")
+
+
+def snake_case(text: str) -> str:
+    """Relation names are compared and stored in snake_case ("Works At" -> "works_at")."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text.strip())
+    return _SNAKE_RE.sub("_", spaced.lower()).strip("_")
+
+
+class Tenant(BaseModel):
+    """Who a record belongs to. At least one id is required; unset ids read as "any" in filters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+    @model_validator(mode="after")
+    def _one_required(self) -> Tenant:
+        if not (self.user_id or self.agent_id or self.run_id):
+            raise ValueError("one of user_id, agent_id or run_id is required")
+        return self
+
+    @property
+    def key(self) -> str:
+        """Canonical string of the exact triple; entities and edges are resolved within one key."""
+        return json.dumps([self.user_id, self.agent_id, self.run_id])
+
+    @classmethod
+    def from_key(cls, key: str) -> Tenant:
+        user_id, agent_id, run_id = json.loads(key)
+        return cls(user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    def matches(self, other: Tenant) -> bool:
+        """True when `other` (a stored record's tenant) falls inside this filter."""
+        return all(
+            mine is None or mine == theirs
+            for mine, theirs in (
+                (self.user_id, other.user_id),
+                (self.agent_id, other.agent_id),
+                (self.run_id, other.run_id),
+            )
+        )
+
+
+class Message(BaseModel):
+    role: str = "user"
+    content: str
+    name: str | None = None
+    timestamp: datetime | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("message content is empty")
+        return value
+
+
+class Provenance(BaseModel):
+    """Where an edge came from: the episode (one `add`) and its messages' time."""
+
+    episode_id: str
+    timestamp: datetime
+
+
+class Entity(BaseModel):
+    id: str = Field(default_factory=new_id)
+    tenant: Tenant
+    name: str
+    type: str = "entity"
+    aliases: list[str] = Field(default_factory=list)
+    # Normalised name and aliases, computed by the resolver; stores index them for exact lookup
+    # without knowing the normalisation rules.
+    keys: list[str] = Field(default_factory=list)
+    embedding: list[float] | None = Field(default=None, repr=False)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Relation(BaseModel):
+    id: str = Field(default_factory=new_id)
+    tenant: Tenant
+    source_id: str
+    source: str
+    relation: str
+    destination_id: str
+    destination: str
+    embedding: list[float] | None = Field(default=None, repr=False)
+    valid_from: datetime | None = None
+    invalid_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    mentions: int = 1
+    provenance: list[Provenance] = Field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return triple_text(self.source, self.relation, self.destination)
+
+    def valid_at(self, when: datetime) -> bool:
+        """World-time validity: valid_from <= when < invalid_at (open ends allowed)."""
+        if self.valid_from is not None and self.valid_from > when:
+            return False
+        return self.invalid_at is None or self.invalid_at > when
+
+
+class Validity(BaseModel):
+    """Which edges a read returns: current only (default), valid at `as_of`, or all history."""
+
+    as_of: datetime | None = None
+    include_invalid: bool = False
+
+    def accepts(self, rel: Relation) -> bool:
+        if self.include_invalid:
+            return True
+        if self.as_of is not None:
+            return rel.valid_at(self.as_of)
+        return rel.invalid_at is None
+
+
+def triple_text(source: str, relation: str, destination: str) -> str:
+    return f"{source} {relation.replace('_', ' ')} {destination}"
+
+
+class Episode(BaseModel):
+    """The messages of one `add`, kept so every edge can point back to what it came from."""
+
+    id: str = Field(default_factory=new_id)
+    tenant: Tenant
+    messages: list[Message]
+    timestamp: datetime
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+# ---- write plan (the only input of a store write)
+
+
+class Invalidation(BaseModel):
+    relation_id: str
+    invalid_at: datetime
+
+
+class MentionUpdate(BaseModel):
+    """A duplicate fact seen again: one more mention and one more provenance entry."""
+
+    relation_id: str
+    provenance: Provenance
+
+
+class AliasUpdate(BaseModel):
+    """Names merged into an existing entity: appended to its aliases and keys (no duplicates)."""
+
+    entity_id: str
+    aliases: list[str]
+    keys: list[str]
+
+
+class WritePlan(BaseModel):
+    """Everything one `add` will write, computed before any write so the write can be atomic."""
+
+    tenant: Tenant
+    episode: Episode
+    new_entities: list[Entity] = Field(default_factory=list)
+    alias_updates: list[AliasUpdate] = Field(default_factory=list)
+    new_relations: list[Relation] = Field(default_factory=list)
+    invalidations: list[Invalidation] = Field(default_factory=list)
+    mentions: list[MentionUpdate] = Field(default_factory=list)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+# ---------------------------------------------------------------- results
+
+
+class Event(str, Enum):
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    INVALIDATE = "INVALIDATE"
+    NOOP = "NOOP"
+
+
+class RelationChange(BaseModel):
+    """One line of what an `add` did to the graph."""
+
+    event: Event
+    id: str
+    source: str
+    relation: str
+    destination: str
+    valid_from: datetime | None = None
+    invalid_at: datetime | None = None
+    previous_id: str | None = None
+
+
+class Usage(BaseModel):
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    by_task: dict[str, int] = Field(default_factory=dict)
+
+    def add(self, task: str, prompt_tokens: int, completion_tokens: int) -> None:
+        self.calls += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        self.by_task[task] = self.by_task.get(task, 0) + 1
+
+
+class AddResult(BaseModel):
+    episode_id: str
+    relations: list[RelationChange] = Field(default_factory=list)
+    entities: list[Entity] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+
+
+class RelationHit(BaseModel):
+    id: str
+    source: str
+    relation: str
+    destination: str
+    score: float
+    valid_from: datetime | None = None
+    invalid_at: datetime | None = None
+    created_at: datetime
+    provenance: list[Provenance] = Field(default_factory=list)
+
+    @classmethod
+    def from_relation(cls, rel: Relation, score: float) -> RelationHit:
+        return cls(
+            id=rel.id,
+            source=rel.source,
+            relation=rel.relation,
+            destination=rel.destination,
+            score=score,
+            valid_from=rel.valid_from,
+            invalid_at=rel.invalid_at,
+            created_at=rel.created_at,
+            provenance=rel.provenance,
+        )
+
+
+class EntityHit(BaseModel):
+    id: str
+    name: str
+    type: str
+    aliases: list[str] = Field(default_factory=list)
+    score: float
+    matched_by: Literal["name", "embedding"]
+
+
+class SearchResult(BaseModel):
+    query: str
+    relations: list[RelationHit] = Field(default_factory=list)
+    entities: list[EntityHit] = Field(default_factory=list)
+
+
+class GraphSnapshot(BaseModel):
+    """A tenant's whole graph, as `get_all` and the dump formats see it."""
+
+    entities: list[Entity] = Field(default_factory=list)
+    relations: list[Relation] = Field(default_factory=list)
+
+    def model_post_init(self, __context: Any) -> None:
+        self.entities.sort(key=lambda e: (e.created_at, e.id))
+        self.relations.sort(key=lambda r: (r.created_at, r.id))
