@@ -77,7 +77,9 @@ def parse_json_answer(text: str) -> Any:
         cleaned = fence.group(1)
     cleaned = cleaned.strip()
     try:
-        return json.loads(cleaned)
+        value = json.loads(cleaned)
+        if isinstance(value, dict):
+            return value
     except json.JSONDecodeError:
         pass
     decoder = json.JSONDecoder()

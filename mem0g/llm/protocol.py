@@ -154,7 +154,15 @@ def answer_schema(task: str) -> dict:
     return TASKS[task][1].model_json_schema()
 
 
-def write_schemas(directory: Path) -> list[Path]:
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+
+
+def shipped_schema(task: str) -> dict:
+    """The schema document shipped in the package for `task` (payload and answer)."""
+    return json.loads((SCHEMA_DIR / f"{task}.json").read_text(encoding="utf-8"))
+
+
+def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
     """Regenerate the shipped schema files (tests check they are current)."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
