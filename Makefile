@@ -1,0 +1,42 @@
+# mem0g developer commands. `make demo` and `make test` work on a fresh machine with Python 3.10+:
+# they create .venv and install the package with its dependencies first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint unit bench neo4j-start neo4j-stop clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "Installing mem0g and its dependencies (torch is a large download the first time)..."
+	$(BIN)/python -m pip install --progress-bar off -e '.[dev]'
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/mem0g demo
+
+lint: install
+	$(BIN)/ruff check mem0g tests scripts
+	$(BIN)/ruff format --check mem0g tests scripts
+
+test: lint
+	$(BIN)/python -m pytest -q -ra
+
+unit: install
+	$(BIN)/python -m pytest -q -m "not neo4j"
+
+bench: install
+	$(BIN)/python scripts/bench_search.py --out bench-results/search.json
+
+neo4j-start: install
+	$(BIN)/python scripts/neo4j start
+
+neo4j-stop:
+	$(PYTHON) scripts/neo4j stop
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache dist build
