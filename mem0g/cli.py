@@ -1,0 +1,727 @@
+"""The `mem0g` command line: a thin typer layer over `Memory` and `mem0g.export`.
+
+Data goes to stdout (tables, JSON, dumps); progress and errors go to stderr, so output can
+be piped. Exit codes: 0 ok, 1 a failure while working (LLM, store, a failed check), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, cast
+
+import click
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+from typer.core import TyperGroup
+
+from mem0g import __version__, export
+from mem0g.config import EmbedderConfig, MemoryConfig
+from mem0g.embed import CachedEmbedder, make_embedder
+from mem0g.llm.client import LLMClient, LLMError
+from mem0g.memory import Memory, make_store
+from mem0g.stores.base import GraphStore, StoreError
+from mem0g.types import AddResult, Event, Message, Tenant, Usage, to_utc
+
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+
+
+class InputError(ValueError):
+    """Bad input from the command line or a file: reported as one line, exit code 2."""
+
+
+def _out() -> Console:
+    return Console(highlight=False)
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _reason(err: BaseException) -> str:
+    """One line per error: pydantic's multi-line reports become `field: message; ...`."""
+    if isinstance(err, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in err.errors()
+        )
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _say(console: Console, message: str, style: str = "") -> None:
+    """Plain text, one line however long: never read as rich markup, never wrapped."""
+    console.print(Text(message, style=style), soft_wrap=True)
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    _say(_err(), f"Error: {message}", "red")
+    raise typer.Exit(code)
+
+
+class _Group(TyperGroup):
+    """Turns mem0g's expected errors into one red line and an exit code (`--debug`: traceback)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (ValueError, LLMError, StoreError, OSError) as err:
+            if isinstance(ctx.obj, _State) and ctx.obj.debug:
+                raise
+            _fail(_reason(err), EXIT_BAD_INPUT if isinstance(err, ValueError) else EXIT_FAILURE)
+
+
+app = typer.Typer(
+    name="mem0g",
+    cls=_Group,
+    help="Graph memory for AI agents: add conversations, search facts, dump the graph.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class _DeferredEmbedder:
+    """Loads the embedder on first use: stats, dump, delete and reset never embed, and a local
+    model takes seconds to load."""
+
+    def __init__(self, config: EmbedderConfig) -> None:
+        self._config = config
+        self._real: CachedEmbedder | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._real is None:
+            self._real = make_embedder(self._config)
+        return getattr(self._real, name)
+
+
+@dataclass
+class _State:
+    config_file: Path | None = None
+    path: Path | None = None
+    debug: bool = False
+    _config: MemoryConfig | None = field(default=None, repr=False)
+
+    def config(self) -> MemoryConfig:
+        """The --config file, --path on top, then MEM0G_* env vars and defaults underneath."""
+        if self._config is not None:
+            return self._config
+        data: dict[str, Any] = {}
+        if self.config_file is not None:
+            data = _read_json_file(self.config_file)
+            if not isinstance(data, dict):
+                raise InputError(f"{self.config_file}: the config must be a JSON object")
+        if self.path is not None:
+            store = data.get("graph_store") or {}
+            if not isinstance(store, dict):
+                raise InputError(f"{self.config_file}: graph_store must be a JSON object")
+            data["graph_store"] = {**store, "path": str(self.path)}
+        try:
+            self._config = MemoryConfig.load(data)
+        except ValidationError as err:
+            raise InputError(f"invalid config: {_reason(err)}") from err
+        return self._config
+
+    def memory(self, *, embeddings: bool = True) -> Memory:
+        """A Memory; without `embeddings` the embedded store opens without loading a model."""
+        config = self.config()
+        if embeddings or config.graph_store.provider != "embedded":
+            return Memory(config)
+        from mem0g.stores.embedded import EmbeddedGraphStore
+
+        store = EmbeddedGraphStore(config.graph_store.resolved_path())
+        embedder = cast(CachedEmbedder, _DeferredEmbedder(config.embedder))
+        return Memory(config, embedder=embedder, store=store)
+
+
+def _state(ctx: typer.Context) -> _State:
+    obj = ctx.find_object(_State)
+    return obj if obj is not None else _State()
+
+
+def _location(config: MemoryConfig) -> str:
+    store = config.graph_store
+    if store.provider == "neo4j":
+        return f"neo4j {store.url or '(NEO4J_URI)'}"
+    return str(store.resolved_path())
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"mem0g {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="JSON file with the Memory config dict."),
+    ] = None,
+    path: Annotated[
+        Path | None,
+        typer.Option("--path", help="Embedded store directory (sets graph_store.path)."),
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Graph memory for AI agents (the Mem0g design)."""
+    ctx.obj = _State(config_file=config, path=path, debug=debug)
+
+
+# ---------------------------------------------------------------- shared options
+
+UserOpt = Annotated[str | None, typer.Option("--user", "-u", help="user_id of the tenant.")]
+AgentOpt = Annotated[str | None, typer.Option("--agent", help="agent_id of the tenant.")]
+RunOpt = Annotated[str | None, typer.Option("--run", help="run_id of the tenant.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _tenant(user: str | None, agent: str | None, run: str | None) -> dict[str, str | None]:
+    """Every memory belongs to a tenant, so reads and writes need at least one id."""
+    if not (user or agent or run):
+        _fail("this command needs a tenant: give --user/-u, --agent or --run")
+    return {"user_id": user, "agent_id": agent, "run_id": run}
+
+
+def _describe(ids: dict[str, str | None]) -> str:
+    parts = [f"{k.removesuffix('_id')} {v!r}" for k, v in ids.items() if v]
+    return ", ".join(parts) or "the whole store"
+
+
+def _parse_time(value: object, option: str) -> datetime | None:
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{option}: expected an ISO-8601 string, got {value!r}")
+    try:
+        return to_utc(value)
+    except ValueError:
+        raise InputError(f"{option}: not an ISO-8601 date or datetime: {value!r}") from None
+
+
+def _when(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    if (value.hour, value.minute, value.second, value.microsecond) == (0, 0, 0, 0):
+        return value.date().isoformat()
+    return value.strftime("%Y-%m-%d %H:%M")
+
+
+def _print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+# ---------------------------------------------------------------- input files
+
+
+@dataclass
+class EpisodeInput:
+    """One future `Memory.add`: its messages, time, and where in the file it came from."""
+
+    messages: list[Message]
+    timestamp: datetime | None
+    where: str
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
+
+
+def _json_error(path: Path, err: json.JSONDecodeError) -> InputError:
+    return InputError(f"{path}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}")
+
+
+def _read_json_file(path: Path) -> Any:
+    try:
+        return json.loads(_read_text(path))
+    except json.JSONDecodeError as err:
+        raise _json_error(path, err) from None
+
+
+def _message(obj: Any, where: str) -> Message:
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: a message must be a JSON object, got {type(obj).__name__}")
+    if not isinstance(obj.get("content"), str) or not obj["content"].strip():
+        raise InputError(f"{where}: message without content")
+    data = dict(obj)
+    if data.get("timestamp") is not None:
+        data["timestamp"] = _parse_time(data["timestamp"], f"{where}: timestamp")
+    try:
+        return Message.model_validate(data)
+    except ValidationError as err:
+        raise InputError(f"{where}: {_reason(err)}") from None
+
+
+def _episode(obj: dict[str, Any], where: str, default: datetime | None) -> EpisodeInput:
+    messages = obj.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise InputError(f"{where}: 'messages' must be a non-empty list")
+    parsed = [_message(m, f"{where}, message {i}") for i, m in enumerate(messages, 1)]
+    own = _parse_time(obj.get("timestamp"), f"{where}: timestamp")
+    return EpisodeInput(parsed, own or parsed[0].timestamp or default, where)
+
+
+def read_episodes(
+    path: Path, *, batch: int = 2, timestamp: datetime | None = None
+) -> list[EpisodeInput]:
+    """Parse and validate a whole JSON/JSONL file before anything is added.
+
+    Plain messages are grouped `batch` at a time (2 = one user/assistant exchange); objects
+    with a "messages" list are one episode each. An episode's time is its own "timestamp",
+    else its first message's, else `timestamp` (--timestamp), else the time of the add.
+    """
+    text = _read_text(path)
+    if not text.strip():
+        raise InputError(f"{path}: the file is empty")
+
+    items: list[tuple[str, Any]]
+    jsonl = path.suffix.lower() in {".jsonl", ".ndjson"}
+    if not jsonl:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as err:
+            if err.msg != "Extra data":  # several documents: read it as JSON Lines
+                raise _json_error(path, err) from None
+            jsonl = True
+    if jsonl:
+        items = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append((f"line {lineno}", json.loads(line)))
+            except json.JSONDecodeError as err:
+                raise InputError(f"{path}: line {lineno}: invalid JSON: {err.msg}") from None
+    elif isinstance(doc, dict) and "messages" in doc:
+        if not isinstance(doc["messages"], list):
+            raise InputError(f"{path}: 'messages' must be a list")
+        timestamp = _parse_time(doc.get("timestamp"), f"{path}: timestamp") or timestamp
+        items = [(f"message {i}", m) for i, m in enumerate(doc["messages"], 1)]
+    elif isinstance(doc, list):
+        items = [(f"item {i}", m) for i, m in enumerate(doc, 1)]
+    else:
+        raise InputError(f'{path}: expected a list of messages or {{"messages": [...]}}')
+    if not items:
+        raise InputError(f"{path}: no messages")
+
+    is_episode = [isinstance(obj, dict) and "messages" in obj for _, obj in items]
+    try:
+        if all(is_episode):
+            return [_episode(obj, where, timestamp) for where, obj in items]
+        if any(is_episode):
+            where = items[is_episode.index(True)][0]
+            raise InputError(
+                f'{where}: an {{"messages": [...]}} episode among plain messages; '
+                "use one form per file"
+            )
+        messages = [_message(obj, where) for where, obj in items]
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+    episodes = []
+    for start in range(0, len(messages), batch):
+        chunk = messages[start : start + batch]
+        first, last = items[start][0], items[start + len(chunk) - 1][0]
+        where = first if first == last else f"{first} to {last}"
+        episodes.append(EpisodeInput(chunk, chunk[0].timestamp or timestamp, where))
+    return episodes
+
+
+# ---------------------------------------------------------------- add
+
+
+def _changes_table(results: list[AddResult]) -> Table:
+    table = Table("event", "source", "relation", "destination", "valid from", "invalid at")
+    for result in results:
+        for c in result.relations:
+            table.add_row(
+                c.event.value,
+                Text(c.source),
+                Text(c.relation),
+                Text(c.destination),
+                _when(c.valid_from),
+                _when(c.invalid_at),
+            )
+    return table
+
+
+def _summary_table(results: list[AddResult], total: int) -> Table:
+    events = Counter(c.event for r in results for c in r.relations)
+    usage = Usage()
+    for r in results:
+        usage.calls += r.usage.calls
+        usage.prompt_tokens += r.usage.prompt_tokens
+        usage.completion_tokens += r.usage.completion_tokens
+    table = Table("", "count", title="add summary")
+    rows: list[tuple[str, int | str]] = [
+        ("episodes stored", f"{len(results)}/{total}"),
+        ("entities created", sum(len(r.entities) for r in results)),
+        *((event.value, events.get(event, 0)) for event in Event),
+        ("LLM calls", usage.calls),
+        ("prompt tokens", usage.prompt_tokens),
+        ("completion tokens", usage.completion_tokens),
+    ]
+    for name, count in rows:
+        table.add_row(name, str(count))
+    return table
+
+
+@app.command()
+def add(
+    ctx: typer.Context,
+    text: Annotated[str | None, typer.Argument(help="A message to remember.")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", "-f", help="JSON/JSONL file of messages or episodes."),
+    ] = None,
+    timestamp: Annotated[
+        str | None,
+        typer.Option("--timestamp", "-t", help="When it was said (ISO); default now."),
+    ] = None,
+    batch: Annotated[
+        int, typer.Option("--batch", min=1, help="Plain messages per episode (one add).")
+    ] = 2,
+    role: Annotated[str, typer.Option("--role", help="Role of TEXT.")] = "user",
+    as_json: JsonOpt = False,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+) -> None:
+    """Add TEXT, or every episode of --file, to the tenant's memory."""
+    ids = _tenant(user, agent, run)
+    if (text is None) == (file is None):
+        _fail("give either TEXT or --file FILE")
+    default_time = _parse_time(timestamp, "--timestamp")
+    if file is not None:
+        episodes = read_episodes(file, batch=batch, timestamp=default_time)
+    else:
+        message = _message({"role": role, "content": text}, "TEXT")
+        episodes = [EpisodeInput([message], default_time, "TEXT")]
+    state = _state(ctx)
+    results: list[AddResult] = []
+    failure: tuple[int, EpisodeInput, Exception] | None = None
+    with state.memory() as memory:
+        _ = memory.llm  # an unconfigured LLM fails here, before the first episode
+        progress = Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=_err(),
+            disable=file is None,
+        )
+        with progress:
+            task = progress.add_task("adding episodes", total=len(episodes))
+            for number, episode in enumerate(episodes, 1):
+                try:
+                    results.append(memory.add(episode.messages, **ids, timestamp=episode.timestamp))
+                except Exception as err:
+                    if state.debug:
+                        raise
+                    failure = (number, episode, err)
+                    break
+                progress.advance(task)
+    if as_json:
+        _print_json([r.model_dump(mode="json") for r in results])
+    else:
+        console = _out()
+        if file is None and results:
+            console.print(_changes_table(results))
+        console.print(_summary_table(results, len(episodes)))
+    if failure is not None:
+        number, episode, err = failure
+        _fail(
+            f"episode {number}/{len(episodes)} ({episode.where}) failed: {_reason(err)}. "
+            f"{number - 1} episode(s) before it are stored; it and the rest are not "
+            "(each episode is atomic).",
+            EXIT_FAILURE,
+        )
+
+
+# ---------------------------------------------------------------- search
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Most relations.")] = 10,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="Facts valid at this ISO date/time.")
+    ] = None,
+    include_invalid: Annotated[
+        bool, typer.Option("--include-invalid", help="Also facts that have ended.")
+    ] = False,
+    as_json: JsonOpt = False,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+) -> None:
+    """Search the tenant's relations, best first."""
+    ids = _tenant(user, agent, run)
+    when = _parse_time(as_of, "--as-of")
+    with _state(ctx).memory() as memory:
+        result = memory.search(
+            query, **ids, limit=limit, as_of=when, include_invalid=include_invalid
+        )
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+        return
+    if not result.relations:
+        _say(_err(), f"no relations found for {_describe(ids)}")
+        return
+    table = Table("score", "source", "relation", "destination", "valid from", "invalid at")
+    for hit in result.relations:
+        table.add_row(
+            f"{hit.score:.3f}",
+            Text(hit.source),
+            Text(hit.relation),
+            Text(hit.destination),
+            _when(hit.valid_from),
+            _when(hit.invalid_at),
+        )
+    _out().print(table)
+
+
+# ---------------------------------------------------------------- dump and stats
+
+
+class DumpFormat(str, Enum):
+    json = "json"
+    graphml = "graphml"
+    cypher = "cypher"
+    mermaid = "mermaid"
+
+
+@app.command()
+def dump(
+    ctx: typer.Context,
+    fmt: Annotated[DumpFormat, typer.Option("--format", "-F", help="Output format.")] = (
+        DumpFormat.json
+    ),
+    include_invalid: Annotated[
+        bool,
+        typer.Option("--include-invalid/--current-only", help="Keep ended facts (history) or not."),
+    ] = True,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+) -> None:
+    """Dump the tenant's graph as JSON, GraphML, a Neo4j Cypher script or Mermaid."""
+    ids = _tenant(user, agent, run)
+    with _state(ctx).memory(embeddings=False) as memory:
+        snapshot = memory.get_all(**ids, include_invalid=include_invalid)
+    text = export.dump(snapshot, fmt.value, tenant=Tenant(**ids))
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    output.write_text(text, encoding="utf-8")
+    count = f"{len(snapshot.entities)} entities and {len(snapshot.relations)} relations"
+    _say(_err(), f"wrote {count} to {output}")
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    as_json: JsonOpt = False,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+) -> None:
+    """Counts for a tenant, or for the whole store when no tenant is given."""
+    ids = {"user_id": user, "agent_id": agent, "run_id": run}
+    state = _state(ctx)
+    with state.memory(embeddings=False) as memory:
+        counts = memory.stats(**ids)
+    if as_json:
+        _print_json(counts.model_dump())
+        return
+    table = Table("", "count", title=Text(f"{_describe(ids)} in {_location(state.config())}"))
+    for name, value in counts.model_dump().items():
+        table.add_row(name.replace("_", " "), str(value))
+    _out().print(table)
+
+
+# ---------------------------------------------------------------- doctor
+
+
+def _mask(secret: str | None) -> str:
+    """Enough to recognise which key is set, never enough to use it."""
+    if not secret:
+        return "unset"
+    return f"***{secret[-4:]}" if len(secret) >= 16 else "***"
+
+
+def _settings_line(config: MemoryConfig) -> str:
+    llm, emb, store = config.llm, config.embedder, config.graph_store
+    return (
+        f"llm: {llm.provider} {llm.model} at {llm.resolved_base_url() or 'default URL'}, "
+        f"key {_mask(llm.resolved_api_key())}; "
+        f"embedder: {emb.provider} {emb.model or 'default model'}"
+        + (f", key {_mask(emb.api_key)}" if emb.provider == "openai" else "")
+        + f"; store: {store.provider} {_location(config)}"
+        + (f", password {_mask(store.password)}" if store.provider == "neo4j" else "")
+    )
+
+
+def _open_store(config: MemoryConfig, dims: int | None) -> GraphStore:
+    """The embedded store opens without knowing the dimensions (it reads them from its data)."""
+    if dims is not None:
+        return make_store(config, dims)
+    if config.graph_store.provider != "embedded":
+        raise StoreError("not checked: opening this store needs a working embedder")
+    from mem0g.stores.embedded import EmbeddedGraphStore
+
+    return EmbeddedGraphStore(config.graph_store.resolved_path())
+
+
+@app.command()
+def doctor(ctx: typer.Context) -> None:
+    """Check the config, the LLM endpoint, the embedder and the store."""
+    checks: list[tuple[str, str, str]] = []
+
+    def check(name: str, status: str, detail: str) -> None:
+        checks.append((name, status, detail))
+
+    state = _state(ctx)
+    config: MemoryConfig | None = None
+    try:
+        config = state.config()
+        check("config", "ok", _settings_line(config))
+    except ValueError as err:
+        check("config", "fail", _reason(err))
+    if config is not None:
+        try:
+            client = LLMClient(config.llm)
+        except LLMError as err:
+            check("llm", "warn", f"not configured: {_reason(err)}")
+        else:
+            try:
+                started = time.perf_counter()
+                models = client.ping()
+                took = (time.perf_counter() - started) * 1000
+                listed = "listed" if config.llm.model in models else "not listed"
+                check(
+                    "llm",
+                    "ok",
+                    f"reachable in {took:.0f} ms; {len(models)} model(s), "
+                    f"{config.llm.model} {listed}",
+                )
+            except LLMError as err:
+                check("llm", "fail", _reason(err))
+        dims: int | None = None
+        try:
+            started = time.perf_counter()
+            embedder = make_embedder(config.embedder)
+            vector = embedder.embed(["mem0g doctor"])[0]
+            took = (time.perf_counter() - started) * 1000
+            dims = int(vector.shape[0])
+            check("embedder", "ok", f"{embedder.name}: {dims} dims, {took:.0f} ms")
+        except Exception as err:  # any failure to load or run a model is this check's result
+            check("embedder", "fail", _reason(err))
+        try:
+            store = _open_store(config, dims)
+            try:
+                counts = store.stats()
+            finally:
+                store.close()
+            check(
+                "store",
+                "ok",
+                f"{_location(config)}: {counts.entities} entities, {counts.relations} "
+                f"relations, {counts.episodes} episodes, {counts.tenants} tenants",
+            )
+        except Exception as err:
+            check("store", "fail", _reason(err))
+    styles = {"ok": "green", "warn": "yellow", "fail": "red"}
+    table = Table("check", "status", "detail", title="mem0g doctor")
+    for name, status, detail in checks:
+        table.add_row(name, Text(status, style=styles[status]), Text(detail))
+    _out().print(table)
+    if any(status == "fail" for _, status, _ in checks):
+        raise typer.Exit(EXIT_FAILURE)
+
+
+# ---------------------------------------------------------------- demo, reset, delete
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    live: Annotated[
+        bool | None,
+        typer.Option(
+            "--live/--scripted",
+            help="A real LLM, or the scripted test-double server (default: decided by the demo).",
+        ),
+    ] = None,
+    path: Annotated[
+        Path | None, typer.Option("--path", help="Store directory (default: a fresh temp dir).")
+    ] = None,
+) -> None:
+    """Walk through add, update, search and history on a small story."""
+    try:
+        module = importlib.import_module("mem0g.demo")
+    except ModuleNotFoundError as err:
+        if err.name != "mem0g.demo":  # a dependency of the demo is missing: show that
+            raise
+        module = None
+    run = getattr(module, "run", None)
+    if run is None:
+        _fail("the demo is not part of this build (mem0g.demo.run is missing)", EXIT_FAILURE)
+    target = path or _state(ctx).path or Path(tempfile.mkdtemp(prefix="mem0g-demo-"))
+    run(_out(), live, target)
+
+
+@app.command()
+def reset(
+    ctx: typer.Context,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete everything in the store, every tenant."""
+    state = _state(ctx)
+    where = _location(state.config())
+    if not yes:
+        typer.confirm(f"Delete every memory of every tenant in {where}?", abort=True)
+    with state.memory(embeddings=False) as memory:
+        memory.reset()
+    _say(_out(), f"reset {where}")
+
+
+@app.command()
+def delete(
+    ctx: typer.Context,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+) -> None:
+    """Delete every entity, relation and episode of a tenant."""
+    ids = _tenant(user, agent, run)
+    with _state(ctx).memory(embeddings=False) as memory:
+        deleted = memory.delete_all(**ids)
+    _say(_out(), f"deleted {deleted} entities and relations of {_describe(ids)}")
+
+
+__all__ = ["EpisodeInput", "InputError", "app", "read_episodes"]
