@@ -212,6 +212,15 @@ def test_similar_entities_top_k_matches_brute_force(
             assert ids([e for e, _ in got]) == expected
             assert [s for _, s in got] == pytest.approx(sorted(scores, reverse=True)[:k], abs=1e-5)
     assert store.similar_entities(A, unit(rng), 0) == []
+    # a write after a search must show up in the next search (cached matrices are dropped)
+    late = entity(A, "late", rng)
+    store.apply(plan(A, [late]))
+    query = np.asarray(late.embedding, dtype=np.float32)
+    assert store.similar_entities(A, query, 1)[0] == (late, pytest.approx(1.0, abs=1e-5))
+    edge = relation(A, late, "knows", mine[0], rng)
+    assert store.similar_relations(A, query, 1, CURRENT) == []
+    store.apply(plan(A, relations=[edge]))
+    assert ids([r for r, _ in store.similar_relations(A, query, 1, CURRENT)]) == [edge.id]
     with pytest.raises(StoreError):
         store.similar_entities(A, np.ones(DIMS + 1, dtype=np.float32), 3)
 
@@ -343,6 +352,8 @@ def test_mentions_and_invalidations(store: EmbeddedGraphStore, rng: np.random.Ge
     p = chain(A, ["Alice", "Acme"], rng)
     store.apply(p)
     rel = p.new_relations[0]
+    query = np.asarray(rel.embedding, dtype=np.float32)
+    assert store.similar_relations(A, query, 1, CURRENT)[0][0].id == rel.id  # builds the matrix
     seen = [Provenance(episode_id=f"ep{i}", timestamp=T0 + timedelta(hours=i)) for i in range(2)]
     for i, prov in enumerate(seen):
         store.apply(plan(A, mentions=[MentionUpdate(relation_id=rel.id, provenance=prov)],
@@ -355,7 +366,6 @@ def test_mentions_and_invalidations(store: EmbeddedGraphStore, rng: np.random.Ge
                      updated_at=when))  # fmt: skip
     got = store.get_relations(A, [rel.id])[0]
     assert got.invalid_at == when and got.updated_at == when and got.mentions == 3
-    query = np.asarray(rel.embedding, dtype=np.float32)
     assert store.similar_relations(A, query, 5, CURRENT) == []
     assert store.similar_relations(A, query, 5, EVERYTHING)[0][0].id == rel.id
 
@@ -415,8 +425,13 @@ def test_invalid_plans_are_rejected_whole(
 # ---------------------------------------------------------------- atomicity and durability
 
 
-def _fail_on(store: EmbeddedGraphStore, monkeypatch: pytest.MonkeyPatch, table: str, n: int,
-             exc: BaseException) -> list[str]:
+def _fail_on(
+    store: EmbeddedGraphStore,
+    monkeypatch: pytest.MonkeyPatch,
+    table: str,
+    n: int,
+    exc: BaseException,
+) -> list[str]:
     """Let the store write normally until the n-th row of `table`, then raise `exc`."""
     written: list[str] = []
     real = store._write
@@ -428,7 +443,7 @@ def _fail_on(store: EmbeddedGraphStore, monkeypatch: pytest.MonkeyPatch, table: 
         written.append(tbl)
 
     monkeypatch.setattr(store, "_write", flaky)
-    return written  # fmt: skip
+    return written
 
 
 @pytest.mark.parametrize("exc", [RuntimeError("boom"), sqlite3.OperationalError("disk I/O")])
@@ -489,9 +504,7 @@ _CHILD = textwrap.dedent(
 )
 
 
-def test_process_killed_mid_apply_leaves_nothing(
-    tmp_path: Path, rng: np.random.Generator
-) -> None:
+def test_process_killed_mid_apply_leaves_nothing(tmp_path: Path, rng: np.random.Generator) -> None:
     path = tmp_path / "store"
     with EmbeddedGraphStore(path) as store:
         kept = chain(A, ["Alice", "Acme"], rng)
@@ -567,6 +580,8 @@ def test_reopen_restores_everything(tmp_path: Path, rng: np.random.Generator) ->
         assert ep.messages[0].name == "al" and ep.messages[1].role == "assistant"
         walked = again.expand(A, [p1.new_entities[2].id], 2, EVERYTHING, 10)
         assert [(r.id, hop) for r, hop in walked] == [(r1.id, 1), (r0.id, 2)]
+    with pytest.raises(StoreError, match="dimensional"):
+        EmbeddedGraphStore(path, dims=DIMS * 2)
 
 
 # ---------------------------------------------------------------- concurrency and lifecycle

@@ -76,11 +76,34 @@ def _vec_blob(blob: bytes | None) -> np.ndarray | None:
     return None if blob is None else np.frombuffer(blob, dtype=np.float32).copy()
 
 
+@functools.lru_cache(maxsize=4096)
+def _key(tenant: Tenant) -> str:
+    """`Tenant.key` re-serialises JSON on every call; a store asks for it once per record."""
+    return tenant.key
+
+
+@functools.lru_cache(maxsize=4096)
+def _tenant(key: str) -> Tenant:
+    """One shared (frozen) Tenant per key while loading, instead of one per row."""
+    return Tenant.from_key(key)
+
+
+def _detached(record: Entity | Relation) -> Any:
+    """A copy without the embedding that shares no mutable list with the caller's record;
+    much cheaper than a deep copy, which would first copy the whole embedding list."""
+    update: dict[str, Any] = {"embedding": None}
+    if isinstance(record, Entity):
+        update.update(aliases=list(record.aliases), keys=list(record.keys))
+    else:
+        update["provenance"] = [p.model_copy() for p in record.provenance]
+    return record.model_copy(update=update)
+
+
 def _to_row(table: str, record: Entity | Relation | Episode, vec: np.ndarray | None) -> tuple:
     """Column values in `_COLUMNS` order: lists as JSON, datetimes as ISO-8601 with offset."""
     data = record.model_dump(mode="json", exclude={"tenant", "embedding"})
     t = record.tenant
-    data.update(user_id=t.user_id, agent_id=t.agent_id, run_id=t.run_id, tenant_key=t.key)
+    data.update(user_id=t.user_id, agent_id=t.agent_id, run_id=t.run_id, tenant_key=_key(t))
     data["embedding"] = None if vec is None else vec.tobytes()
     return tuple(json.dumps(data[c]) if c in _JSON_COLS else data[c] for c in _COLUMNS[table])
 
@@ -89,17 +112,13 @@ def _from_row(table: str, row: sqlite3.Row) -> Any:
     """A record without its embedding (the store keeps that apart, as a float32 array)."""
     columns = (c for c in _COLUMNS[table] if c not in _NOT_FIELDS)
     data = {c: json.loads(row[c]) if c in _JSON_COLS else row[c] for c in columns}
-    data["tenant"] = Tenant(user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"])
+    data["tenant"] = _tenant(row["tenant_key"])
     return _MODELS[table].model_validate(data)
 
 
 def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best scores, best first (ties broken by position for stable output)."""
-    if k < scores.shape[0]:
-        part = np.argpartition(-scores, k - 1)[:k]
-    else:
-        part = np.arange(scores.shape[0])
-    return part[np.lexsort((part, -scores[part]))]
+    """Indices of the k best scores in no particular order (O(n), no full sort)."""
+    return np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(len(scores))
 
 
 _P = ParamSpec("_P")
@@ -172,7 +191,7 @@ class EmbeddedGraphStore:
                 if version is None:
                     conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 elif version > SCHEMA_VERSION:
-                    raise StoreError(f"{self.path} has schema v{version}; this mem0g reads v1")
+                    raise StoreError(f"{self.path}: schema v{version} is newer than this mem0g")
             self._load()
         except BaseException:
             self.close()
@@ -191,13 +210,15 @@ class EmbeddedGraphStore:
         """BEGIN IMMEDIATE takes the write lock up front, so a transaction can't fail halfway on
         a lock upgrade; any exception rolls everything back."""
         conn = self._connection()
-        conn.execute("BEGIN IMMEDIATE")
         try:
+            conn.execute("BEGIN IMMEDIATE")
             yield conn
             conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"database error, nothing was written: {exc}") from exc
             raise
 
     def _connection(self) -> sqlite3.Connection:
@@ -233,9 +254,9 @@ class EmbeddedGraphStore:
             raise StoreError(f"{self.path} holds embeddings that are not {self.dims}-dimensional")
 
     def _bucket(self, tenant: Tenant) -> _Bucket:
-        bucket = self._buckets.get(tenant.key)
+        bucket = self._buckets.get(_key(tenant))
         if bucket is None:
-            bucket = self._buckets[tenant.key] = _Bucket(tenant)
+            bucket = self._buckets[_key(tenant)] = _Bucket(tenant)
         return bucket
 
     def _add_episode(self, episode: Episode) -> None:
@@ -280,21 +301,19 @@ class EmbeddedGraphStore:
     @_locked
     def apply(self, plan: WritePlan) -> None:
         """Validate, write in one SQLite transaction, and only after COMMIT update memory."""
-        entities, relations = self._planned_state(plan)
-        vectors = {r.id: v for r in (*plan.new_entities, *plan.new_relations)
-                   if (v := _vec(r.embedding)) is not None}  # fmt: skip
-        dims = {v.shape[0] for v in vectors.values()} | ({self.dims} if self.dims else set())
-        if len(dims) > 1:
-            raise StoreError(f"embeddings of different sizes in one store: {sorted(dims)}")
-        try:
-            with self._transaction() as conn:
-                self._write(conn, "episodes", plan.episode, None)
-                for entity in entities.values():
-                    self._write(conn, "entities", entity, vectors.get(entity.id))
-                for rel in relations.values():
-                    self._write(conn, "relations", rel, vectors.get(rel.id))
-        except sqlite3.Error as exc:
-            raise StoreError(f"write failed, nothing was stored: {exc}") from exc
+        with self._transaction() as conn:
+            self._ready()  # another process may have committed before we got the write lock
+            entities, relations = self._planned_state(plan)
+            vectors = {r.id: v for r in (*plan.new_entities, *plan.new_relations)
+                       if (v := _vec(r.embedding)) is not None}  # fmt: skip
+            dims = {v.shape[0] for v in vectors.values()} | ({self.dims} - {None})
+            if len(dims) > 1:
+                raise StoreError(f"embeddings of different sizes in one store: {dims}")
+            self._write(conn, "episodes", plan.episode, None)
+            for entity in entities.values():
+                self._write(conn, "entities", entity, vectors.get(entity.id))
+            for rel in relations.values():
+                self._write(conn, "relations", rel, vectors.get(rel.id))
         try:  # the _add_* helpers also take an existing record (its vector is kept)
             self._add_episode(plan.episode.model_copy(deep=True))
             for entity in entities.values():
@@ -336,7 +355,7 @@ class EmbeddedGraphStore:
         for entity in plan.new_entities:
             if entity.id in self._entities or entity.id in entities:
                 raise StoreError(f"entity {entity.id} already exists")
-            entities[entity.id] = entity.model_copy(deep=True, update={"embedding": None})
+            entities[entity.id] = _detached(entity)
         for alias in plan.alias_updates:
             entity = editable(entities, self._entities, alias.entity_id)
             entity.aliases = list(dict.fromkeys([*entity.aliases, *alias.aliases]))
@@ -349,7 +368,7 @@ class EmbeddedGraphStore:
                 found = entities.get(end) or self._entities.get(end)
                 if found is None or found.tenant != tenant:
                     raise StoreError(f"relation {rel.id}: no entity {end} in {tenant.key}")
-            relations[rel.id] = rel.model_copy(deep=True, update={"embedding": None})
+            relations[rel.id] = _detached(rel)
         for inv in plan.invalidations:
             rel = editable(relations, self._relations, inv.relation_id)
             rel.invalid_at, rel.updated_at = inv.invalid_at, plan.updated_at
@@ -363,14 +382,12 @@ class EmbeddedGraphStore:
     @_locked
     def delete_tenant(self, scope: Tenant) -> int:
         """Delete every record the scope filter matches, in one transaction."""
-        keys = self._scope_keys(scope)
-        try:
-            with self._transaction() as conn:
-                for key in keys:
-                    for table in _COLUMNS:
-                        conn.execute(f"DELETE FROM {table} WHERE tenant_key = ?", (key,))
-        except sqlite3.Error as exc:
-            raise StoreError(f"delete failed, nothing was deleted: {exc}") from exc
+        with self._transaction() as conn:
+            self._ready()
+            keys = self._scope_keys(scope)
+            for key in keys:
+                for table in _COLUMNS:
+                    conn.execute(f"DELETE FROM {table} WHERE tenant_key = ?", (key,))
         removed = 0
         for key in keys:
             bucket = self._buckets.pop(key)
@@ -451,7 +468,7 @@ class EmbeddedGraphStore:
             if ids:
                 matrix = np.vstack([self._vectors[i] for i in ids])
                 norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-                matrix /= np.where(norms == 0, 1.0, norms)
+                matrix /= np.where(norms == 0, np.float32(1), norms)
             else:
                 matrix = np.zeros((0, self.dims or 0), dtype=np.float32)
             current = [getattr(records[i], "invalid_at", None) is None for i in ids]
@@ -483,7 +500,7 @@ class EmbeddedGraphStore:
                 rows = np.flatnonzero(np.array(accepted, dtype=bool))
             best = rows[_top_k(scores[rows], k)]
             candidates.extend((block.ids[r], float(scores[r])) for r in best)
-        candidates.sort(key=lambda hit: -hit[1])
+        candidates.sort(key=lambda hit: -hit[1])  # best first, across all blocks
         return candidates[:k]
 
     @_locked
