@@ -529,11 +529,16 @@ def dump(
     agent: AgentOpt = None,
     run: RunOpt = None,
 ) -> None:
-    """Dump the tenant's graph as JSON, GraphML, a Neo4j Cypher script or Mermaid."""
-    ids = _tenant(user, agent, run)
+    """Dump a tenant's graph (or, with no tenant given, every tenant's) as JSON, GraphML, a
+    Neo4j Cypher script or Mermaid."""
+    ids = {"user_id": user, "agent_id": agent, "run_id": run}
+    scoped = any(ids.values())
     with _state(ctx).memory(embeddings=False) as memory:
-        snapshot = memory.get_all(**ids, include_invalid=include_invalid)
-    text = export.dump(snapshot, fmt.value, tenant=Tenant(**ids))
+        if scoped:
+            snapshot = memory.get_all(**ids, include_invalid=include_invalid)
+        else:
+            snapshot = memory.get_everything(include_invalid=include_invalid)
+    text = export.dump(snapshot, fmt.value, tenant=Tenant(**ids) if scoped else None)
     if output is None:
         typer.echo(text, nl=False)
         return

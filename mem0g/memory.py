@@ -264,6 +264,20 @@ class Memory:
             relations=[r.model_copy(update={"embedding": None}) for r in snapshot.relations],
         )
 
+    def tenants(self) -> list[Tenant]:
+        """Every exact tenant that has data in the store."""
+        return self.store.tenants()
+
+    def get_everything(self, *, include_invalid: bool = True) -> GraphSnapshot:
+        """All tenants' graphs in one snapshot: for operators' dumps and backups."""
+        entities: dict[str, Any] = {}
+        relations: dict[str, Any] = {}
+        for tenant in self.tenants():
+            part = self.get_all(**tenant.model_dump(), include_invalid=include_invalid)
+            entities.update((e.id, e) for e in part.entities)
+            relations.update((r.id, r) for r in part.relations)
+        return GraphSnapshot(entities=list(entities.values()), relations=list(relations.values()))
+
     def delete_all(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> int:

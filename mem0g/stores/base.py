@@ -72,6 +72,9 @@ class GraphStore(Protocol):
 
     def episodes(self, scope: Tenant) -> list[Episode]: ...
 
+    def tenants(self) -> list[Tenant]:
+        """Every exact tenant that has records, sorted by key."""
+
     def delete_tenant(self, scope: Tenant) -> int:
         """Delete every record the scope matches; returns how many entities+edges went."""
 
