@@ -6,9 +6,7 @@ be piped. Exit codes: 0 ok, 1 a failure while working (LLM, store, a failed chec
 
 from __future__ import annotations
 
-import importlib
 import json
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -686,18 +684,11 @@ def demo(
         Path | None, typer.Option("--path", help="Store directory (default: a fresh temp dir).")
     ] = None,
 ) -> None:
-    """Walk through add, update, search and history on a small story."""
-    try:
-        module = importlib.import_module("mem0g.demo")
-    except ModuleNotFoundError as err:
-        if err.name != "mem0g.demo":  # a dependency of the demo is missing: show that
-            raise
-        module = None
-    run = getattr(module, "run", None)
-    if run is None:
-        _fail("the demo is not part of this build (mem0g.demo.run is missing)", EXIT_FAILURE)
-    target = path or _state(ctx).path or Path(tempfile.mkdtemp(prefix="mem0g-demo-"))
-    run(_out(), live, target)
+    """Ingest the bundled multi-session sample, show the graph and its history, answer queries."""
+    from mem0g.demo import run  # loads rich tables and the sample only when asked for
+
+    # None lets the demo use (and then remove) a temporary store of its own
+    raise typer.Exit(run(_out(), live, path or _state(ctx).path))
 
 
 @app.command()

@@ -10,8 +10,6 @@ import io
 import json
 import re
 import socket
-import sys
-import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +19,9 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from mem0g import __version__
+from mem0g import Memory, __version__
 from mem0g.cli import app
+from mem0g.embed import make_embedder
 from mem0g.export import from_json
 from mem0g.testing import ScriptedLLMServer
 
@@ -620,21 +619,13 @@ def test_version() -> None:
 # ---------------------------------------------------------------- demo
 
 
-def test_demo_calls_the_demo_module(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cli: Cli
-) -> None:
-    calls: list[dict[str, Any]] = []
-    fake = types.ModuleType("mem0g.demo")
-    fake.run = lambda console, live, path: calls.append({"live": live, "path": path})  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "mem0g.demo", fake)
-    assert cli("demo", "--scripted", "--path", str(tmp_path / "d")).exit_code == 0
-    assert cli("demo").exit_code == 0
-    assert calls[0] == {"live": False, "path": tmp_path / "d"}
-    assert calls[1] == {"live": None, "path": cli.store}  # the global --path
-
-
-def test_demo_missing(monkeypatch: pytest.MonkeyPatch, cli: Cli) -> None:
-    monkeypatch.setitem(sys.modules, "mem0g.demo", types.ModuleType("mem0g.demo"))
-    result = cli("demo")
-    assert result.exit_code == 1
-    assert "demo is not part of this build" in _error_line(result)
+def test_demo_runs_scripted_into_a_kept_store(tmp_path: Path, cli: Cli) -> None:
+    target = tmp_path / "demo"
+    result = cli("demo", "--scripted", "--path", str(target))
+    assert result.exit_code == 0, result.output
+    assert "test double" in result.stdout
+    with Memory({"graph_store": {"path": str(target)}}, embedder=make_embedder()) as m:
+        current = {
+            (r.source, r.relation, r.destination) for r in m.get_all(user_id="maya").relations
+        }
+    assert ("Maya", "lives_in", "Paris") in current

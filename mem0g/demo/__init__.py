@@ -1,0 +1,555 @@
+"""`mem0g demo`: a bundled five-session conversation, ingested, queried and summarised.
+
+It shows what the library does to a graph over a year of chat (ADD, UPDATE, INVALIDATE, NOOP,
+aliases, history, `as_of` queries) with the real pipeline: the real `openai` client, the real
+MiniLM embedder and the embedded store. Without an LLM it talks to the scripted TEST DOUBLE
+server, whose answers (script.json) are the answer key a good model gives for sample.json, and
+it says so loudly. Every number printed is measured during the run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from mem0g.config import (
+    EmbedderConfig,
+    GraphStoreConfig,
+    LLMConfig,
+    MemoryConfig,
+    ResolverConfig,
+    RetrievalConfig,
+)
+from mem0g.embed import make_embedder
+from mem0g.llm.client import LLMClient, LLMError
+from mem0g.memory import Memory
+from mem0g.types import (
+    AddResult,
+    Event,
+    Relation,
+    RelationChange,
+    SearchResult,
+    Usage,
+    to_utc,
+)
+
+__all__ = ["BANNER", "QUERIES", "SAMPLE_PATH", "SCRIPT_PATH", "USER_ID", "DemoReport", "run"]
+
+SAMPLE_PATH = Path(__file__).with_name("sample.json")
+SCRIPT_PATH = Path(__file__).with_name("script.json")
+USER_ID = "maya"
+
+BANNER = (
+    "No LLM configured: this demo uses scripted answers for the bundled sample (a test double "
+    "standing in for the LLM API), not a live model. Set OPENAI_API_KEY or MEM0G_LLM__BASE_URL "
+    "to run it live."
+)
+# When an LLM is configured but --scripted was asked for, "No LLM configured" would be false.
+BANNER_CHOSEN = (
+    "Scripted mode: this demo uses scripted answers for the bundled sample (a test double "
+    "standing in for the LLM API), not a live model. Run `mem0g demo --live` to use the "
+    "configured LLM."
+)
+NOT_CONFIGURED = (
+    "the live demo needs an LLM, and none is configured: set OPENAI_API_KEY (OpenAI), or "
+    "MEM0G_LLM__BASE_URL for a local OpenAI-compatible server (Ollama, vLLM, LM Studio); "
+    "or run `mem0g demo --scripted` for the scripted walk-through"
+)
+
+QUERIES: list[tuple[str, str | None]] = [
+    ("Where does Maya live?", None),
+    ("Where did Maya live in spring 2023?", "2023-04-15"),
+    ("Who works with Sam?", None),
+    ("What can't Maya eat?", None),
+    ("Where does Leo Park work?", None),
+    ("Where did Leo Park work in autumn 2023?", "2023-10-15"),
+]
+HITS_SHOWN = 5
+
+_STYLE = {
+    Event.ADD: ("+", "bold green"),
+    Event.UPDATE: ("~", "bold cyan"),
+    Event.INVALIDATE: ("x", "bold red"),
+    Event.NOOP: ("=", "dim"),
+}
+
+
+@dataclass
+class DemoReport:
+    """What the last `run` measured, so tests (and curious callers) need not parse text."""
+
+    path: Path
+    kept: bool
+    scripted: bool
+    results: list[AddResult] = field(default_factory=list)
+    searches: dict[str, SearchResult] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    server_requests: int | None = None  # scripted mode: requests the test double received
+    unmatched_requests: int | None = None  # scripted mode: requests no rule answered
+    seconds: float = 0.0
+
+
+last_report: DemoReport | None = None
+"""The report of the most recent `run` in this process."""
+
+
+def load_sessions(path: Path = SAMPLE_PATH) -> list[dict[str, Any]]:
+    """The bundled sample: a list of {"title", "timestamp", "messages"} (also a valid input of
+    `mem0g add --file`)."""
+    sessions = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(sessions, list) or not sessions:
+        raise ValueError(f"{path}: expected a non-empty list of sessions")
+    return sessions
+
+
+# ---------------------------------------------------------------- formatting helpers
+
+
+def _date(value: datetime | None) -> str:
+    return value.date().isoformat() if value is not None else "?"
+
+
+def _interval(valid_from: datetime | None, invalid_at: datetime | None) -> str:
+    return f"{_date(valid_from)} → {_date(invalid_at) if invalid_at else 'now'}"
+
+
+def _fact(source: str, relation: str, destination: str, style: str = "") -> Text:
+    text = Text()
+    text.append(source, style=f"bold {style}".strip())
+    text.append(f" {relation} ", style=f"italic {style}".strip())
+    text.append(destination, style=f"bold {style}".strip())
+    return text
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2f} s" if value < 10 else f"{value:.1f} s"
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _tokens(usage: Usage) -> str:
+    return f"{usage.prompt_tokens + usage.completion_tokens:,}"
+
+
+def _change_line(change: RelationChange, session_time: datetime | None = None) -> Text:
+    mark, style = _STYLE[change.event]
+    line = Text("  ")
+    line.append(f"{mark} {change.event.value:<10}", style=style)
+    line.append(" ")
+    dim = "dim" if change.event == Event.NOOP else ""
+    line.append_text(_fact(change.source, change.relation, change.destination, dim))
+    if change.event == Event.INVALIDATE:
+        note = f"  valid {_interval(change.valid_from, change.invalid_at)}, kept as history"
+    elif change.event == Event.NOOP:
+        note = "  already known: one more mention"
+    else:
+        note = f"  valid from {_date(change.valid_from)}"
+        if session_time and change.valid_from and change.valid_from.date() != session_time.date():
+            note += " (a date the text gives)"
+        if change.event == Event.UPDATE:
+            note += ", refines the fact below"
+    line.append(note, style="dim")
+    return line
+
+
+def _aliases(memory: Memory) -> dict[str, tuple[str, set[str]]]:
+    return {e.id: (e.name, set(e.aliases)) for e in memory.get_all(user_id=USER_ID).entities}
+
+
+def _merge_lines(before: dict[str, tuple[str, set[str]]], after: dict[str, Any]) -> list[Text]:
+    """Names this add resolved onto an existing entity (read back from the store)."""
+    lines = []
+    for entity_id, (name, aliases) in sorted(after.items(), key=lambda item: item[1][0]):
+        new = sorted(aliases - before.get(entity_id, (name, set()))[1])
+        if entity_id in before and new:
+            line = Text("  ")
+            line.append("& ALIAS     ", style="bold magenta")
+            line.append(" " + ", ".join(f'"{a}"' for a in new), style="bold")
+            line.append(" is ", style="dim")
+            line.append(name, style="bold")
+            line.append("  merged into the existing entity", style="dim")
+            lines.append(line)
+    return lines
+
+
+def _messages_view(messages: Sequence[dict[str, Any]]) -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", style="bold", no_wrap=True)
+    grid.add_column(style="dim")
+    for m in messages:
+        grid.add_row(Text(f"{m.get('name') or m.get('role', '?')}:"), Text(m["content"]))
+    return grid
+
+
+def _graph_tree(current: list[Relation], entities: dict[str, tuple[str, str, list[str]]]) -> Tree:
+    """Current edges grouped by their source entity, in the order the entities appeared."""
+    tree = Tree(
+        Text(f"{len(entities)} entities, {len(current)} current relations", style="bold"),
+        guide_style="dim",
+    )
+    by_source: dict[str, list[Relation]] = {}
+    for rel in current:
+        by_source.setdefault(rel.source_id, []).append(rel)
+    # Busiest entity first, then by name: stable output whatever the ids are.
+    order = sorted(by_source, key=lambda eid: (-len(by_source[eid]), entities[eid][0]))
+    for entity_id in order:
+        name, type_, aliases = entities[entity_id]
+        rels = sorted(by_source[entity_id], key=lambda r: (r.valid_from or r.created_at, r.text))
+        label = Text(name, style="bold")
+        label.append(f" ({type_})", style="dim")
+        if aliases:
+            label.append("  aka " + ", ".join(aliases), style="magenta")
+        branch = tree.add(label)
+        for rel in rels:
+            leaf = Text(f"{rel.relation} ", style="italic")
+            dest = entities.get(rel.destination_id, (rel.destination, "", []))
+            leaf.append(rel.destination, style="bold")
+            leaf.append(f" ({dest[1]})" if dest[1] else "", style="dim")
+            leaf.append(f"  since {_date(rel.valid_from)}", style="dim")
+            if rel.mentions > 1:
+                leaf.append(f"  mentioned {rel.mentions}x", style="cyan")
+            branch.add(leaf)
+    return tree
+
+
+def _history_table(ended: list[Relation]) -> Table:
+    table = Table(title=None, box=None, header_style="bold", pad_edge=False)
+    table.add_column("fact")
+    table.add_column("valid from", style="green")
+    table.add_column("invalid from", style="red")
+    for rel in sorted(ended, key=lambda r: (r.invalid_at or r.created_at, r.id)):
+        table.add_row(
+            _fact(rel.source, rel.relation, rel.destination),
+            _date(rel.valid_from),
+            _date(rel.invalid_at),
+        )
+    return table
+
+
+def _hits_table(result: SearchResult) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
+    table.add_column("score", justify="right", style="cyan")
+    table.add_column("fact")
+    table.add_column("valid", style="dim")
+    for i, hit in enumerate(result.relations[:HITS_SHOWN]):
+        fact = _fact(hit.source, hit.relation, hit.destination, "green" if i == 0 else "")
+        table.add_row(f"{hit.score:.4f}", fact, _interval(hit.valid_from, hit.invalid_at))
+    return table
+
+
+@contextmanager
+def _status(console: Console, message: str) -> Iterator[None]:
+    """A spinner on a terminal; nothing on a recorded or piped console."""
+    if console.is_terminal and not console.record:
+        with console.status(message, spinner="dots"):
+            yield
+    else:
+        yield
+
+
+# ---------------------------------------------------------------- the demo
+
+
+def _choose_mode(live: bool | None) -> tuple[bool, MemoryConfig | None, bool]:
+    """(live, env config, whether an LLM is configured); raises when --live has no LLM."""
+    env_config = MemoryConfig()
+    configured = env_config.llm.is_configured()
+    if live is None:
+        live = configured
+    if live and not configured:
+        raise LLMError(NOT_CONFIGURED)
+    return live, env_config, configured
+
+
+def _check_empty(memory: Memory, path: Path) -> None:
+    """A second run on the same store would find every fact already known (and, scripted, no
+    answers for the payloads that causes), so refuse instead of mixing the two."""
+    stats = memory.stats(user_id=USER_ID)
+    if stats.episodes or stats.entities:
+        raise ValueError(
+            f"{path} already holds a demo memory for user {USER_ID!r}; give an empty directory, "
+            f"or clear it with `mem0g --path {path} delete --user {USER_ID}`"
+        )
+
+
+def run(console: Console, live: bool | None = None, path: str | Path | None = None) -> int:
+    """Run the demo on `console`; returns 0. `live`: True = the configured LLM (error if none),
+    False = the scripted test double, None = live when configured. `path`: keep the store
+    there (default: a temporary directory, removed at the end)."""
+    global last_report
+    started = time.perf_counter()
+    live, env_config, configured = _choose_mode(live)
+    scripted = not live
+    kept = path is not None
+    store_path = (
+        Path(path).expanduser()
+        if path is not None
+        else Path(tempfile.mkdtemp(prefix="mem0g-demo-"))
+    )
+    report = DemoReport(path=store_path, kept=kept, scripted=scripted)
+    last_report = report
+    sessions = load_sessions()
+
+    console.print()
+    console.print(Rule(Text("mem0g demo: a year of chat, remembered as a graph", style="bold")))
+    if scripted:
+        console.print(
+            Panel(
+                Text(BANNER if not configured else BANNER_CHOSEN, style="bold"),
+                title="SCRIPTED MODE (no live model)",
+                border_style="yellow",
+                padding=(1, 2),
+            )
+        )
+
+    server_cm: Any = nullcontext(None)
+    if scripted:
+        from mem0g.testing.server import ScriptedLLMServer
+
+        server_cm = ScriptedLLMServer.from_file(SCRIPT_PATH)
+    try:
+        with server_cm as server:
+            if server is not None:
+                llm_config = LLMConfig(base_url=server.base_url, api_key="scripted")
+                resolver, retrieval = ResolverConfig(), RetrievalConfig()
+                llm_line = f"scripted test double at {server.base_url} (script: {SCRIPT_PATH.name})"
+            else:
+                assert env_config is not None
+                llm_config = env_config.llm
+                resolver, retrieval = env_config.resolver, env_config.retrieval
+                endpoint = llm_config.resolved_base_url() or "the OpenAI API"
+                llm_line = f"{llm_config.model} via {endpoint} ({llm_config.provider}, live)"
+            config = MemoryConfig(
+                llm=llm_config,
+                embedder=EmbedderConfig(),
+                graph_store=GraphStoreConfig(provider="embedded", path=str(store_path)),
+                resolver=resolver,
+                retrieval=retrieval,
+            )
+            t0 = time.perf_counter()
+            with _status(console, "Loading the embedding model (all-MiniLM-L6-v2, offline)..."):
+                embedder = make_embedder(config.embedder)
+            load_seconds = time.perf_counter() - t0
+
+            setup = Table.grid(padding=(0, 2))
+            setup.add_column(style="bold")
+            setup.add_column()
+            setup.add_row("LLM", llm_line)
+            setup.add_row(
+                "Embedder",
+                f"{embedder.name}, {embedder.dims} dims, local "
+                f"(loaded in {_seconds(load_seconds)})",
+            )
+            setup.add_row("Store", f"embedded, {store_path}" + ("" if kept else " (temporary)"))
+            setup.add_row(
+                "Conversation",
+                f"{SAMPLE_PATH.name}: {len(sessions)} sessions, "
+                f"{sessions[0]['timestamp'][:10]} to {sessions[-1]['timestamp'][:10]},"
+                f" stored for user_id={USER_ID!r}",
+            )
+            console.print(setup)
+
+            with Memory(config, llm=LLMClient(config.llm), embedder=embedder) as memory:
+                _check_empty(memory, store_path)
+                ingest_seconds = _ingest(console, memory, sessions, report)
+                search_seconds = _show_results(console, memory, report)
+                stats = memory.stats(user_id=USER_ID)
+            if server is not None:
+                report.server_requests = len(server.requests)
+                report.unmatched_requests = len(server.unmatched)
+    finally:
+        if not kept:
+            shutil.rmtree(store_path, ignore_errors=True)
+    report.seconds = time.perf_counter() - started
+    _summary(console, report, stats, load_seconds, ingest_seconds, search_seconds)
+    return 0
+
+
+def _ingest(
+    console: Console, memory: Memory, sessions: list[dict[str, Any]], report: DemoReport
+) -> float:
+    """One `add` per session, each followed by what it changed in the graph."""
+    total = 0.0
+    for number, session in enumerate(sessions, 1):
+        when = session["timestamp"]
+        speakers = ", ".join(dict.fromkeys(m.get("name") or m["role"] for m in session["messages"]))
+        console.print()
+        console.print(
+            Rule(
+                Text.assemble(
+                    (f"Session {number}/{len(sessions)}", "bold"),
+                    f"  {when[:10]}  ",
+                    (session.get("title", ""), "italic"),
+                    (f"  ({speakers})", "dim"),
+                ),
+                align="left",
+                style="blue",
+            )
+        )
+        console.print(_messages_view(session["messages"]))
+        before = _aliases(memory)
+        t0 = time.perf_counter()
+        with _status(console, f"Session {number}/{len(sessions)}: memory.add(...)"):
+            result = memory.add(session["messages"], user_id=USER_ID, timestamp=when)
+        seconds = time.perf_counter() - t0
+        total += seconds
+        report.results.append(result)
+        for attr in ("calls", "prompt_tokens", "completion_tokens"):
+            setattr(report.usage, attr, getattr(report.usage, attr) + getattr(result.usage, attr))
+        for task, n in result.usage.by_task.items():
+            report.usage.by_task[task] = report.usage.by_task.get(task, 0) + n
+
+        console.print(Text("\nmemory.add(...) changed:", style="bold"))
+        for line in _merge_lines(before, _aliases(memory)):
+            console.print(line)
+        for change in result.relations:
+            console.print(_change_line(change, to_utc(when)))
+        if not result.relations:
+            console.print(Text("  (no lasting facts found)", style="dim"))
+        console.print(
+            Text(
+                f"  {_count(len(result.entities), 'new entity', 'new entities')} · "
+                f"{_count(result.usage.calls, 'LLM call', 'LLM calls')} "
+                f"({', '.join(f'{k} {v}' for k, v in result.usage.by_task.items())}) · "
+                f"{_tokens(result.usage)} tokens · {_seconds(seconds)}",
+                style="dim",
+            )
+        )
+    return total
+
+
+def _show_results(console: Console, memory: Memory, report: DemoReport) -> float:
+    """The graph now, its history, and a few relational and temporal questions."""
+    snapshot = memory.get_all(user_id=USER_ID)
+    history = memory.get_all(user_id=USER_ID, include_invalid=True)
+    entities = {e.id: (e.name, e.type, list(e.aliases)) for e in history.entities}
+    ended = [r for r in history.relations if r.invalid_at is not None]
+
+    console.print()
+    console.print(Rule(Text("The graph now  (memory.get_all)", style="bold"), style="blue"))
+    console.print(_graph_tree(snapshot.relations, entities))
+    console.print()
+    console.print(
+        Rule(
+            Text("History: invalidated edges, never deleted  (include_invalid=True)", style="bold"),
+            style="blue",
+        )
+    )
+    console.print(_history_table(ended))
+
+    console.print()
+    title = Text("Questions  (memory.search, no LLM calls)", style="bold")
+    console.print(Rule(title, style="blue"))
+    total = 0.0
+    for query, as_of in QUERIES:
+        t0 = time.perf_counter()
+        result = memory.search(query, user_id=USER_ID, limit=HITS_SHOWN, as_of=as_of)
+        seconds = time.perf_counter() - t0
+        total += seconds
+        report.searches[query] = result
+        title = Text("? ", style="bold yellow")
+        title.append(query, style="bold")
+        if as_of:
+            title.append(f"   as_of={as_of}", style="yellow")
+        title.append(f"   {_seconds(seconds)}", style="dim")
+        console.print()
+        console.print(title)
+        if result.relations:
+            console.print(_hits_table(result))
+        else:
+            console.print(Text("  no relations found", style="dim"))
+    console.print(
+        Text(
+            "\nScores are fused ranks (reciprocal-rank fusion of graph expansion and triple "
+            "similarity): higher is better; only the order matters.",
+            style="dim",
+        )
+    )
+    return total
+
+
+def _summary(
+    console: Console,
+    report: DemoReport,
+    stats: Any,
+    load_seconds: float,
+    ingest_seconds: float,
+    search_seconds: float,
+) -> None:
+    usage = report.usage
+    events: dict[str, int] = {e.value: 0 for e in Event}
+    for result in report.results:
+        for change in result.relations:
+            events[change.event.value] += 1
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("Sessions", f"{len(report.results)} (one memory.add each)")
+    table.add_row("Changes", " · ".join(f"{k} {v}" for k, v in events.items()))
+    table.add_row(
+        "Graph",
+        f"{stats.entities} entities, {stats.valid_relations} current and "
+        f"{stats.invalid_relations} invalidated relations, {stats.episodes} episodes",
+    )
+    by_task = ", ".join(f"{k} {v}" for k, v in usage.by_task.items())
+    calls = f"{usage.calls} ({by_task})"
+    if report.server_requests is not None:
+        calls += (
+            f"; the test double received {report.server_requests} requests, "
+            f"{report.unmatched_requests} without a scripted answer"
+        )
+    table.add_row("LLM calls", calls)
+    tokens = f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion"
+    if report.scripted:
+        tokens += " (counted by the test double as characters / 4, not by a real tokenizer)"
+    else:
+        tokens += " (as reported by the LLM API)"
+    table.add_row("Tokens", tokens)
+    table.add_row(
+        "Wall time",
+        f"{_seconds(report.seconds)} total: model load {_seconds(load_seconds)}, "
+        f"{len(report.results)} adds {_seconds(ingest_seconds)}, "
+        f"{len(report.searches)} searches {_seconds(search_seconds)}",
+    )
+    if report.kept:
+        where = escape(str(report.path))
+        store = (
+            f"kept at {where}\n"
+            f"inspect it:  mem0g --path {where} dump --user {USER_ID}\n"
+            f'             mem0g --path {where} search "Where does Maya live?" --user {USER_ID}'
+        )
+    else:
+        store = f"{escape(str(report.path))} (temporary, now deleted; pass --path DIR to keep it)"
+    table.add_row("Store", store)
+    console.print()
+    console.print(Rule(Text("Totals (measured in this run)", style="bold"), style="blue"))
+    console.print(table)
+    console.print()
+    if report.scripted:
+        console.print(
+            Text(
+                "Done. The LLM answers in this run were scripted (a test double standing in for "
+                "the LLM API), not a live model; embeddings, storage and search were real.",
+                style="bold yellow",
+            )
+        )
+    else:
+        console.print(Text("Done. Every answer in this run came from the live LLM.", style="bold"))

@@ -1,0 +1,228 @@
+"""The demo end to end: bundled sample + scripted TEST DOUBLE answers, real MiniLM and store.
+
+Checks go through `Memory` on the kept store (not only the printed text), so a demo that
+prints the right words over a wrong graph fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+import mem0g.demo as demo
+from mem0g import Memory
+from mem0g.embed import CachedEmbedder
+from mem0g.llm.client import LLMError
+from mem0g.types import Relation
+
+LLM_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+
+
+def _clear_llm_env(mp: pytest.MonkeyPatch) -> None:
+    """No LLM configured, whatever the developer's shell exports."""
+    for name in list(os.environ):
+        if name in LLM_ENV or name.upper().startswith("MEM0G_"):
+            mp.delenv(name, raising=False)
+
+
+def _plain(text: str) -> str:
+    """Printed text without box drawing and line wrapping, for phrase checks."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text).split())
+
+
+@dataclass
+class DemoRun:
+    code: int
+    text: str
+    report: demo.DemoReport
+    path: Path
+    warnings: list[str]
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory, minilm: CachedEmbedder) -> DemoRun:
+    """One scripted run for the whole module (the model is shared, the run takes ~1 s)."""
+    path = tmp_path_factory.mktemp("demo") / "store"
+    console = Console(record=True, width=120)
+    handler = _Collect()
+    logging.getLogger("mem0g").addHandler(handler)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            _clear_llm_env(mp)
+            mp.setattr(demo, "make_embedder", lambda config: minilm)
+            code = demo.run(console, live=False, path=path)
+    finally:
+        logging.getLogger("mem0g").removeHandler(handler)
+    assert demo.last_report is not None
+    return DemoRun(code, console.export_text(), demo.last_report, path, handler.messages)
+
+
+@pytest.fixture
+def kept(demo_run: DemoRun, minilm: CachedEmbedder) -> Iterator[Memory]:
+    """The store the demo left behind, reopened through the public API."""
+    memory = Memory(
+        {"graph_store": {"provider": "embedded", "path": str(demo_run.path)}}, embedder=minilm
+    )
+    yield memory
+    memory.close()
+
+
+def _triples(relations: list[Relation]) -> set[tuple[str, str, str]]:
+    return {(r.source, r.relation, r.destination) for r in relations}
+
+
+CURRENT = {
+    ("Maya", "works_at", "Northwind Labs"),
+    ("Sam", "works_at", "Northwind Labs"),
+    ("Maya", "reports_to", "Sam"),
+    ("Priya", "works_at", "Fabrikam"),
+    ("Maya", "built", "churn model"),
+    ("Sam", "built", "churn model"),
+    ("Leo Park", "contributed_to", "churn model"),
+    ("Maya", "is_intolerant_to", "lactose"),
+    ("Maya", "avoids", "dairy"),
+    ("Maya", "lives_in", "Paris"),
+    ("Northwind Labs", "has_office_in", "Paris"),
+    ("Maya", "has_diet", "vegan"),
+    ("Ines Moreau", "works_at", "Northwind Labs"),
+    ("Leo Park", "works_at", "Contoso"),
+}
+ENDED = {  # fact -> (valid from, invalid from)
+    ("Maya", "lives_in", "London"): ("2023-03-14", "2023-10-01"),
+    ("Maya", "has_diet", "vegetarian"): ("2023-03-14", "2024-01-01"),
+    ("Leo Park", "works_at", "Northwind Labs"): ("2023-05-01", "2023-12-01"),
+}
+
+
+def test_scripted_run_prints_the_banner_and_succeeds(demo_run: DemoRun) -> None:
+    assert demo_run.code == 0
+    text = _plain(demo_run.text)
+    assert demo.BANNER in text
+    assert "scripted (a test double standing in for the LLM API), not a live model" in text
+    for word in ("ADD", "UPDATE", "INVALIDATE", "NOOP", "ALIAS"):
+        assert word in text
+    assert f"mem0g --path {demo_run.path} dump --user maya" in text
+
+
+def test_the_script_answered_every_request_exactly(demo_run: DemoRun) -> None:
+    report = demo_run.report
+    assert report.scripted and report.kept
+    assert report.unmatched_requests == 0
+    assert report.server_requests == report.usage.calls == 14
+    assert report.usage.by_task == {
+        "extract_entities": 5,
+        "establish_relations": 5,
+        "resolve_updates": 4,
+    }
+    # an operation naming a wrong index or id would be logged and ignored: none may be
+    assert demo_run.warnings == []
+    assert "LLM calls 14 " in _plain(demo_run.text)
+
+
+def test_each_session_did_what_the_story_says(demo_run: DemoRun) -> None:
+    events = [
+        {(c.event.value, c.source, c.relation, c.destination) for c in result.relations}
+        for result in demo_run.report.results
+    ]
+    assert len(events) == 5
+    assert ("NOOP", "Sam", "works_at", "Northwind Labs") in events[1]  # "Sam Okafor" = Sam
+    assert ("ADD", "Maya", "avoids", "dairy") in events[1]  # dairy-free adds, contradicts nothing
+    assert ("INVALIDATE", "Maya", "lives_in", "London") in events[2]
+    assert ("NOOP", "Maya", "avoids", "dairy") in events[2]  # mentioned again by Priya
+    assert ("UPDATE", "Maya", "has_diet", "vegan") in events[3]
+    assert ("INVALIDATE", "Maya", "has_diet", "vegetarian") in events[3]
+    assert ("INVALIDATE", "Leo Park", "works_at", "Northwind Labs") in events[4]
+
+
+def test_kept_store_holds_the_expected_graph(kept: Memory) -> None:
+    current = kept.get_all(user_id="maya")
+    assert _triples(current.relations) == CURRENT
+    history = kept.get_all(user_id="maya", include_invalid=True)
+    ended = {
+        (r.source, r.relation, r.destination): (
+            r.valid_from.date().isoformat(),
+            r.invalid_at.date().isoformat(),
+        )
+        for r in history.relations
+        if r.invalid_at is not None
+    }
+    assert ended == ENDED
+    people = {e.name: e for e in current.entities if e.type == "person"}
+    assert people["Sam"].aliases == ["Sam Okafor"]
+    assert "Sam Okafor" not in people
+    assert kept.stats(user_id="maya").episodes == 5
+
+
+def test_temporal_query_finds_the_city_before_the_move(demo_run: DemoRun, kept: Memory) -> None:
+    printed = demo_run.report.searches["Where did Maya live in spring 2023?"].relations
+    assert (printed[0].source, printed[0].destination) == ("Maya", "London")
+    again = kept.search("Where did Maya live in spring 2023?", user_id="maya", as_of="2023-04-15")
+    assert again.relations[0].destination == "London"
+    now = demo_run.report.searches["Where does Maya live?"].relations
+    assert (now[0].relation, now[0].destination) == ("lives_in", "Paris")
+    autumn = demo_run.report.searches["Where did Leo Park work in autumn 2023?"].relations
+    assert (autumn[0].source, autumn[0].destination) == ("Leo Park", "Northwind Labs")
+
+
+def test_coworker_query_reaches_coworkers_through_the_company(demo_run: DemoRun) -> None:
+    hits = demo_run.report.searches["Who works with Sam?"].relations
+    coworkers = {h.source for h in hits if h.relation == "works_at"}
+    assert {"Maya", "Ines Moreau"} <= coworkers
+    assert "Leo Park" not in coworkers  # he left in December: not a current coworker
+    diet = {h.destination for h in demo_run.report.searches["What can't Maya eat?"].relations[:3]}
+    assert diet == {"vegan", "dairy", "lactose"}
+
+
+def test_rerun_on_a_used_store_is_refused(demo_run: DemoRun, minilm, monkeypatch) -> None:
+    _clear_llm_env(monkeypatch)
+    monkeypatch.setattr(demo, "make_embedder", lambda config: minilm)
+    with pytest.raises(ValueError, match="already holds a demo memory"):
+        demo.run(Console(record=True, width=120), live=False, path=demo_run.path)
+
+
+def test_default_store_is_temporary_and_removed(minilm, monkeypatch) -> None:
+    _clear_llm_env(monkeypatch)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-be-used")  # configured, but --scripted
+    monkeypatch.setattr(demo, "make_embedder", lambda config: minilm)
+    console = Console(record=True, width=120)
+    assert demo.run(console, live=False) == 0
+    report = demo.last_report
+    assert report is not None and not report.kept and report.scripted
+    assert not report.path.exists()
+    text = _plain(console.export_text())
+    assert demo.BANNER_CHOSEN in text and "No LLM configured" not in text
+    assert "temporary, now deleted" in text
+    assert report.unmatched_requests == 0
+
+
+def test_live_without_an_llm_fails_clearly(monkeypatch, tmp_path) -> None:
+    _clear_llm_env(monkeypatch)
+    console = Console(record=True, width=120)
+    with pytest.raises(LLMError, match="none is configured") as err:
+        demo.run(console, live=True, path=tmp_path / "store")
+    assert "OPENAI_API_KEY" in str(err.value) and "MEM0G_LLM__BASE_URL" in str(err.value)
+    assert not (tmp_path / "store").exists()
+
+
+def test_auto_mode_follows_the_configuration(monkeypatch) -> None:
+    _clear_llm_env(monkeypatch)
+    assert demo._choose_mode(None)[0] is False
+    monkeypatch.setenv("MEM0G_LLM__BASE_URL", "http://localhost:11434/v1")
+    assert demo._choose_mode(None)[0] is True
+    assert demo._choose_mode(False)[0] is False
