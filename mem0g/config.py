@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -25,7 +25,13 @@ def default_data_dir() -> Path:
     return Path(user_data_dir("mem0g", appauthor=False))
 
 
-class LLMConfig(BaseModel):
+class _Section(BaseModel):
+    """A typo in a config key is an error, not a silently ignored setting."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class LLMConfig(_Section):
     provider: Literal["openai", "azure", "ollama", "vllm", "lmstudio", "openai-compatible"] = (
         "openai"
     )
@@ -53,7 +59,7 @@ class LLMConfig(BaseModel):
         return bool(self.resolved_api_key() or self.resolved_base_url())
 
 
-class EmbedderConfig(BaseModel):
+class EmbedderConfig(_Section):
     provider: Literal["sentence-transformers", "openai", "hashing"] = "sentence-transformers"
     model: str | None = None  # None = the bundled all-MiniLM-L6-v2 (or text-embedding-3-small)
     dims: int | None = None
@@ -64,7 +70,7 @@ class EmbedderConfig(BaseModel):
     device: str = "cpu"
 
 
-class GraphStoreConfig(BaseModel):
+class GraphStoreConfig(_Section):
     provider: Literal["embedded", "neo4j"] = "embedded"
     path: str | None = None  # embedded: a directory
     url: str | None = None  # neo4j: bolt://host:7687
@@ -76,13 +82,13 @@ class GraphStoreConfig(BaseModel):
         return Path(self.path).expanduser() if self.path else default_data_dir() / "graph"
 
 
-class ResolverConfig(BaseModel):
+class ResolverConfig(_Section):
     threshold: float = Field(default=0.85, ge=0.0, le=1.0)
     candidates: int = Field(default=10, ge=1, description="entity candidates compared per name")
     max_existing: int = Field(default=10, ge=1, description="s: existing edges per new triple")
 
 
-class FusionConfig(BaseModel):
+class FusionConfig(_Section):
     """How the two rankings are fused; a recipe given as data, not as code branches."""
 
     method: Literal["rrf", "weighted"] = "rrf"
@@ -91,7 +97,7 @@ class FusionConfig(BaseModel):
     triple_weight: float = 1.0
 
 
-class RetrievalConfig(BaseModel):
+class RetrievalConfig(_Section):
     hops: int = Field(default=1, ge=0, le=3)
     siblings: bool = Field(
         default=True, description="also walk edges sharing a relation and hub with a seed's edge"
