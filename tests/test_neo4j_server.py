@@ -1,0 +1,171 @@
+"""The Neo4j server the test suite runs against: a real server, a Cypher round trip
+through the official driver, the Browser served at /browser/, and a clean stop.
+
+The `neo4j`-marked tests start the Maven-assembled server (scripts/neo4j) in a
+temporary home on free ports, whatever NEO4J_URI says: this file tests that route.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from neo4j_server import (
+    SCRIPT,
+    Neo4jServer,
+    _docker_engine_answers,
+    neo4j_for_tests,
+    start_maven_server,
+    stop_neo4j_for_tests,
+)
+
+
+def _get(url: str) -> tuple[int, bytes, str]:
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        return resp.status, resp.read(), resp.headers.get("Content-Type", "")
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Neo4jServer]:
+    srv = start_maven_server()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.mark.neo4j
+def test_cypher_round_trip(server: Neo4jServer) -> None:
+    import neo4j
+
+    marker = f"probe-{uuid.uuid4()}"
+    with neo4j.GraphDatabase.driver(server.uri, auth=(server.user, server.password)) as driver:
+        driver.verify_connectivity()
+        driver.execute_query("CREATE (:Mem0gProbe {marker: $marker, n: $n})", marker=marker, n=42)
+        records, _, _ = driver.execute_query(
+            "MATCH (p:Mem0gProbe {marker: $marker}) RETURN p.marker AS marker, p.n AS n",
+            marker=marker,
+        )
+        assert [(r["marker"], r["n"]) for r in records] == [(marker, 42)]
+        agent = driver.get_server_info().agent
+        assert agent.startswith("Neo4j/5.26."), agent
+        driver.execute_query("MATCH (p:Mem0gProbe {marker: $marker}) DELETE p", marker=marker)
+
+        # auth is on: a wrong password is refused
+        with (
+            neo4j.GraphDatabase.driver(server.uri, auth=(server.user, "wrong-password")) as bad,
+            pytest.raises(neo4j.exceptions.AuthError),
+        ):
+            bad.verify_connectivity()
+
+
+@pytest.mark.neo4j
+def test_listens_on_loopback_only(server: Neo4jServer) -> None:
+    assert server.home is not None
+    conf = (server.home / "conf" / "neo4j.conf").read_text()
+    assert "server.default_listen_address=127.0.0.1" in conf
+    assert re.search(r"^server\.https\.enabled=false$", conf, re.M)
+    assert "dbms.security.auth_enabled=true" in conf
+    # the discovery document advertises the loopback Bolt address the Browser should use
+    status, body, _ = _get(f"{server.http_url}/")
+    assert status == 200
+    discovery = json.loads(body)
+    assert discovery["bolt_direct"] == server.uri
+    assert discovery["neo4j_edition"] == "community"
+
+
+@pytest.mark.neo4j
+def test_browser_is_served(server: Neo4jServer) -> None:
+    assert server.browser_url is not None
+    status, body, ctype = _get(server.browser_url)
+    assert status == 200
+    assert ctype.startswith("text/html")
+    html = body.decode("utf-8")
+    assert "<title>Neo4j Browser</title>" in html
+    # What the page needs to run: its scripts and stylesheets, plus the favicon.
+    # (Browser 5.24.0's index.html also names apple-touch-icon-*/android-chrome-*
+    # icons that its own jar does not contain; they 404 in every Neo4j install.)
+    scripts = re.findall(r'<script[^>]*\bsrc="([^"]+)"', html)
+    styles = re.findall(r'<link[^>]*rel="stylesheet"[^>]*href="([^"]+)"', html)
+    styles += re.findall(r'<link[^>]*href="([^"]+\.css)"', html)
+    assert scripts, f"no scripts referenced in index.html: {html[:500]}"
+    total = 0
+    for asset in [*sorted(set(scripts + styles)), "assets/images/device-icons/favicon.ico"]:
+        assert not re.match(r"^(https?:)?//", asset), f"asset from elsewhere: {asset}"
+        status, content, _ = _get(server.browser_url + asset.removeprefix("./"))
+        assert status == 200, asset
+        assert content, asset
+        total += len(content)
+    assert total > 1_000_000  # the Browser's bundles are several MB
+
+
+@pytest.mark.neo4j
+def test_status_and_stop(server: Neo4jServer) -> None:
+    """Stop through scripts/neo4j (by the pid file) and check that the server is gone."""
+    assert server.home is not None
+    home = str(server.home)
+    bolt_port = int(server.uri.rsplit(":", 1)[1])
+    status = subprocess.run(
+        [sys.executable, str(SCRIPT), "status", "--home", home, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert status.returncode == 0, status.stdout + status.stderr
+    info = json.loads(status.stdout)
+    assert info["running"] and info["bolt_open"] and info["bolt_uri"] == server.uri
+    pid = info["pid"]
+
+    server.stop()  # scripts/neo4j stop --home ...; SIGTERM, SIGKILL after a timeout
+    assert not _port_open(bolt_port)
+    assert not _alive(pid)
+    if server.home.exists():  # kept with MEM0G_NEO4J_KEEP_HOME
+        again = subprocess.run(
+            [sys.executable, str(SCRIPT), "status", "--home", home],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert again.returncode == 3, again.stdout
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_env_route_starts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NEO4J_URI wins: the module returns it as is and stops nothing."""
+    stop_neo4j_for_tests()
+    monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:1")
+    monkeypatch.setenv("NEO4J_USERNAME", "someone")
+    monkeypatch.setenv("NEO4J_PASSWORD", "secret-pw")
+    try:
+        assert neo4j_for_tests() == ("bolt://127.0.0.1:1", "someone", "secret-pw")
+        assert neo4j_for_tests() == ("bolt://127.0.0.1:1", "someone", "secret-pw")
+    finally:
+        stop_neo4j_for_tests()
+
+
+def test_docker_route_can_be_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEM0G_NEO4J_NO_DOCKER", "1")
+    assert _docker_engine_answers() is False
