@@ -493,3 +493,28 @@ def test_streaming_is_rejected_loudly(server: ScriptedLLMServer) -> None:
         )
     # The rejected streaming call must not consume the rule's single use.
     assert json.loads(call_json(_client(server), {"task": "summarize"}).choices[0].message.content)
+
+
+def _body_for(task: str, payload: dict[str, Any]) -> dict[str, Any]:
+    content = json.dumps({"task": task, **payload})
+    return {"model": "m", "messages": [{"role": "user", "content": content}]}
+
+
+def _answer(body: dict[str, Any]) -> Any:
+    return json.loads(body["choices"][0]["message"]["content"])
+
+
+def test_messages_match_ignores_the_recent_context() -> None:
+    rules = [
+        {"task": "t", "match": {"messages": "London"}, "response": {"hit": "london"}},
+        {"task": "t", "response": {"hit": "fallback"}},
+    ]
+    with ScriptedLLMServer(rules) as srv:
+        status, body = srv.handle_chat(_body_for("t", {"messages": [{"content": "in London"}]}))
+        assert status == 200 and _answer(body) == {"hit": "london"}
+        later = {
+            "messages": [{"content": "now Paris"}],
+            "context": {"recent": [{"content": "in London"}]},
+        }
+        status, body = srv.handle_chat(_body_for("t", later))
+        assert status == 200 and _answer(body) == {"hit": "fallback"}

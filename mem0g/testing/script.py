@@ -21,8 +21,8 @@ def turn(
     operations: Sequence[OperationSpec] | None = None,
 ) -> list[dict[str, Any]]:
     """Rules answering extract_entities, establish_relations and (optionally) resolve_updates
-    for the messages whose payload contains `contains`."""
-    match = {"contains": contains}
+    for the messages whose text contains `contains`."""
+    match = {"messages": contains}  # the new messages only, never the recent context
     rules: list[dict[str, Any]] = [
         {
             "task": "extract_entities",

@@ -14,7 +14,10 @@ Rules are tried in order; the first whose ``task`` matches (omitted or ``"*"`` =
 ``match`` holds answers. Rule keys:
 
 - ``task``: task name, or ``"*"`` / omitted for any task.
-- ``match``: optional; ``{"contains": str | list[str], "payload": <subset pattern>}``.
+- ``match``: optional; ``{"contains": str | list[str], "messages": str | list[str],
+  "payload": <subset pattern>}``. ``contains`` searches the whole payload; ``messages``
+  searches only the new messages' contents (not ``context.recent``, which repeats earlier
+  turns), so a rule for one turn does not also answer the turns after it.
 - ``response``: a dict (sent as JSON), ``{"raw": str}`` (sent verbatim), ``{"status": int,
   "error": str}`` (HTTP error), or, from Python only, a callable ``payload -> dict``.
 - ``responses``: a list of the above, used in turn; the last one repeats.
@@ -55,7 +58,7 @@ Rule = dict[str, Any]
 _CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 _MODELS_PATHS = frozenset({"/v1/models", "/models"})
 _RULE_KEYS = frozenset({"task", "match", "response", "responses", "times", "comment"})
-_MATCH_KEYS = frozenset({"contains", "payload"})
+_MATCH_KEYS = frozenset({"contains", "messages", "payload"})
 _EXCERPT_CHARS = 240
 
 
@@ -110,13 +113,27 @@ def _validate_rule(rule: Mapping[str, Any], index: int) -> Rule:
         bad = set(match) - _MATCH_KEYS
         if bad:
             raise _RuleError(f"rule #{index}: unknown match keys {sorted(bad)}")
-        contains = match.get("contains")
-        if contains is not None and not (
-            isinstance(contains, str)
-            or (isinstance(contains, list) and all(isinstance(c, str) for c in contains))
-        ):
-            raise _RuleError(f"rule #{index}: 'contains' must be a string or list of strings")
+        for key in ("contains", "messages"):
+            needles = match.get(key)
+            if needles is not None and not (
+                isinstance(needles, str)
+                or (isinstance(needles, list) and all(isinstance(c, str) for c in needles))
+            ):
+                raise _RuleError(f"rule #{index}: '{key}' must be a string or list of strings")
     return dict(rule)
+
+
+def _all_in(needles: str | list[str], haystack: str) -> bool:
+    folded = haystack.casefold()
+    return all(n.casefold() in folded for n in ([needles] if isinstance(needles, str) else needles))
+
+
+def _new_messages_text(payload: dict[str, Any]) -> str:
+    """The contents of the payload's own messages, without the context around them."""
+    messages = payload.get("messages")
+    if not isinstance(messages, list):
+        return ""
+    return "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, Mapping))
 
 
 def _subset_match(pattern: Any, value: Any) -> bool:
@@ -141,12 +158,10 @@ def _match_holds(match: Mapping[str, Any] | None, payload: dict[str, Any], text:
     """Evaluate a rule's ``match``: all given keys must hold; no match means always."""
     if not match:
         return True
-    contains = match.get("contains")
-    if contains is not None:
-        needles = [contains] if isinstance(contains, str) else list(contains)
-        haystack = text.casefold()
-        if not all(needle.casefold() in haystack for needle in needles):
-            return False
+    if "contains" in match and not _all_in(match["contains"], text):
+        return False
+    if "messages" in match and not _all_in(match["messages"], _new_messages_text(payload)):
+        return False
     return not ("payload" in match and not _subset_match(match["payload"], payload))
 
 
@@ -225,6 +240,9 @@ class _Handler(BaseHTTPRequestHandler):
     """HTTP handler; all logic lives in ScriptedLLMServer, this only speaks HTTP."""
 
     protocol_version = "HTTP/1.1"  # keep-alive: benchmarks make many fast calls
+    # headers and body go out in two writes; with Nagle on, the client's delayed ACK adds
+    # ~40 ms to every answer
+    disable_nagle_algorithm = True
     server_version = "mem0g-scripted-llm-test-double/1"
     timeout = 60  # idle keep-alive connections must not pin threads forever
     server: _HTTPServer
