@@ -1,0 +1,132 @@
+// Deleting a scope (one managed transaction, these statements in file order) and resetting
+// the store. Only mem0g's own labels are touched: :Entity, :Episode and the :RELATES between
+// them, and the fact memory's :Fact, :FactEvent, :Summary and :TenantSequence.
+
+// First, so it works as a lock: deleting the scope's sequence nodes write-locks them, so a
+// plan of one of these tenants that is being written finishes first (and is deleted too), and
+// one that starts later waits for this deletion.
+// name: delete_tenant_sequences
+CALL () {
+  MATCH (q:TenantSequence) WHERE q.user_id = $user_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE $user_id IS NULL AND q.agent_id = $agent_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence)
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND q.run_id = $run_id
+  RETURN q
+}
+WITH q
+WHERE ($agent_id IS NULL OR q.agent_id = $agent_id)
+  AND ($run_id IS NULL OR q.run_id = $run_id)
+DETACH DELETE q
+RETURN count(q) AS deleted;
+
+// name: delete_tenant_relations
+CALL () {
+  MATCH ()-[r:RELATES]->() WHERE r.user_id = $user_id RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->() WHERE $user_id IS NULL AND r.agent_id = $agent_id RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->()
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND r.run_id = $run_id
+  RETURN r
+}
+WITH r
+WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)
+  AND ($run_id IS NULL OR r.run_id = $run_id)
+  AND startNode(r):Entity AND endNode(r):Entity
+DELETE r
+RETURN count(r) AS deleted;
+
+// name: delete_tenant_entities
+CALL () {
+  MATCH (e:Entity) WHERE e.user_id = $user_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
+  RETURN e
+}
+WITH e
+WHERE ($agent_id IS NULL OR e.agent_id = $agent_id)
+  AND ($run_id IS NULL OR e.run_id = $run_id)
+DETACH DELETE e
+RETURN count(e) AS deleted;
+
+// name: delete_tenant_episodes
+CALL () {
+  MATCH (ep:Episode) WHERE ep.user_id = $user_id RETURN ep
+  UNION ALL
+  MATCH (ep:Episode) WHERE $user_id IS NULL AND ep.agent_id = $agent_id RETURN ep
+  UNION ALL
+  MATCH (ep:Episode)
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND ep.run_id = $run_id
+  RETURN ep
+}
+WITH ep
+WHERE ($agent_id IS NULL OR ep.agent_id = $agent_id)
+  AND ($run_id IS NULL OR ep.run_id = $run_id)
+DELETE ep
+RETURN count(ep) AS deleted;
+
+// name: delete_tenant_facts
+CALL () {
+  MATCH (f:Fact) WHERE f.user_id = $user_id RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE $user_id IS NULL AND f.agent_id = $agent_id RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE $user_id IS NULL AND $agent_id IS NULL AND f.run_id = $run_id
+  RETURN f
+}
+WITH f
+WHERE ($agent_id IS NULL OR f.agent_id = $agent_id)
+  AND ($run_id IS NULL OR f.run_id = $run_id)
+DETACH DELETE f
+RETURN count(f) AS deleted;
+
+// name: delete_tenant_fact_events
+CALL () {
+  MATCH (ev:FactEvent) WHERE ev.user_id = $user_id RETURN ev
+  UNION ALL
+  MATCH (ev:FactEvent) WHERE $user_id IS NULL AND ev.agent_id = $agent_id RETURN ev
+  UNION ALL
+  MATCH (ev:FactEvent)
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND ev.run_id = $run_id
+  RETURN ev
+}
+WITH ev
+WHERE ($agent_id IS NULL OR ev.agent_id = $agent_id)
+  AND ($run_id IS NULL OR ev.run_id = $run_id)
+DETACH DELETE ev
+RETURN count(ev) AS deleted;
+
+// name: delete_tenant_summaries
+CALL () {
+  MATCH (s:Summary) WHERE s.user_id = $user_id RETURN s
+  UNION ALL
+  MATCH (s:Summary) WHERE $user_id IS NULL AND s.agent_id = $agent_id RETURN s
+  UNION ALL
+  MATCH (s:Summary) WHERE $user_id IS NULL AND $agent_id IS NULL AND s.run_id = $run_id
+  RETURN s
+}
+WITH s
+WHERE ($agent_id IS NULL OR s.agent_id = $agent_id)
+  AND ($run_id IS NULL OR s.run_id = $run_id)
+DETACH DELETE s
+RETURN count(s) AS deleted;
+
+// Batched, so a large store is emptied without one huge transaction (auto-commit queries:
+// CALL ... IN TRANSACTIONS cannot run inside a managed transaction): edges first, so no batch
+// of nodes drags an unbounded number of relationships along. Schema stays.
+// name: reset_relations
+MATCH (:Entity)-[r:RELATES]->(:Entity)
+CALL (r) {
+  DELETE r
+} IN TRANSACTIONS OF $batch ROWS;
+
+// name: reset_nodes
+MATCH (n)
+WHERE n:Entity OR n:Episode OR n:Fact OR n:FactEvent OR n:Summary OR n:TenantSequence
+CALL (n) {
+  DETACH DELETE n
+} IN TRANSACTIONS OF $batch ROWS;

@@ -1,0 +1,39 @@
+// What get_all, the dumps and the CLI read: a scope's whole graph. Reads properties the way
+// `mem0g dump --format cypher` writes them too (Entity / RELATES {name}), so a dump loaded
+// into Neo4j reads back through the store.
+
+// name: snapshot_entities
+CALL () {
+  MATCH (e:Entity) WHERE e.user_id = $user_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
+  RETURN e
+}
+WITH e
+WHERE ($agent_id IS NULL OR e.agent_id = $agent_id)
+  AND ($run_id IS NULL OR e.run_id = $run_id)
+RETURN e {.*} AS entity;
+
+// name: snapshot_relations
+CALL () {
+  MATCH ()-[r:RELATES]->() WHERE r.user_id = $user_id RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->() WHERE $user_id IS NULL AND r.agent_id = $agent_id RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->()
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND r.run_id = $run_id
+  RETURN r
+}
+WITH r
+WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)
+  AND ($run_id IS NULL OR r.run_id = $run_id)
+  AND ($include_invalid
+       OR ($as_of IS NULL AND r.invalid_at IS NULL)
+       OR ($as_of IS NOT NULL
+           AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
+           AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
+MATCH (s:Entity)-[r]->(d:Entity)
+RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
+          destination_name: d.name} AS relation;

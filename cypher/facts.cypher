@@ -1,0 +1,122 @@
+// The fact memory (Mem0) beside the graph: current facts, their history, the messages that
+// extraction sees, and one running summary per exact tenant.
+//
+// A deleted fact's :Fact node goes; its :FactEvent nodes stay, so its history stays readable.
+// Provenance is two parallel lists, as on :RELATES: episode_ids and provenance_at.
+// Write order: every row of a plan carries $seq (the tenant's plan number from lock_tenant,
+// in commit order) and pos (its place in the plan); `written` (client time, ns) orders rows of
+// different tenants, whose seq numbers are unrelated.
+
+// ---------------------------------------------------------------- writes (in apply's transaction)
+
+// name: delete_facts
+UNWIND $ids AS id
+MATCH (f:Fact {id: id})
+DETACH DELETE f;
+
+// Embeddings are float32 vector properties, as for entities (db.create.setNodeVectorProperty).
+// name: create_facts
+UNWIND $rows AS row
+CREATE (f:Fact)
+SET f = row.props, f.seq = $seq
+WITH f, row
+WHERE row.embedding IS NOT NULL
+CALL db.create.setNodeVectorProperty(f, 'embedding', row.embedding);
+
+// A changed stored fact: new text, and a new embedding only when the change carries one.
+// name: update_facts
+UNWIND $rows AS row
+MATCH (f:Fact {id: row.id})
+SET f.text = row.text, f.updated_at = $updated_at
+WITH f, row
+WHERE row.embedding IS NOT NULL
+SET f.embedding_zero = row.embedding_zero
+WITH f, row
+CALL db.create.setNodeVectorProperty(f, 'embedding', row.embedding);
+
+// name: create_fact_events
+UNWIND $rows AS props
+CREATE (ev:FactEvent)
+SET ev = props, ev.seq = $seq;
+
+// ---------------------------------------------------------------- reads
+
+// name: get_facts
+UNWIND range(0, size($ids) - 1) AS i
+MATCH (f:Fact {id: $ids[i]})
+WHERE ($user_id IS NULL OR f.user_id = $user_id)
+  AND ($agent_id IS NULL OR f.agent_id = $agent_id)
+  AND ($run_id IS NULL OR f.run_id = $run_id)
+RETURN f {.*} AS fact
+ORDER BY i;
+
+// The scope's current facts, oldest first; equal creation times keep write order.
+// name: facts
+CALL () {
+  MATCH (f:Fact) WHERE f.user_id = $user_id RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE $user_id IS NULL AND f.agent_id = $agent_id RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE $user_id IS NULL AND $agent_id IS NULL AND f.run_id = $run_id
+  RETURN f
+}
+WITH f
+WHERE ($agent_id IS NULL OR f.agent_id = $agent_id)
+  AND ($run_id IS NULL OR f.run_id = $run_id)
+RETURN f {.*} AS fact
+ORDER BY f.created_at, f.written, f.seq, f.pos, f.id;
+
+// Every event of one fact in write order, which is the order the changes happened in even
+// when the events' `at` values disagree. All events of a fact are one tenant's, so seq orders
+// them by commit.
+// name: fact_history
+MATCH (ev:FactEvent)
+WHERE ev.fact_id = $fact_id
+  AND ($user_id IS NULL OR ev.user_id = $user_id)
+  AND ($agent_id IS NULL OR ev.agent_id = $agent_id)
+  AND ($run_id IS NULL OR ev.run_id = $run_id)
+RETURN ev {.*} AS event
+ORDER BY ev.seq, ev.pos, ev.written, ev.id;
+
+// ---------------------------------------------------------------- messages of one exact tenant
+// Episodes hold their messages as one JSON string plus message_count; conversation order is
+// the episodes' commit order (seq), which only appends, so a summary's messages_covered stays
+// a valid offset even when an episode is backdated.
+
+// name: message_count
+MATCH (ep:Episode)
+WHERE ep.tenant_key = $tenant_key
+RETURN coalesce(sum(ep.message_count), 0) AS n;
+
+// The newest episodes holding the last $limit messages: every counted episode has at least
+// one message, so $limit episodes are always enough. Python reverses them.
+// name: recent_episodes
+MATCH (ep:Episode)
+WHERE ep.tenant_key = $tenant_key AND ep.message_count > 0
+RETURN ep.messages AS messages, ep.message_count AS n
+ORDER BY ep.seq DESC, ep.written DESC, ep.created_at DESC, ep.id DESC
+LIMIT $limit;
+
+// Sizes only, to find which episodes hold the messages after an offset.
+// name: episode_sizes
+MATCH (ep:Episode)
+WHERE ep.tenant_key = $tenant_key
+RETURN ep.id AS id, ep.message_count AS n
+ORDER BY ep.seq, ep.written, ep.created_at, ep.id;
+
+// name: episode_messages
+UNWIND range(0, size($ids) - 1) AS i
+MATCH (ep:Episode {id: $ids[i]})
+RETURN ep.messages AS messages
+ORDER BY i;
+
+// ---------------------------------------------------------------- summaries
+
+// name: get_summary
+MATCH (s:Summary {tenant_key: $tenant_key})
+RETURN s {.*} AS summary;
+
+// Its own small transaction; replaced in place, one node per exact tenant.
+// name: set_summary
+MERGE (s:Summary {tenant_key: $tenant_key})
+SET s += $props;

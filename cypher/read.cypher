@@ -1,0 +1,206 @@
+// Reads by id, by name key, around entities, and per tenant.
+//
+// Parameters shared by the scoped reads:
+//   $user_id, $agent_id, $run_id  the scope; an unset (null) id matches anything
+//   $exact, $tenant_key           exact=true: only records whose tenant_key equals the scope's
+//   $include_invalid, $as_of      the Validity of edge reads
+// Scans of a whole tenant start from a UNION ALL of index seeks ("anchors"): exactly one
+// branch runs (the others are switched off by parameter-only predicates), so a small tenant
+// in a large shared database is read through the tenant_key/user_id/agent_id/run_id indexes.
+// Rows come back in write order (written, pos: the apply call and the position in its plan).
+
+// name: get_entities
+UNWIND range(0, size($ids) - 1) AS i
+MATCH (e:Entity {id: $ids[i]})
+WHERE ($user_id IS NULL OR e.user_id = $user_id)
+  AND ($agent_id IS NULL OR e.agent_id = $agent_id)
+  AND ($run_id IS NULL OR e.run_id = $run_id)
+RETURN e {.*} AS entity
+ORDER BY i;
+
+// name: get_relations
+UNWIND range(0, size($ids) - 1) AS i
+MATCH (s:Entity)-[r:RELATES {id: $ids[i]}]->(d:Entity)
+WHERE ($user_id IS NULL OR r.user_id = $user_id)
+  AND ($agent_id IS NULL OR r.agent_id = $agent_id)
+  AND ($run_id IS NULL OR r.run_id = $run_id)
+RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
+          destination_name: d.name} AS relation
+ORDER BY i;
+
+// Entities having any of $keys among their normalised name/alias keys, ordered by the first
+// key they match, then by write order.
+// name: find_entities
+CALL () {
+  MATCH (e:Entity) WHERE $exact AND e.tenant_key = $tenant_key RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE NOT $exact AND e.user_id = $user_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE NOT $exact AND $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  UNION ALL
+  MATCH (e:Entity)
+  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
+  RETURN e
+}
+WITH e
+WHERE ($user_id IS NULL OR e.user_id = $user_id)
+  AND ($agent_id IS NULL OR e.agent_id = $agent_id)
+  AND ($run_id IS NULL OR e.run_id = $run_id)
+  AND any(k IN coalesce(e.keys, []) WHERE k IN $keys)
+WITH e, [i IN range(0, size($keys) - 1) WHERE $keys[i] IN e.keys][0] AS first_key
+RETURN e {.*} AS entity
+ORDER BY first_key, e.written, e.pos, e.created_at, e.id;
+
+// The edges at each of $ids (one hop, direction ignored) that the scope and validity accept:
+// per seed in the given order, outgoing before incoming, a self-loop once. Both
+// relations_touching and each breadth-first step of expand read this.
+// name: edges_at
+UNWIND range(0, size($ids) - 1) AS i
+MATCH (n:Entity {id: $ids[i]})
+CALL (n) {
+  MATCH (n)-[r:RELATES]->(m:Entity)
+  RETURN r, n AS s, m AS d, 0 AS direction
+  UNION ALL
+  MATCH (n)<-[r:RELATES]-(m:Entity)
+  WHERE m <> n
+  RETURN r, m AS s, n AS d, 1 AS direction
+}
+WITH i, direction, r, s, d
+WHERE ($user_id IS NULL OR r.user_id = $user_id)
+  AND ($agent_id IS NULL OR r.agent_id = $agent_id)
+  AND ($run_id IS NULL OR r.run_id = $run_id)
+  AND (NOT $exact OR r.tenant_key = $tenant_key)
+  AND ($include_invalid
+       OR ($as_of IS NULL AND r.invalid_at IS NULL)
+       OR ($as_of IS NOT NULL
+           AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
+           AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
+RETURN i, r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
+             destination_name: d.name} AS relation
+ORDER BY i, direction, r.written, r.pos, r.created_at, r.id;
+
+// name: episodes
+CALL () {
+  MATCH (ep:Episode) WHERE ep.user_id = $user_id RETURN ep
+  UNION ALL
+  MATCH (ep:Episode) WHERE $user_id IS NULL AND ep.agent_id = $agent_id RETURN ep
+  UNION ALL
+  MATCH (ep:Episode)
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND ep.run_id = $run_id
+  RETURN ep
+}
+WITH ep
+WHERE ($agent_id IS NULL OR ep.agent_id = $agent_id)
+  AND ($run_id IS NULL OR ep.run_id = $run_id)
+RETURN ep {.*} AS episode
+ORDER BY ep.written, ep.created_at, ep.id;
+
+// Every exact tenant key in use, read from the tenant_key indexes (a tenant whose only records
+// are facts, fact history or a summary counts too).
+// name: tenants
+CALL () {
+  MATCH (e:Entity) WHERE e.tenant_key IS NOT NULL RETURN DISTINCT e.tenant_key AS key
+  UNION
+  MATCH ()-[r:RELATES]->() WHERE r.tenant_key IS NOT NULL RETURN DISTINCT r.tenant_key AS key
+  UNION
+  MATCH (ep:Episode) WHERE ep.tenant_key IS NOT NULL RETURN DISTINCT ep.tenant_key AS key
+  UNION
+  MATCH (f:Fact) WHERE f.tenant_key IS NOT NULL RETURN DISTINCT f.tenant_key AS key
+  UNION
+  MATCH (ev:FactEvent) WHERE ev.tenant_key IS NOT NULL RETURN DISTINCT ev.tenant_key AS key
+  UNION
+  MATCH (s:Summary) WHERE s.tenant_key IS NOT NULL RETURN DISTINCT s.tenant_key AS key
+}
+RETURN key;
+
+// Whole-database counts come from the count store and the invalid_at index. Edges count
+// when they leave an :Entity (a foreign :RELATES elsewhere in the database does not).
+// name: stats_all
+CALL () { MATCH (e:Entity) RETURN count(e) AS entities }
+CALL () { MATCH (:Entity)-[r:RELATES]->() RETURN count(r) AS relations }
+CALL () {
+  MATCH (s)-[r:RELATES]->() WHERE r.invalid_at IS NOT NULL AND s:Entity
+  RETURN count(r) AS invalid
+}
+CALL () { MATCH (ep:Episode) RETURN count(ep) AS episodes }
+RETURN entities, relations, invalid, episodes;
+
+// name: stats_scope
+CALL () {
+  CALL () {
+    MATCH (e:Entity) WHERE e.user_id = $user_id RETURN e
+    UNION ALL
+    MATCH (e:Entity) WHERE $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+    UNION ALL
+    MATCH (e:Entity) WHERE $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
+    RETURN e
+  }
+  WITH e
+  WHERE ($agent_id IS NULL OR e.agent_id = $agent_id)
+    AND ($run_id IS NULL OR e.run_id = $run_id)
+  RETURN count(e) AS entities, collect(DISTINCT e.tenant_key) AS entity_keys
+}
+CALL () {
+  CALL () {
+    MATCH ()-[r:RELATES]->() WHERE r.user_id = $user_id RETURN r
+    UNION ALL
+    MATCH ()-[r:RELATES]->() WHERE $user_id IS NULL AND r.agent_id = $agent_id RETURN r
+    UNION ALL
+    MATCH ()-[r:RELATES]->()
+    WHERE $user_id IS NULL AND $agent_id IS NULL AND r.run_id = $run_id
+    RETURN r
+  }
+  WITH r
+  WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)
+    AND ($run_id IS NULL OR r.run_id = $run_id)
+    AND startNode(r):Entity AND endNode(r):Entity
+  RETURN count(r) AS relations, count(r.invalid_at) AS invalid,
+         collect(DISTINCT r.tenant_key) AS relation_keys
+}
+CALL () {
+  CALL () {
+    MATCH (ep:Episode) WHERE ep.user_id = $user_id RETURN ep
+    UNION ALL
+    MATCH (ep:Episode) WHERE $user_id IS NULL AND ep.agent_id = $agent_id RETURN ep
+    UNION ALL
+    MATCH (ep:Episode)
+    WHERE $user_id IS NULL AND $agent_id IS NULL AND ep.run_id = $run_id
+    RETURN ep
+  }
+  WITH ep
+  WHERE ($agent_id IS NULL OR ep.agent_id = $agent_id)
+    AND ($run_id IS NULL OR ep.run_id = $run_id)
+  RETURN count(ep) AS episodes, collect(DISTINCT ep.tenant_key) AS episode_keys
+}
+// Tenants whose only records are facts, fact history or a summary count as tenants too.
+CALL () {
+  CALL () {
+    MATCH (f:Fact) WHERE f.user_id = $user_id RETURN f AS n
+    UNION ALL
+    MATCH (f:Fact) WHERE $user_id IS NULL AND f.agent_id = $agent_id RETURN f AS n
+    UNION ALL
+    MATCH (f:Fact) WHERE $user_id IS NULL AND $agent_id IS NULL AND f.run_id = $run_id
+    RETURN f AS n
+    UNION ALL
+    MATCH (ev:FactEvent) WHERE ev.user_id = $user_id RETURN ev AS n
+    UNION ALL
+    MATCH (ev:FactEvent) WHERE $user_id IS NULL AND ev.agent_id = $agent_id RETURN ev AS n
+    UNION ALL
+    MATCH (ev:FactEvent)
+    WHERE $user_id IS NULL AND $agent_id IS NULL AND ev.run_id = $run_id
+    RETURN ev AS n
+    UNION ALL
+    MATCH (s:Summary) WHERE s.user_id = $user_id RETURN s AS n
+    UNION ALL
+    MATCH (s:Summary) WHERE $user_id IS NULL AND s.agent_id = $agent_id RETURN s AS n
+    UNION ALL
+    MATCH (s:Summary) WHERE $user_id IS NULL AND $agent_id IS NULL AND s.run_id = $run_id
+    RETURN s AS n
+  }
+  WITH n
+  WHERE ($agent_id IS NULL OR n.agent_id = $agent_id)
+    AND ($run_id IS NULL OR n.run_id = $run_id)
+  RETURN collect(DISTINCT n.tenant_key) AS fact_keys
+}
+RETURN entities, relations, invalid, episodes,
+       entity_keys + relation_keys + episode_keys + fact_keys AS keys;

@@ -1,0 +1,124 @@
+// Vector search. The HNSW indexes answer a global top-$fetch over every tenant; the tenant and
+// validity filters run after it, so Python asks for more than it needs ($fetch = $want times a
+// factor) and falls back to the exact *_scan statement when fewer than $want rows survive.
+// Both return candidates only: Python re-ranks them with the same float32 cosine as the
+// embedded store, so the two stores rank identically. Scores here are Neo4j's normalised
+// cosine, (1 + cos) / 2. $zero_query: the query vector has no direction (cosine undefined).
+
+// name: similar_entities_index
+CALL db.index.vector.queryNodes('mem0g_entity_embedding', $fetch, $vector)
+YIELD node AS e, score
+WITH e, score
+WHERE ($user_id IS NULL OR e.user_id = $user_id)
+  AND ($agent_id IS NULL OR e.agent_id = $agent_id)
+  AND ($run_id IS NULL OR e.run_id = $run_id)
+  AND (NOT $exact OR e.tenant_key = $tenant_key)
+RETURN e {.*} AS entity, score
+ORDER BY score DESC
+LIMIT $want;
+
+// name: similar_entities_scan
+CALL () {
+  MATCH (e:Entity) WHERE $exact AND e.tenant_key = $tenant_key RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE NOT $exact AND e.user_id = $user_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE NOT $exact AND $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  UNION ALL
+  MATCH (e:Entity)
+  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
+  RETURN e
+}
+WITH e
+WHERE ($user_id IS NULL OR e.user_id = $user_id)
+  AND ($agent_id IS NULL OR e.agent_id = $agent_id)
+  AND ($run_id IS NULL OR e.run_id = $run_id)
+  AND e.embedding IS NOT NULL
+WITH e, CASE WHEN $zero_query OR coalesce(e.embedding_zero, false) THEN 0.5
+             ELSE vector.similarity.cosine(e.embedding, $vector) END AS score
+RETURN e {.*} AS entity, score
+ORDER BY score DESC, e.written, e.pos
+LIMIT $want;
+
+// name: similar_relations_index
+CALL db.index.vector.queryRelationships('mem0g_relation_embedding', $fetch, $vector)
+YIELD relationship AS r, score
+WITH r, score
+WHERE ($user_id IS NULL OR r.user_id = $user_id)
+  AND ($agent_id IS NULL OR r.agent_id = $agent_id)
+  AND ($run_id IS NULL OR r.run_id = $run_id)
+  AND ($include_invalid
+       OR ($as_of IS NULL AND r.invalid_at IS NULL)
+       OR ($as_of IS NOT NULL
+           AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
+           AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
+MATCH (s:Entity)-[r]->(d:Entity)
+RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
+          destination_name: d.name} AS relation, score
+ORDER BY score DESC
+LIMIT $want;
+
+// name: similar_relations_scan
+CALL () {
+  MATCH ()-[r:RELATES]->() WHERE r.user_id = $user_id RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->() WHERE $user_id IS NULL AND r.agent_id = $agent_id RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->()
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND r.run_id = $run_id
+  RETURN r
+}
+WITH r
+WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)
+  AND ($run_id IS NULL OR r.run_id = $run_id)
+  AND r.embedding IS NOT NULL
+  AND startNode(r):Entity AND endNode(r):Entity
+  AND ($include_invalid
+       OR ($as_of IS NULL AND r.invalid_at IS NULL)
+       OR ($as_of IS NOT NULL
+           AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
+           AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
+WITH r, CASE WHEN $zero_query OR coalesce(r.embedding_zero, false) THEN 0.5
+             ELSE vector.similarity.cosine(r.embedding, $vector) END AS score
+ORDER BY score DESC, r.written, r.pos
+LIMIT $want
+MATCH (s:Entity)-[r]->(d:Entity)
+RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
+          destination_name: d.name} AS relation, score
+ORDER BY score DESC;
+
+// Facts: only current facts are :Fact nodes (a deleted fact's node is gone).
+// name: similar_facts_index
+CALL db.index.vector.queryNodes('mem0g_fact_embedding', $fetch, $vector)
+YIELD node AS f, score
+WITH f, score
+WHERE ($user_id IS NULL OR f.user_id = $user_id)
+  AND ($agent_id IS NULL OR f.agent_id = $agent_id)
+  AND ($run_id IS NULL OR f.run_id = $run_id)
+  AND (NOT $exact OR f.tenant_key = $tenant_key)
+RETURN f {.*} AS fact, score
+ORDER BY score DESC
+LIMIT $want;
+
+// name: similar_facts_scan
+CALL () {
+  MATCH (f:Fact) WHERE $exact AND f.tenant_key = $tenant_key RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE NOT $exact AND f.user_id = $user_id RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE NOT $exact AND $user_id IS NULL AND f.agent_id = $agent_id RETURN f
+  UNION ALL
+  MATCH (f:Fact)
+  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND f.run_id = $run_id
+  RETURN f
+}
+WITH f
+WHERE ($user_id IS NULL OR f.user_id = $user_id)
+  AND ($agent_id IS NULL OR f.agent_id = $agent_id)
+  AND ($run_id IS NULL OR f.run_id = $run_id)
+  AND f.embedding IS NOT NULL
+WITH f, CASE WHEN $zero_query OR coalesce(f.embedding_zero, false) THEN 0.5
+             ELSE vector.similarity.cosine(f.embedding, $vector) END AS score
+RETURN f {.*} AS fact, score
+ORDER BY score DESC, f.written, f.seq, f.pos
+LIMIT $want;

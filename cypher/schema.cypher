@@ -1,0 +1,167 @@
+// mem0g schema for Neo4j 5.26+ (Community is enough). Applied on a store's first use; every
+// statement is idempotent (IF NOT EXISTS), so concurrent or repeated stores agree.
+// Data model, shared with `mem0g dump --format cypher`:
+//   (:Entity {id, name, type, aliases, keys, embedding, ...})
+//   (:Entity)-[:RELATES {id, name: <relation>, valid_from, invalid_at, ...}]->(:Entity)
+//   (:Episode {id, messages: <JSON>, message_count, timestamp, seq, ...})
+// and the fact memory beside the graph (cypher/facts.cypher):
+//   (:Fact {id, text, embedding, episode_ids, provenance_at, ...})   current facts only
+//   (:FactEvent {id, fact_id, event, old_text, new_text, actor, ...}) kept after a delete
+//   (:Summary {text, messages_covered, updated_at})                   one per tenant_key
+//   (:TenantSequence {seq})  one per tenant_key: numbers its plans in commit order, and the
+//                            lock that makes a tenant's writers take turns (write.cypher)
+// Every node and relationship carries user_id/agent_id/run_id and tenant_key (Tenant.key).
+
+// name: constraint_entity_id
+CREATE CONSTRAINT mem0g_entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE;
+
+// name: constraint_episode_id
+CREATE CONSTRAINT mem0g_episode_id IF NOT EXISTS FOR (ep:Episode) REQUIRE ep.id IS UNIQUE;
+
+// Relationship property uniqueness constraints exist in Community since 5.7.
+// name: constraint_relation_id
+CREATE CONSTRAINT mem0g_relation_id IF NOT EXISTS FOR ()-[r:RELATES]-() REQUIRE r.id IS UNIQUE;
+
+// name: constraint_fact_id
+CREATE CONSTRAINT mem0g_fact_id IF NOT EXISTS FOR (f:Fact) REQUIRE f.id IS UNIQUE;
+
+// name: constraint_fact_event_id
+CREATE CONSTRAINT mem0g_fact_event_id IF NOT EXISTS FOR (ev:FactEvent) REQUIRE ev.id IS UNIQUE;
+
+// One summary per exact tenant: set_summary MERGEs on it, safely under concurrency.
+// name: constraint_summary_tenant_key
+CREATE CONSTRAINT mem0g_summary_tenant_key IF NOT EXISTS
+FOR (s:Summary) REQUIRE s.tenant_key IS UNIQUE;
+
+// name: constraint_tenant_sequence_tenant_key
+CREATE CONSTRAINT mem0g_tenant_sequence_tenant_key IF NOT EXISTS
+FOR (q:TenantSequence) REQUIRE q.tenant_key IS UNIQUE;
+
+// Range indexes behind every tenant-scoped scan (see the anchored unions in read.cypher).
+// name: index_entity_tenant_key
+CREATE INDEX mem0g_entity_tenant_key IF NOT EXISTS FOR (e:Entity) ON (e.tenant_key);
+
+// name: index_entity_user_id
+CREATE INDEX mem0g_entity_user_id IF NOT EXISTS FOR (e:Entity) ON (e.user_id);
+
+// name: index_entity_agent_id
+CREATE INDEX mem0g_entity_agent_id IF NOT EXISTS FOR (e:Entity) ON (e.agent_id);
+
+// name: index_entity_run_id
+CREATE INDEX mem0g_entity_run_id IF NOT EXISTS FOR (e:Entity) ON (e.run_id);
+
+// name: index_relation_tenant_key
+CREATE INDEX mem0g_relation_tenant_key IF NOT EXISTS FOR ()-[r:RELATES]-() ON (r.tenant_key);
+
+// name: index_relation_user_id
+CREATE INDEX mem0g_relation_user_id IF NOT EXISTS FOR ()-[r:RELATES]-() ON (r.user_id);
+
+// name: index_relation_agent_id
+CREATE INDEX mem0g_relation_agent_id IF NOT EXISTS FOR ()-[r:RELATES]-() ON (r.agent_id);
+
+// name: index_relation_run_id
+CREATE INDEX mem0g_relation_run_id IF NOT EXISTS FOR ()-[r:RELATES]-() ON (r.run_id);
+
+// Lets stats() count ended facts without reading every relationship.
+// name: index_relation_invalid_at
+CREATE INDEX mem0g_relation_invalid_at IF NOT EXISTS FOR ()-[r:RELATES]-() ON (r.invalid_at);
+
+// name: index_episode_tenant_key
+CREATE INDEX mem0g_episode_tenant_key IF NOT EXISTS FOR (ep:Episode) ON (ep.tenant_key);
+
+// name: index_episode_user_id
+CREATE INDEX mem0g_episode_user_id IF NOT EXISTS FOR (ep:Episode) ON (ep.user_id);
+
+// name: index_episode_agent_id
+CREATE INDEX mem0g_episode_agent_id IF NOT EXISTS FOR (ep:Episode) ON (ep.agent_id);
+
+// name: index_episode_run_id
+CREATE INDEX mem0g_episode_run_id IF NOT EXISTS FOR (ep:Episode) ON (ep.run_id);
+
+// name: index_fact_tenant_key
+CREATE INDEX mem0g_fact_tenant_key IF NOT EXISTS FOR (f:Fact) ON (f.tenant_key);
+
+// name: index_fact_user_id
+CREATE INDEX mem0g_fact_user_id IF NOT EXISTS FOR (f:Fact) ON (f.user_id);
+
+// name: index_fact_agent_id
+CREATE INDEX mem0g_fact_agent_id IF NOT EXISTS FOR (f:Fact) ON (f.agent_id);
+
+// name: index_fact_run_id
+CREATE INDEX mem0g_fact_run_id IF NOT EXISTS FOR (f:Fact) ON (f.run_id);
+
+// name: index_fact_event_tenant_key
+CREATE INDEX mem0g_fact_event_tenant_key IF NOT EXISTS FOR (ev:FactEvent) ON (ev.tenant_key);
+
+// name: index_fact_event_user_id
+CREATE INDEX mem0g_fact_event_user_id IF NOT EXISTS FOR (ev:FactEvent) ON (ev.user_id);
+
+// name: index_fact_event_agent_id
+CREATE INDEX mem0g_fact_event_agent_id IF NOT EXISTS FOR (ev:FactEvent) ON (ev.agent_id);
+
+// name: index_fact_event_run_id
+CREATE INDEX mem0g_fact_event_run_id IF NOT EXISTS FOR (ev:FactEvent) ON (ev.run_id);
+
+// A fact's history, read (and its id checked for reuse) by fact id.
+// name: index_fact_event_fact_id
+CREATE INDEX mem0g_fact_event_fact_id IF NOT EXISTS FOR (ev:FactEvent) ON (ev.fact_id);
+
+// name: index_summary_user_id
+CREATE INDEX mem0g_summary_user_id IF NOT EXISTS FOR (s:Summary) ON (s.user_id);
+
+// name: index_summary_agent_id
+CREATE INDEX mem0g_summary_agent_id IF NOT EXISTS FOR (s:Summary) ON (s.agent_id);
+
+// name: index_summary_run_id
+CREATE INDEX mem0g_summary_run_id IF NOT EXISTS FOR (s:Summary) ON (s.run_id);
+
+// name: index_tenant_sequence_user_id
+CREATE INDEX mem0g_tenant_sequence_user_id IF NOT EXISTS FOR (q:TenantSequence) ON (q.user_id);
+
+// name: index_tenant_sequence_agent_id
+CREATE INDEX mem0g_tenant_sequence_agent_id IF NOT EXISTS
+FOR (q:TenantSequence) ON (q.agent_id);
+
+// name: index_tenant_sequence_run_id
+CREATE INDEX mem0g_tenant_sequence_run_id IF NOT EXISTS FOR (q:TenantSequence) ON (q.run_id);
+
+// Vector indexes: the dimension and similarity arrive as the $options parameter
+// ({indexConfig: {`vector.dimensions`: <int>, `vector.similarity_function`: 'cosine', ...}}),
+// so no number is ever formatted into the statement.
+// name: vector_index_entities
+CREATE VECTOR INDEX mem0g_entity_embedding IF NOT EXISTS
+FOR (e:Entity) ON e.embedding
+OPTIONS $options;
+
+// name: vector_index_relations
+CREATE VECTOR INDEX mem0g_relation_embedding IF NOT EXISTS
+FOR ()-[r:RELATES]-() ON r.embedding
+OPTIONS $options;
+
+// name: vector_index_facts
+CREATE VECTOR INDEX mem0g_fact_embedding IF NOT EXISTS
+FOR (f:Fact) ON f.embedding
+OPTIONS $options;
+
+// name: vector_index_dims
+SHOW VECTOR INDEXES YIELD name, options
+WHERE name IN ['mem0g_entity_embedding', 'mem0g_relation_embedding', 'mem0g_fact_embedding']
+RETURN name, options.indexConfig['vector.dimensions'] AS dims;
+
+// An index of another size may only be replaced while no embedding is stored.
+// name: stored_embeddings
+RETURN EXISTS { MATCH (e:Entity) WHERE e.embedding IS NOT NULL }
+    OR EXISTS { MATCH ()-[r:RELATES]->() WHERE r.embedding IS NOT NULL }
+    OR EXISTS { MATCH (f:Fact) WHERE f.embedding IS NOT NULL } AS found;
+
+// name: drop_vector_index_entities
+DROP INDEX mem0g_entity_embedding IF EXISTS;
+
+// name: drop_vector_index_relations
+DROP INDEX mem0g_relation_embedding IF EXISTS;
+
+// name: drop_vector_index_facts
+DROP INDEX mem0g_fact_embedding IF EXISTS;
+
+// name: await_indexes
+CALL db.awaitIndexes($seconds);

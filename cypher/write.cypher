@@ -1,0 +1,113 @@
+// Writes of one WritePlan. All of them run in ONE managed transaction (session.execute_write),
+// in this order: lock_tenant, plan_check, create_episode, create_entities, update_aliases,
+// create_relations, invalidate_relations, add_mentions, then the fact memory's (facts.cypher):
+// delete_facts, create_facts, update_facts, create_fact_events. Rows are batched with UNWIND;
+// every value is a parameter.
+
+// First in every plan's transaction: the tenant's next plan number. The SET reads q.seq, so
+// Cypher write-locks the node before reading it, and the lock is held until COMMIT: writers of
+// one tenant take turns (the checks below then see every earlier writer's commit, as in the
+// embedded store), $seq follows commit order, and other tenants are not held up. MERGE is safe
+// under concurrency thanks to the uniqueness constraint on tenant_key.
+// name: lock_tenant
+MERGE (q:TenantSequence {tenant_key: $tenant_key})
+ON CREATE SET q.user_id = $user_id, q.agent_id = $agent_id, q.run_id = $run_id
+SET q.seq = coalesce(q.seq, 0) + 1
+RETURN q.seq AS seq;
+
+// Which ids the plan would create that are taken, and which ids it refers to that this exact
+// tenant owns. Python turns the answer into a StoreError before anything is written.
+// Facts: a new fact's id is taken while a :Fact or any history (:FactEvent) has it; a change
+// needs a current fact of the exact tenant; an event may also name a deleted fact whose
+// history is this tenant's.
+// name: plan_check
+RETURN
+  $episode_id AS episode_id,
+  EXISTS { MATCH (ep:Episode {id: $episode_id}) } AS episode_taken,
+  COLLECT { UNWIND $new_entity_ids AS id MATCH (e:Entity {id: id}) RETURN id } AS entities_taken,
+  COLLECT {
+    UNWIND $new_relation_ids AS id MATCH ()-[r:RELATES {id: id}]->() RETURN id
+  } AS relations_taken,
+  COLLECT {
+    UNWIND $entity_refs AS id MATCH (e:Entity {id: id})
+    WHERE e.tenant_key = $tenant_key
+    RETURN id
+  } AS entities_owned,
+  COLLECT {
+    UNWIND $relation_refs AS id MATCH ()-[r:RELATES {id: id}]->()
+    WHERE r.tenant_key = $tenant_key
+    RETURN id
+  } AS relations_owned,
+  COLLECT {
+    UNWIND $new_fact_ids AS id
+    WITH id
+    WHERE EXISTS { MATCH (f:Fact {id: id}) } OR EXISTS { MATCH (ev:FactEvent {fact_id: id}) }
+    RETURN id
+  } AS facts_taken,
+  COLLECT {
+    UNWIND $new_event_ids AS id MATCH (ev:FactEvent {id: id}) RETURN id
+  } AS events_taken,
+  COLLECT {
+    UNWIND $fact_refs AS id MATCH (f:Fact {id: id})
+    WHERE f.tenant_key = $tenant_key
+    RETURN id
+  } AS facts_owned,
+  COLLECT {
+    UNWIND $fact_refs AS id
+    WITH id
+    WHERE NOT EXISTS { MATCH (f:Fact {id: id}) }
+      AND EXISTS { MATCH (ev:FactEvent {fact_id: id}) WHERE ev.tenant_key = $tenant_key }
+    RETURN id
+  } AS facts_with_history;
+
+// $seq (from lock_tenant) orders a tenant's messages: episodes in commit order.
+// name: create_episode
+CREATE (ep:Episode)
+SET ep = $props, ep.seq = $seq;
+
+// Embeddings go through db.create.setNodeVectorProperty: stored as float32, like the
+// embedded store keeps them, and half the size of a list of doubles.
+// name: create_entities
+UNWIND $rows AS row
+CREATE (e:Entity)
+SET e = row.props
+WITH e, row
+WHERE row.embedding IS NOT NULL
+CALL db.create.setNodeVectorProperty(e, 'embedding', row.embedding);
+
+// One row per entity (Python merges a plan's updates of one entity). The reduce keeps the
+// first occurrence of every name, like dict.fromkeys; reading e.aliases on the right-hand
+// side of SET makes Cypher lock the node first, so concurrent updates are not lost.
+// name: update_aliases
+UNWIND $rows AS row
+MATCH (e:Entity {id: row.id})
+SET e.aliases = reduce(acc = [], a IN coalesce(e.aliases, []) + row.aliases |
+                       CASE WHEN a IN acc THEN acc ELSE acc + a END),
+    e.keys = reduce(acc = [], k IN coalesce(e.keys, []) + row.keys |
+                    CASE WHEN k IN acc THEN acc ELSE acc + k END),
+    e.updated_at = $updated_at;
+
+// name: create_relations
+UNWIND $rows AS row
+MATCH (s:Entity {id: row.source_id}), (d:Entity {id: row.destination_id})
+CREATE (s)-[r:RELATES]->(d)
+SET r = row.props
+WITH r, row
+WHERE row.embedding IS NOT NULL
+CALL db.create.setRelationshipVectorProperty(r, 'embedding', row.embedding);
+
+// name: invalidate_relations
+UNWIND $rows AS row
+MATCH ()-[r:RELATES {id: row.id}]->()
+SET r.invalid_at = row.invalid_at,
+    r.updated_at = $updated_at;
+
+// Provenance is two parallel lists (properties cannot hold maps): episode_ids, as in the
+// Cypher dump, and provenance_at with the matching timestamps.
+// name: add_mentions
+UNWIND $rows AS row
+MATCH ()-[r:RELATES {id: row.id}]->()
+SET r.mentions = coalesce(r.mentions, 1) + size(row.episode_ids),
+    r.episode_ids = coalesce(r.episode_ids, []) + row.episode_ids,
+    r.provenance_at = coalesce(r.provenance_at, []) + row.timestamps,
+    r.updated_at = $updated_at;

@@ -1,0 +1,1051 @@
+"""`GraphStore` on a Neo4j 5.26+ server (Community is enough), behaving like the embedded store.
+
+Every statement lives in ``cypher/*.cypher`` as a named block (``// name: x``), read once at
+run time; values only ever travel as parameters, and labels are fixed (``:Entity``,
+``:Episode``, ``:RELATES`` with the relation in its ``name`` property, as in the Cypher dump;
+the fact memory's ``:Fact``, ``:FactEvent`` and ``:Summary``, and ``:TenantSequence``).
+
+Choices that make the two stores interchangeable:
+
+* Datetimes are stored as Neo4j DATETIME normalised to UTC (Cypher orders equal instants with
+  different offsets as unequal, so only one offset may ever be stored) and read back as
+  timezone-aware UTC datetimes, equal to what went in.
+* Vector search asks the HNSW index for ``want * overfetch`` rows (it ranks every tenant),
+  filters by tenant and validity, and falls back to an exact per-tenant scan when fewer than
+  ``want`` survive; the candidates are then re-ranked in Python with the embedded store's
+  float32 cosine, so both stores return the same ranking and scores.
+* Rows carry ``written`` (the apply call, ns) and ``pos`` (position in its plan), so reads can
+  return records in write order, as the embedded store does.
+* A plan's transaction starts by taking its tenant's ``:TenantSequence`` lock and number
+  (``seq``): writers of one tenant take turns, so a plan is checked against every earlier
+  commit (as SQLite's single writer guarantees), and episodes and fact events carry ``seq``, so
+  messages and fact histories come back in commit order even across processes, whose clocks
+  (``written``) may disagree.
+* The fact part of a plan is checked and written in the same transaction as the graph part,
+  with the embedded store's rules; a deleted fact's node goes, its ``:FactEvent`` nodes stay.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+import numpy as np
+from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, GraphDatabase, ManagedTransaction, Session
+from neo4j.exceptions import ClientError, DriverError, Neo4jError
+
+from mem0g.config import GraphStoreConfig
+from mem0g.resources import read_text
+from mem0g.stores.base import StoreError, StoreStats
+from mem0g.types import (
+    Entity,
+    Episode,
+    Fact,
+    FactEvent,
+    GraphSnapshot,
+    Message,
+    Provenance,
+    Relation,
+    Summary,
+    Tenant,
+    Validity,
+    WritePlan,
+)
+
+UTC = timezone.utc
+_VECTOR_KINDS = ("entities", "relations", "facts")  # one vector index each
+_FIELDS = {"entities": "entity", "relations": "relation", "facts": "fact"}  # row key per kind
+CYPHER_FILES = ("schema", "write", "facts", "read", "retrieval", "export", "delete")
+_HEADER = re.compile(r"//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
+_T = TypeVar("_T")
+
+
+# ---------------------------------------------------------------- statements
+
+
+def parse_statements(text: str) -> dict[str, str]:
+    """Split a .cypher file into named statements.
+
+    ``// name: x`` opens statement ``x``; it runs to the next header. Other whole-line ``//``
+    comments are dropped, as is the closing ``;`` (the driver sends one statement at a time).
+    """
+    blocks: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        header = _HEADER.fullmatch(line.strip())
+        if header:
+            if header.group(1) in blocks:
+                raise ValueError(f"statement {header.group(1)!r} is defined twice")
+            current = blocks[header.group(1)] = []
+        elif current is not None and not line.lstrip().startswith("//"):
+            current.append(line.rstrip())
+    out = {
+        name: "\n".join(lines).strip().removesuffix(";").rstrip() for name, lines in blocks.items()
+    }
+    if empty := [name for name, body in out.items() if not body]:
+        raise ValueError(f"empty statements: {', '.join(empty)}")
+    return out
+
+
+@functools.cache
+def statements() -> dict[str, str]:
+    """Every named statement of every cypher/ file, parsed once per process."""
+    merged: dict[str, str] = {}
+    for kind in CYPHER_FILES:
+        for name, body in parse_statements(read_text("cypher", f"{kind}.cypher")).items():
+            if name in merged:
+                raise ValueError(f"statement {name!r} is defined in two cypher files")
+            merged[name] = body
+    return merged
+
+
+@contextmanager
+def _errors(what: str) -> Iterator[None]:
+    """Driver and server errors become StoreError; our own StoreErrors pass through."""
+    try:
+        yield
+    except (Neo4jError, DriverError) as exc:
+        raise StoreError(f"{what}: {exc}") from exc
+
+
+# ---------------------------------------------------------------- values in and out
+
+
+def _db_time(value: datetime | None) -> datetime | None:
+    """Aware datetimes go to the server in UTC; naive ones stay naive (LOCAL DATETIME)."""
+    if value is None or value.tzinfo is None:
+        return value
+    return value.astimezone(UTC)
+
+
+def _py_time(value: Any) -> Any:
+    """A driver temporal back to a `datetime` (aware ones in `datetime.timezone.utc`)."""
+    if value is None:
+        return None
+    native = value.to_native() if hasattr(value, "to_native") else value
+    if isinstance(native, datetime) and native.tzinfo is not None:
+        return native.astimezone(UTC)
+    return native
+
+
+@functools.lru_cache(maxsize=4096)
+def _tenant_from_key(key: str) -> Tenant:
+    return Tenant.from_key(key)
+
+
+def _tenant(props: dict[str, Any]) -> Tenant:
+    """Records we wrote carry tenant_key; a loaded dump only has the three ids."""
+    key = props.get("tenant_key")
+    if key is not None:
+        return _tenant_from_key(key)
+    return Tenant(
+        user_id=props.get("user_id"), agent_id=props.get("agent_id"), run_id=props.get("run_id")
+    )
+
+
+def _tenant_props(tenant: Tenant) -> dict[str, Any]:
+    return {
+        "tenant_key": tenant.key,
+        "user_id": tenant.user_id,
+        "agent_id": tenant.agent_id,
+        "run_id": tenant.run_id,
+    }
+
+
+def _vector(values: Sequence[float] | None) -> tuple[list[float] | None, bool]:
+    """(float32-rounded list, has no direction): the embedded store keeps float32 too."""
+    if values is None:
+        return None, False
+    vec = np.asarray(values, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(vec))
+    return vec.tolist(), not (norm > 0 and np.isfinite(norm))
+
+
+def _entity(props: dict[str, Any]) -> Entity:
+    created = _py_time(props["created_at"])
+    return Entity(
+        id=props["id"],
+        tenant=_tenant(props),
+        name=props["name"],
+        type=props.get("type", "entity"),
+        aliases=list(props.get("aliases") or []),
+        keys=list(props.get("keys") or []),
+        embedding=props.get("embedding"),
+        created_at=created,
+        updated_at=_py_time(props.get("updated_at")) or created,
+    )
+
+
+def _relation(props: dict[str, Any]) -> Relation:
+    created = _py_time(props["created_at"])
+    return Relation(
+        id=props["id"],
+        tenant=_tenant(props),
+        source_id=props["source_id"],
+        source=props.get("source", props.get("source_name")),
+        relation=props["name"],
+        destination_id=props["destination_id"],
+        destination=props.get("destination", props.get("destination_name")),
+        embedding=props.get("embedding"),
+        valid_from=_py_time(props.get("valid_from")),
+        invalid_at=_py_time(props.get("invalid_at")),
+        created_at=created,
+        updated_at=_py_time(props.get("updated_at")) or created,
+        mentions=props.get("mentions", 1),
+        provenance=_provenance(props, created),
+    )
+
+
+def _episode(props: dict[str, Any]) -> Episode:
+    return Episode(
+        id=props["id"],
+        tenant=_tenant(props),
+        messages=json.loads(props["messages"]),
+        timestamp=_py_time(props["timestamp"]),
+        created_at=_py_time(props["created_at"]),
+    )
+
+
+def _provenance(props: dict[str, Any], created: datetime) -> list[Provenance]:
+    """Provenance from its two parallel lists; a dump carries episode ids but no timestamps,
+    so the record's creation stands in."""
+    stamps = [_py_time(t) for t in props.get("provenance_at") or []]
+    episode_ids = props.get("episode_ids") or []
+    stamps += [created] * (len(episode_ids) - len(stamps))
+    return [
+        Provenance(episode_id=e, timestamp=t) for e, t in zip(episode_ids, stamps, strict=False)
+    ]
+
+
+def _fact(props: dict[str, Any]) -> Fact:
+    created = _py_time(props["created_at"])
+    return Fact(
+        id=props["id"],
+        tenant=_tenant(props),
+        text=props["text"],
+        embedding=props.get("embedding"),
+        created_at=created,
+        updated_at=_py_time(props.get("updated_at")) or created,
+        provenance=_provenance(props, created),
+    )
+
+
+def _fact_event(props: dict[str, Any]) -> FactEvent:
+    return FactEvent(
+        id=props["id"],
+        fact_id=props["fact_id"],
+        tenant=_tenant(props),
+        event=props["event"],
+        old_text=props.get("old_text"),
+        new_text=props.get("new_text"),
+        actor=props.get("actor", "llm"),
+        episode_id=props.get("episode_id"),
+        at=_py_time(props["at"]),
+    )
+
+
+def _summary(props: dict[str, Any]) -> Summary:
+    return Summary(
+        tenant=_tenant(props),
+        text=props["text"],
+        messages_covered=props["messages_covered"],
+        updated_at=_py_time(props["updated_at"]),
+    )
+
+
+def _messages(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages (as JSON objects) of episode rows, in row order."""
+    return [m for row in rows for m in json.loads(row["messages"])]
+
+
+def _scope(scope: Tenant, exact: bool = False) -> dict[str, Any]:
+    return {
+        "user_id": scope.user_id,
+        "agent_id": scope.agent_id,
+        "run_id": scope.run_id,
+        "tenant_key": scope.key,
+        "exact": exact,
+    }
+
+
+def _validity(validity: Validity) -> dict[str, Any]:
+    return {"include_invalid": validity.include_invalid, "as_of": _db_time(validity.as_of)}
+
+
+def _check_dims(dims: Any) -> int | None:
+    """The one number that reaches DDL (inside $options): it must be a positive int."""
+    if dims is None:
+        return None
+    if isinstance(dims, bool) or not isinstance(dims, (int, np.integer)) or dims <= 0:
+        raise StoreError(f"dims must be a positive integer, not {dims!r}")
+    return int(dims)
+
+
+# ---------------------------------------------------------------- plan rows
+
+
+def _plan_rows(plan: WritePlan, written: int) -> dict[str, Any]:
+    """The parameters of write.cypher for one plan; a plan's repeated updates of one record
+    are merged here, so each statement touches a record once."""
+    ep = plan.episode
+    episode = None
+    if ep is not None:  # a plan without a conversation (a direct edit) has no episode
+        episode = {
+            "id": ep.id,
+            **_tenant_props(ep.tenant),
+            "messages": json.dumps([m.model_dump(mode="json") for m in ep.messages]),
+            "message_count": len(ep.messages),
+            "timestamp": _db_time(ep.timestamp),
+            "created_at": _db_time(ep.created_at),
+            "written": written,
+        }
+    entities = []
+    for pos, e in enumerate(plan.new_entities):
+        vector, flat = _vector(e.embedding)
+        props = {
+            "id": e.id,
+            **_tenant_props(e.tenant),
+            "name": e.name,
+            "type": e.type,
+            "aliases": list(e.aliases),
+            "keys": list(e.keys),
+            "created_at": _db_time(e.created_at),
+            "updated_at": _db_time(e.updated_at),
+            "written": written,
+            "pos": pos,
+            "embedding_zero": True if flat else None,
+        }
+        entities.append({"props": props, "embedding": vector})
+    aliases: dict[str, dict[str, list[str]]] = {}
+    for a in plan.alias_updates:
+        row = aliases.setdefault(a.entity_id, {"aliases": [], "keys": []})
+        row["aliases"] += a.aliases
+        row["keys"] += a.keys
+    relations = []
+    for pos, r in enumerate(plan.new_relations):
+        vector, flat = _vector(r.embedding)
+        props = {
+            "id": r.id,
+            **_tenant_props(r.tenant),
+            "name": r.relation,
+            "source": r.source,
+            "destination": r.destination,
+            "valid_from": _db_time(r.valid_from),
+            "invalid_at": _db_time(r.invalid_at),
+            "created_at": _db_time(r.created_at),
+            "updated_at": _db_time(r.updated_at),
+            "mentions": r.mentions,
+            "episode_ids": [p.episode_id for p in r.provenance],
+            "provenance_at": [_db_time(p.timestamp) for p in r.provenance],
+            "written": written,
+            "pos": pos,
+            "embedding_zero": True if flat else None,
+        }
+        relations.append(
+            {
+                "source_id": r.source_id,
+                "destination_id": r.destination_id,
+                "props": props,
+                "embedding": vector,
+            }
+        )
+    invalid = {i.relation_id: _db_time(i.invalid_at) for i in plan.invalidations}  # last wins
+    mentions: dict[str, dict[str, list[Any]]] = {}
+    for m in plan.mentions:
+        row = mentions.setdefault(m.relation_id, {"episode_ids": [], "timestamps": []})
+        row["episode_ids"].append(m.provenance.episode_id)
+        row["timestamps"].append(_db_time(m.provenance.timestamp))
+    return {
+        "written": written,
+        "episode": episode,
+        "entities": entities,
+        "aliases": [{"id": k, **v} for k, v in aliases.items()],
+        "relations": relations,
+        "invalidations": [{"id": k, "invalid_at": v} for k, v in invalid.items()],
+        "mentions": [{"id": k, **v} for k, v in mentions.items()],
+    }
+
+
+def _is_empty(plan: WritePlan) -> bool:
+    """A plan that writes nothing (it takes no lock and leaves no trace)."""
+    parts = (
+        plan.new_entities,
+        plan.alias_updates,
+        plan.new_relations,
+        plan.invalidations,
+        plan.mentions,
+        plan.new_facts,
+        plan.fact_changes,
+        plan.fact_events,
+    )
+    return plan.episode is None and not any(parts)
+
+
+def _check_plan_locally(plan: WritePlan) -> None:
+    """What needs no database: every record is the plan's tenant's, no id is created twice."""
+    tenant = plan.tenant
+    episode = [plan.episode] if plan.episode is not None else []
+    records = (*plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_events)
+    for record in (*episode, *records):
+        if record.tenant != tenant:
+            raise StoreError(f"{type(record).__name__} {record.id} is not of {tenant.key}")
+    kinds = (
+        ("entity", plan.new_entities),
+        ("relation", plan.new_relations),
+        ("fact", plan.new_facts),
+        ("fact event", plan.fact_events),
+    )
+    for kind, group in kinds:
+        seen: set[str] = set()
+        for record in group:
+            if record.id in seen:
+                raise StoreError(f"{kind} {record.id} already exists")
+            seen.add(record.id)
+
+
+@dataclass
+class _FactRows:
+    """A plan's fact part as create_facts, update_facts, delete_facts and create_fact_events
+    write it, after the checks against the database."""
+
+    deletes: list[str] = field(default_factory=list)  # stored facts that go away
+    creates: list[dict[str, Any]] = field(default_factory=list)  # new facts, as they end up
+    updates: list[dict[str, Any]] = field(default_factory=list)  # stored facts that change
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _fact_refs(plan: WritePlan) -> dict[str, list[str]]:
+    """plan_check's fact parameters: the ids the plan creates, and the fact ids it refers to."""
+    new_ids = {f.id for f in plan.new_facts}
+    refs = {c.fact_id for c in plan.fact_changes} | {e.fact_id for e in plan.fact_events}
+    return {
+        "new_fact_ids": sorted(new_ids),
+        "new_event_ids": sorted({e.id for e in plan.fact_events}),
+        "fact_refs": sorted(refs - new_ids),
+    }
+
+
+def _fact_rows(plan: WritePlan, check: dict[str, Any], written: int) -> _FactRows:
+    """The embedded store's `FactIndex.plan` rules, on plan_check's answers: a new fact's id is
+    free (no fact and no history has it); a change names a current fact of exactly the plan's
+    tenant or one new in the plan, and nothing after deleting it; an event's id is free and its
+    fact is named by the plan or is (or was) the tenant's. Raises StoreError on a bad plan."""
+    key = plan.tenant.key
+    if check["facts_taken"]:
+        raise StoreError(f"fact {check['facts_taken'][0]} already exists")
+    stored = set(check["facts_owned"])  # current facts of this exact tenant among the refs
+    # fact id -> its text and embedding as the plan leaves them (None: unchanged embedding),
+    # for the facts the plan creates or changes and does not delete
+    live: dict[str, dict[str, Any]] = {
+        f.id: {"text": f.text, "embedding": f.embedding, "changed": False} for f in plan.new_facts
+    }
+    named = set(live)
+    deletes: list[str] = []
+    for change in plan.fact_changes:
+        fact_id = change.fact_id
+        if fact_id not in live:
+            if fact_id not in stored or fact_id in deletes:
+                raise StoreError(f"no current fact {fact_id} for tenant {key}")
+            live[fact_id] = {"text": None, "embedding": None, "changed": False}
+        named.add(fact_id)
+        if change.text is None:  # a fact new in this plan is then never created
+            del live[fact_id]
+            if fact_id in stored:
+                deletes.append(fact_id)
+            continue
+        live[fact_id].update(text=change.text, changed=True)
+        if change.embedding is not None:
+            live[fact_id]["embedding"] = change.embedding
+    taken = set(check["events_taken"])
+    known = named | stored | set(check["facts_with_history"])
+    for event in plan.fact_events:
+        if event.id in taken:
+            raise StoreError(f"fact event {event.id} already exists")
+        if event.fact_id not in known:
+            raise StoreError(f"event {event.id}: no fact {event.fact_id} in {key}")
+
+    rows = _FactRows(deletes=deletes)
+    for pos, f in enumerate(plan.new_facts):
+        if f.id not in live:  # deleted again within the plan
+            continue
+        state = live[f.id]
+        vector, flat = _vector(state["embedding"])
+        updated = plan.updated_at if state["changed"] else f.updated_at
+        props = {
+            "id": f.id,
+            **_tenant_props(f.tenant),
+            "text": state["text"],
+            "created_at": _db_time(f.created_at),
+            "updated_at": _db_time(updated),
+            "episode_ids": [p.episode_id for p in f.provenance],
+            "provenance_at": [_db_time(p.timestamp) for p in f.provenance],
+            "written": written,
+            "pos": pos,
+            "embedding_zero": True if flat else None,
+        }
+        rows.creates.append({"props": props, "embedding": vector})
+    created = {f.id for f in plan.new_facts}
+    for fact_id, state in live.items():
+        if fact_id not in created:
+            vector, flat = _vector(state["embedding"])
+            row = {"id": fact_id, "text": state["text"], "embedding": vector}
+            rows.updates.append({**row, "embedding_zero": True if flat else None})
+    for pos, ev in enumerate(plan.fact_events):
+        rows.events.append(
+            {
+                "id": ev.id,
+                "fact_id": ev.fact_id,
+                **_tenant_props(ev.tenant),
+                "event": ev.event,
+                "old_text": ev.old_text,
+                "new_text": ev.new_text,
+                "actor": ev.actor,
+                "episode_id": ev.episode_id,
+                "at": _db_time(ev.at),
+                "written": written,
+                "pos": pos,
+            }
+        )
+    return rows
+
+
+# ---------------------------------------------------------------- the store
+
+
+class Neo4jGraphStore:
+    """`GraphStore` on a Neo4j server; thread-safe (the driver pools connections).
+
+    `driver_or_uri` is a bolt/neo4j URI (the store then owns and closes its driver) or a
+    `neo4j.Driver` the caller keeps owning. Schema is applied on first use.
+    """
+
+    def __init__(
+        self,
+        driver_or_uri: str | Driver,
+        auth: Any = None,
+        database: str | None = None,
+        dims: int | None = None,
+        *,
+        overfetch: int = 10,
+        max_fetch: int = 10_000,
+        reset_batch: int = 10_000,
+    ) -> None:
+        if isinstance(driver_or_uri, str):
+            self._driver: Driver | None = GraphDatabase.driver(driver_or_uri, auth=auth)
+            self._owns_driver = True
+        else:
+            self._driver, self._owns_driver = driver_or_uri, False
+        self.database = database
+        self.dims = _check_dims(dims)
+        self.overfetch = max(1, overfetch)
+        self.max_fetch = max(1, max_fetch)
+        self.reset_batch = max(1, reset_batch)
+        self._lock = threading.RLock()
+        self._schema_ready = False
+        self._vector_indexes = False
+
+    @classmethod
+    def from_config(cls, config: GraphStoreConfig, dims: int | None = None) -> Neo4jGraphStore:
+        """Settings first, then NEO4J_URI / NEO4J_USERNAME / NEO4J_PASSWORD."""
+        url = config.url or os.environ.get("NEO4J_URI")
+        if not url:
+            raise StoreError("the neo4j store needs graph_store.url (or NEO4J_URI)")
+        username = config.username or os.environ.get("NEO4J_USERNAME") or "neo4j"
+        password = config.password or os.environ.get("NEO4J_PASSWORD")
+        auth = (username, password) if password is not None else None
+        return cls(url, auth, database=config.database, dims=dims)
+
+    def __enter__(self) -> Neo4jGraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Idempotent; every later call raises StoreError. A caller's driver stays open."""
+        with self._lock:
+            driver, self._driver = self._driver, None
+        if driver is not None and self._owns_driver:
+            driver.close()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _connected(self) -> Driver:
+        driver = self._driver
+        if driver is None:
+            raise StoreError("the store is closed")
+        return driver
+
+    def _ready(self) -> Driver:
+        """The driver, after the schema has been applied once by this store."""
+        driver = self._connected()
+        if not self._schema_ready:
+            with self._lock:
+                if not self._schema_ready:
+                    with _errors("could not apply the schema"):
+                        self._apply_schema(driver)
+                    self._schema_ready = True
+        return driver
+
+    def _session(self, driver: Driver, access: str = WRITE_ACCESS) -> Session:
+        """Sessions share the driver's bookmark manager (reads see earlier writes, also on a
+        cluster) and ask for no notifications: the statements name properties that an
+        empty database does not know yet, which is expected, not worth a warning."""
+        return driver.session(
+            database=self.database,
+            default_access_mode=access,
+            bookmark_manager=driver.execute_query_bookmark_manager,
+            notifications_min_severity="OFF",
+        )
+
+    def _auto(self, driver: Driver, name: str, params: dict[str, Any] | None = None) -> Any:
+        """Run a statement in an auto-commit transaction (schema, batched deletes)."""
+        with self._session(driver) as session:
+            result = session.run(statements()[name], params or {})
+            records = result.data()
+            result.consume()
+            return records
+
+    def _ddl(self, driver: Driver, name: str, params: dict[str, Any] | None = None) -> None:
+        """A schema statement; IF NOT EXISTS makes it idempotent, and a store that loses the
+        race to create the same rule concurrently gets "already exists", which is fine."""
+        try:
+            self._auto(driver, name, params)
+        except ClientError as exc:
+            if not (exc.code or "").endswith("AlreadyExists"):
+                raise
+
+    def _apply_schema(self, driver: Driver) -> None:
+        for name in statements():
+            if name.startswith(("constraint_", "index_")):
+                self._ddl(driver, name)
+        found = {r["name"]: r["dims"] for r in self._auto(driver, "vector_index_dims")}
+        if self.dims is None and found:
+            sizes = set(found.values())
+            if len(sizes) > 1:
+                raise StoreError(f"mem0g vector indexes of different sizes: {found}")
+            self.dims = _check_dims(sizes.pop())
+        self._ensure_vector_indexes(driver, found)
+
+    def _ensure_vector_indexes(self, driver: Driver, found: dict[str, int] | None = None) -> None:
+        """Create the vector indexes (entities, relations, facts) for `self.dims`; one of
+        another size is replaced only while no embedding is stored (a reset store may change
+        embedders)."""
+        if self.dims is None:
+            return
+        if found is None:
+            found = {r["name"]: r["dims"] for r in self._auto(driver, "vector_index_dims")}
+        if any(size != self.dims for size in found.values()):
+            if self._auto(driver, "stored_embeddings")[0]["found"]:
+                raise StoreError(
+                    f"the database holds embeddings that are not {self.dims}-dimensional "
+                    f"(vector indexes: {found})"
+                )
+            for kind in _VECTOR_KINDS:
+                self._ddl(driver, f"drop_vector_index_{kind}")
+        options = {
+            "indexConfig": {
+                "vector.dimensions": self.dims,
+                "vector.similarity_function": "cosine",
+                # exact float32 distances: candidates are re-ranked exactly anyway, and
+                # quantized scores would need a larger over-fetch to find the same ones
+                "vector.quantization.enabled": False,
+            }
+        }
+        for kind in _VECTOR_KINDS:
+            self._ddl(driver, f"vector_index_{kind}", {"options": options})
+        self._auto(driver, "await_indexes", {"seconds": 300})
+        self._vector_indexes = True
+
+    def _read(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        return self._read_tx(name, lambda tx: tx.run(statements()[name], params).data())
+
+    def _read_tx(self, what: str, work: Callable[[ManagedTransaction], _T]) -> _T:
+        """One managed read transaction, for reads that need more than one statement to see
+        the same data."""
+        driver = self._ready()
+        with _errors(f"read {what} failed"), self._session(driver, READ_ACCESS) as session:
+            return session.execute_read(work)
+
+    def _write(self, name: str, work: Callable[[ManagedTransaction], _T]) -> _T:
+        """One managed write transaction (retried by the driver on transient errors)."""
+        driver = self._ready()
+        with (
+            _errors(f"{name} failed, nothing was written"),
+            self._session(driver) as session,
+        ):
+            return session.execute_write(work)
+
+    def _run(self, tx: ManagedTransaction, name: str, params: dict[str, Any]) -> Any:
+        """Every statement of a write transaction goes through here: (rows, counters)."""
+        result = tx.run(statements()[name], params)
+        rows = result.data()
+        return rows, result.consume().counters
+
+    # ------------------------------------------------------------------ writes
+
+    def apply(self, plan: WritePlan) -> None:
+        """Validate, then write the whole plan in one transaction; a bad plan writes nothing."""
+        driver = self._ready()
+        _check_plan_locally(plan)
+        if _is_empty(plan):
+            return
+        records = (*plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_changes)
+        sizes = {len(r.embedding) for r in records if r.embedding is not None}
+        sizes |= {self.dims} - {None}
+        if len(sizes) > 1:
+            raise StoreError(f"embeddings of different sizes in one store: {sizes}")
+        if sizes and not self._vector_indexes:
+            with self._lock:
+                self.dims = self.dims or sizes.pop()
+                with _errors("could not create the vector indexes"):
+                    self._ensure_vector_indexes(driver)
+        rows = _plan_rows(plan, time.time_ns())
+        self._write("apply", lambda tx: self._write_plan(tx, plan, rows))
+
+    def _write_plan(self, tx: ManagedTransaction, plan: WritePlan, rows: dict[str, Any]) -> None:
+        """The transaction function: take the tenant's turn, check the plan against the
+        database, then write it with one batched statement per kind of change (a retry runs all
+        of it again)."""
+        (turn,), _ = self._run(tx, "lock_tenant", _tenant_props(plan.tenant))
+        seq = turn["seq"]
+        facts = self._check_plan(tx, plan, rows["written"])
+        updated_at = _db_time(plan.updated_at)
+        if rows["episode"] is not None:
+            _, counters = self._run(tx, "create_episode", {"props": rows["episode"], "seq": seq})
+            if counters.nodes_created != 1:
+                raise StoreError("the episode was not created")
+        if rows["entities"]:
+            _, counters = self._run(tx, "create_entities", {"rows": rows["entities"]})
+            if counters.nodes_created != len(rows["entities"]):
+                raise StoreError("not every entity was created")
+        if rows["aliases"]:
+            self._run(tx, "update_aliases", {"rows": rows["aliases"], "updated_at": updated_at})
+        if rows["relations"]:
+            _, counters = self._run(tx, "create_relations", {"rows": rows["relations"]})
+            if counters.relationships_created != len(rows["relations"]):
+                raise StoreError("not every relation was created")
+        if rows["invalidations"]:
+            self._run(
+                tx,
+                "invalidate_relations",
+                {"rows": rows["invalidations"], "updated_at": updated_at},
+            )
+        if rows["mentions"]:
+            self._run(tx, "add_mentions", {"rows": rows["mentions"], "updated_at": updated_at})
+        if facts.deletes:
+            _, counters = self._run(tx, "delete_facts", {"ids": facts.deletes})
+            if counters.nodes_deleted != len(facts.deletes):
+                raise StoreError("not every deleted fact was found")
+        if facts.creates:
+            _, counters = self._run(tx, "create_facts", {"rows": facts.creates, "seq": seq})
+            if counters.nodes_created != len(facts.creates):
+                raise StoreError("not every fact was created")
+        if facts.updates:
+            self._run(tx, "update_facts", {"rows": facts.updates, "updated_at": updated_at})
+        if facts.events:
+            _, counters = self._run(tx, "create_fact_events", {"rows": facts.events, "seq": seq})
+            if counters.nodes_created != len(facts.events):
+                raise StoreError("not every fact event was created")
+
+    def _check_plan(self, tx: ManagedTransaction, plan: WritePlan, written: int) -> _FactRows:
+        """The embedded store's checks, inside the writing transaction: new ids are free, and
+        every id the plan refers to exists and belongs to the plan's exact tenant. Returns the
+        fact part's rows."""
+        new_entities = {e.id for e in plan.new_entities}
+        new_relations = {r.id for r in plan.new_relations}
+        entity_refs = [a.entity_id for a in plan.alias_updates] + [
+            end for r in plan.new_relations for end in (r.source_id, r.destination_id)
+        ]
+        relation_refs = [i.relation_id for i in plan.invalidations] + [
+            m.relation_id for m in plan.mentions
+        ]
+        (check,), _ = self._run(
+            tx,
+            "plan_check",
+            {
+                "episode_id": plan.episode.id if plan.episode is not None else None,
+                "new_entity_ids": sorted(new_entities),
+                "new_relation_ids": sorted(new_relations),
+                "entity_refs": sorted(set(entity_refs) - new_entities),
+                "relation_refs": sorted(set(relation_refs) - new_relations),
+                **_fact_refs(plan),
+                "tenant_key": plan.tenant.key,
+            },
+        )
+        key = plan.tenant.key
+        if check["episode_taken"]:
+            raise StoreError(f"episode {check['episode_id']} already exists")
+        if check["entities_taken"]:
+            raise StoreError(f"entity {check['entities_taken'][0]} already exists")
+        if check["relations_taken"]:
+            raise StoreError(f"relation {check['relations_taken'][0]} already exists")
+        entities = new_entities | set(check["entities_owned"])
+        relations = new_relations | set(check["relations_owned"])
+        for entity_id in (a.entity_id for a in plan.alias_updates):
+            if entity_id not in entities:
+                raise StoreError(f"unknown id {entity_id} for tenant {key}")
+        for rel in plan.new_relations:
+            for end in (rel.source_id, rel.destination_id):
+                if end not in entities:
+                    raise StoreError(f"relation {rel.id}: no entity {end} in {key}")
+        for rel_id in relation_refs:
+            if rel_id not in relations:
+                raise StoreError(f"unknown id {rel_id} for tenant {key}")
+        return _fact_rows(plan, check, written)
+
+    def delete_tenant(self, scope: Tenant) -> int:
+        """Delete every record the scope filter matches, in one transaction."""
+        params = _scope(scope)
+
+        def work(tx: ManagedTransaction) -> int:
+            self._run(tx, "delete_tenant_sequences", params)  # first: waits for writers
+            (rels,), _ = self._run(tx, "delete_tenant_relations", params)
+            (ents,), _ = self._run(tx, "delete_tenant_entities", params)
+            for name in ("episodes", "facts", "fact_events", "summaries"):
+                self._run(tx, f"delete_tenant_{name}", params)
+            return int(rels["deleted"]) + int(ents["deleted"])
+
+        return self._write("delete_tenant", work)
+
+    def reset(self) -> None:
+        """Delete every node of mem0g's labels (and the edges between entities); schema stays,
+        and nodes of other labels are left alone. Batched, so a
+        large store does not need one huge transaction: unlike `apply` it is not atomic, and
+        a failure midway leaves part of the data (run it again)."""
+        driver = self._ready()
+        with _errors("reset failed"):
+            self._auto(driver, "reset_relations", {"batch": self.reset_batch})
+            self._auto(driver, "reset_nodes", {"batch": self.reset_batch})
+
+    # ------------------------------------------------------------------ reads
+
+    def get_entities(self, scope: Tenant, ids: Sequence[str]) -> list[Entity]:
+        rows = self._read("get_entities", {**_scope(scope), "ids": list(dict.fromkeys(ids))})
+        return [_entity(row["entity"]) for row in rows]
+
+    def get_relations(self, scope: Tenant, ids: Sequence[str]) -> list[Relation]:
+        rows = self._read("get_relations", {**_scope(scope), "ids": list(dict.fromkeys(ids))})
+        return [_relation(row["relation"]) for row in rows]
+
+    def find_entities(
+        self, scope: Tenant, keys: Sequence[str], *, exact: bool = False
+    ) -> list[Entity]:
+        self._ready()
+        if not keys:
+            return []
+        rows = self._read("find_entities", {**_scope(scope, exact), "keys": list(keys)})
+        return [_entity(row["entity"]) for row in rows]
+
+    def similar_entities(
+        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
+    ) -> list[tuple[Entity, float]]:
+        hits = self._nearest("entities", _scope(scope, exact), vector, k)
+        return [(_entity(props), score) for props, score in hits]
+
+    def similar_relations(
+        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity
+    ) -> list[tuple[Relation, float]]:
+        params = {**_scope(scope), **_validity(validity)}
+        hits = self._nearest("relations", params, vector, k)
+        return [(_relation(props), score) for props, score in hits]
+
+    def _nearest(
+        self, kind: str, params: dict[str, Any], vector: np.ndarray, k: int
+    ) -> list[tuple[dict[str, Any], float]]:
+        """Candidates from the index (over-fetched) or an exact tenant scan, re-ranked here."""
+        self._ready()
+        if k <= 0:
+            return []
+        # The same float32 arithmetic as the embedded store, so scores and ties agree.
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if self.dims is not None and query.shape[0] != self.dims:
+            raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
+        norm = float(np.linalg.norm(query))
+        query = query / norm if norm > 0 else query
+        want = 2 * k + 10  # extra candidates absorb float differences at the k-th place
+        params = {**params, "vector": query.tolist(), "zero_query": not norm > 0, "want": want}
+        rows: list[dict[str, Any]] = []
+        if self._vector_indexes and norm > 0 and want <= self.max_fetch:
+            fetch = min(want * self.overfetch, self.max_fetch)
+            rows = self._read(f"similar_{kind}_index", {**params, "fetch": fetch})
+        if len(rows) < want:  # too few of this scope among the global top-`fetch`
+            rows = self._read(f"similar_{kind}_scan", params)
+        if not rows:
+            return []
+        column = _FIELDS[kind]
+        matrix = np.array([row[column]["embedding"] for row in rows], dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix /= np.where(norms == 0, np.float32(1), norms)
+        scores = matrix @ query
+        order = sorted(range(len(rows)), key=lambda i: -scores[i])[:k]
+        return [(rows[i][column], float(scores[i])) for i in order]
+
+    def relations_touching(
+        self, scope: Tenant, entity_ids: Sequence[str], validity: Validity, *, exact: bool = False
+    ) -> list[Relation]:
+        self._ready()
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return []
+        params = {**_scope(scope, exact), **_validity(validity), "ids": ids}
+        found: dict[str, Relation] = {}
+        for row in self._read("edges_at", params):
+            rel_id = row["relation"]["id"]
+            if rel_id not in found:
+                found[rel_id] = _relation(row["relation"])
+        return list(found.values())
+
+    def expand(
+        self, scope: Tenant, entity_ids: Sequence[str], hops: int, validity: Validity, limit: int
+    ) -> list[tuple[Relation, int]]:
+        """Breadth-first, direction ignored, walking only accepted in-scope edges; one query
+        per hop, the bookkeeping as in the embedded store so both return the same order."""
+        self._ready()
+        result: list[tuple[Relation, int]] = []
+        if limit <= 0:
+            return result
+        seen: set[str] = set()
+        frontier = list(dict.fromkeys(entity_ids))
+        visited = set(frontier)
+        base = {**_scope(scope), **_validity(validity)}
+        for hop in range(1, hops + 1):
+            if not frontier:
+                break
+            next_frontier: list[str] = []
+            for row in self._read("edges_at", {**base, "ids": frontier}):
+                props = row["relation"]
+                if props["id"] in seen:
+                    continue
+                if len(result) >= limit:
+                    return result
+                seen.add(props["id"])
+                result.append((_relation(props), hop))
+                node = frontier[row["i"]]
+                other = (
+                    props["destination_id"] if props["source_id"] == node else props["source_id"]
+                )
+                if other not in visited:
+                    visited.add(other)
+                    next_frontier.append(other)
+            frontier = next_frontier
+        return result
+
+    def snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
+        params = {**_scope(scope), **_validity(validity)}
+        entities = [_entity(row["entity"]) for row in self._read("snapshot_entities", params)]
+        relations = [_relation(r["relation"]) for r in self._read("snapshot_relations", params)]
+        return GraphSnapshot(entities=entities, relations=relations)
+
+    def episodes(self, scope: Tenant) -> list[Episode]:
+        """The scope's episodes in the order they were written."""
+        return [_episode(row["episode"]) for row in self._read("episodes", _scope(scope))]
+
+    # ------------------------------------------------------------------ the fact memory
+
+    def get_facts(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
+        rows = self._read("get_facts", {**_scope(scope), "ids": list(dict.fromkeys(ids))})
+        return [_fact(row["fact"]) for row in rows]
+
+    def facts(self, scope: Tenant) -> list[Fact]:
+        """All current facts of the scope, oldest first (ties keep write order)."""
+        return [_fact(row["fact"]) for row in self._read("facts", _scope(scope))]
+
+    def similar_facts(
+        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
+    ) -> list[tuple[Fact, float]]:
+        hits = self._nearest("facts", _scope(scope, exact), vector, k)
+        return [(_fact(props), score) for props, score in hits]
+
+    def fact_history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:
+        """Every event of one fact in write order, also after the fact was deleted."""
+        rows = self._read("fact_history", {**_scope(scope), "fact_id": fact_id})
+        return [_fact_event(row["event"]) for row in rows]
+
+    def recent_messages(self, tenant: Tenant, limit: int) -> list[Message]:
+        """The last `limit` messages of the exact tenant, from at most `limit` episodes."""
+        self._ready()
+        if limit <= 0:
+            return []
+        rows = self._read("recent_episodes", {"tenant_key": tenant.key, "limit": limit})
+        return [Message.model_validate(m) for m in _messages(rows[::-1])[-limit:]]
+
+    def message_count(self, tenant: Tenant) -> int:
+        (row,) = self._read("message_count", {"tenant_key": tenant.key})
+        return int(row["n"])
+
+    def messages_since(self, tenant: Tenant, offset: int) -> list[Message]:
+        """The exact tenant's messages after the first `offset`: the episode sizes say which
+        episodes hold them, and only those are read (one transaction, one snapshot)."""
+        offset = max(offset, 0)
+
+        def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
+            sizes = tx.run(statements()["episode_sizes"], {"tenant_key": tenant.key}).data()
+            wanted: list[str] = []
+            seen = skip = 0
+            for row in sizes:
+                count = row["n"] or 0
+                if seen + count > offset:
+                    if not wanted:
+                        skip = offset - seen  # messages of the first episode already covered
+                    wanted.append(row["id"])
+                seen += count
+            if not wanted:
+                return []
+            rows = tx.run(statements()["episode_messages"], {"ids": wanted}).data()
+            return _messages(rows)[skip:]
+
+        return [Message.model_validate(m) for m in self._read_tx("messages_since", work)]
+
+    def get_summary(self, tenant: Tenant) -> Summary | None:
+        rows = self._read("get_summary", {"tenant_key": tenant.key})
+        return _summary(rows[0]["summary"]) if rows else None
+
+    def set_summary(self, summary: Summary) -> None:
+        """Replace the exact tenant's summary in its own small transaction."""
+        self._ready()
+        if summary.messages_covered < 0:
+            raise StoreError(f"a summary can't cover {summary.messages_covered} messages")
+        props = {
+            **_tenant_props(summary.tenant),
+            "text": summary.text,
+            "messages_covered": summary.messages_covered,
+            "updated_at": _db_time(summary.updated_at),
+        }
+        params = {"tenant_key": summary.tenant.key, "props": props}
+        self._write("set_summary", lambda tx: self._run(tx, "set_summary", params))
+
+    # ------------------------------------------------------------------ the whole store
+
+    def tenants(self) -> list[Tenant]:
+        """Every exact tenant holding at least one record, sorted by key."""
+        keys = sorted(row["key"] for row in self._read("tenants", {}))
+        return [_tenant_from_key(key) for key in keys]
+
+    def stats(self, scope: Tenant | None = None) -> StoreStats:
+        if scope is None:
+            (row,) = self._read("stats_all", {})
+            tenants = len(self._read("tenants", {}))
+        else:
+            (row,) = self._read("stats_scope", _scope(scope))
+            tenants = len(set(row["keys"]))
+        return StoreStats(
+            entities=row["entities"],
+            relations=row["relations"],
+            valid_relations=row["relations"] - row["invalid"],
+            invalid_relations=row["invalid"],
+            episodes=row["episodes"],
+            tenants=tenants,
+        )
+
+
+__all__ = ["CYPHER_FILES", "Neo4jGraphStore", "parse_statements", "statements"]

@@ -1,0 +1,802 @@
+"""Neo4jGraphStore specifics, against the real server of the test session (conftest.py).
+
+What the parametrised suites (test_embedded_store.py, test_pipeline.py) cannot show: the
+statement files and their plans, the schema, configuration, datetimes in Cypher, one managed
+transaction per plan (injected errors, transient retries, a client killed mid-transaction),
+uniqueness under concurrent writers, a small tenant inside a large shared database, the Cypher
+dump loading into an empty Neo4j, and reset touching only mem0g's labels.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import neo4j
+import numpy as np
+import pytest
+from neo4j.exceptions import TransientError
+from test_embedded_store import (
+    A_BOT,
+    CURRENT,
+    DIMS,
+    EVERYTHING,
+    A,
+    B,
+    chain,
+    entity,
+    ids,
+    plan,
+    relation,
+    unit,
+)
+
+from mem0g import Memory
+from mem0g.config import EmbedderConfig, GraphStoreConfig
+from mem0g.embed import make_embedder
+from mem0g.export import to_cypher
+from mem0g.stores import EmbeddedGraphStore, StoreError
+from mem0g.stores.neo4j import Neo4jGraphStore, parse_statements, statements
+from mem0g.types import (
+    AliasUpdate,
+    Entity,
+    Episode,
+    Invalidation,
+    MentionUpdate,
+    Message,
+    Provenance,
+    Relation,
+    Tenant,
+    Validity,
+    WritePlan,
+)
+
+pytestmark = pytest.mark.neo4j
+
+ROOT = Path(__file__).resolve().parents[1]
+UTC = timezone.utc
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+HOSTILE = 'Bob\'}) DETACH DELETE n // `x` "q" \\ ;\n$user_id'
+Connect = Callable[..., Neo4jGraphStore]
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(4321)
+
+
+@pytest.fixture
+def store(neo4j_connect: Connect) -> Neo4jGraphStore:
+    return neo4j_connect(dims=DIMS)
+
+
+@pytest.fixture
+def driver(neo4j_server: Any) -> Iterator[neo4j.Driver]:
+    auth = (neo4j_server.user, neo4j_server.password)
+    with neo4j.GraphDatabase.driver(neo4j_server.uri, auth=auth) as d:
+        yield d
+
+
+def cypher(driver: neo4j.Driver, query: str, **params: Any) -> list[dict[str, Any]]:
+    """Test-side Cypher (setup and inspection), never the store's own statements."""
+    records, _, _ = driver.execute_query(query, params)
+    return [r.data() for r in records]
+
+
+# ---------------------------------------------------------------- statements
+
+
+def test_statement_file_convention() -> None:
+    text = textwrap.dedent(
+        """\
+        // file comment, before any statement: ignored
+        // name: first
+        // a comment inside is dropped
+        MATCH (n) RETURN n;
+
+        //name:second
+        RETURN 1 AS x
+        """
+    )
+    assert parse_statements(text) == {"first": "MATCH (n) RETURN n", "second": "RETURN 1 AS x"}
+    with pytest.raises(ValueError, match="twice"):
+        parse_statements("// name: a\nRETURN 1;\n// name: a\nRETURN 2;")
+    with pytest.raises(ValueError, match="empty"):
+        parse_statements("// name: a\n// nothing here\n")
+    library = statements()
+    assert {"plan_check", "create_entities", "edges_at", "similar_relations_scan"} <= set(library)
+    for name, text in library.items():
+        assert not text.endswith(";") and text == text.strip(), name
+        assert not re.search(r"\{\d*\}|%[sd]", text), name  # nothing to format: all $params
+
+
+def _operators(plan: dict[str, Any]) -> set[str]:
+    ops = {plan["operatorType"].split("@")[0]}
+    for child in plan.get("children", []):
+        ops |= _operators(child)
+    return ops
+
+
+def test_statements_compile_and_scan_tenants_through_indexes(
+    store: Neo4jGraphStore, driver: neo4j.Driver
+) -> None:
+    store.stats()  # applies the schema
+    full_scans = {
+        "AllNodesScan",
+        "NodeByLabelScan",
+        "DirectedRelationshipTypeScan",
+        "UndirectedRelationshipTypeScan",
+        "DirectedAllRelationshipsScan",
+        "UndirectedAllRelationshipsScan",
+    }
+    checked = 0
+    for name, text in statements().items():
+        if text.split()[0] in ("CREATE", "DROP", "SHOW") or name.startswith("await"):
+            continue
+        with driver.session(notifications_min_severity="OFF") as session:
+            summary = session.run("EXPLAIN " + text).consume()  # type: ignore[arg-type]
+        ops = _operators(summary.plan)
+        checked += 1
+        # whole-store statements may scan; every per-tenant or per-id one must seek
+        if name not in {"stored_embeddings", "reset_relations", "reset_nodes", "tenants"}:
+            assert not ops & full_scans, (name, sorted(ops))
+    assert checked >= 20
+
+
+def test_every_query_sent_is_a_file_statement(
+    store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[str] = []
+    for cls in (neo4j.Session, neo4j.ManagedTransaction):
+        real = cls.run
+
+        def spy(self: Any, query: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            sent.append(query)
+            return _real(self, query, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "run", spy)
+    mallory = Tenant(user_id=HOSTILE, agent_id="a'b", run_id="}")
+    p = chain(mallory, [HOSTILE, "London"], rng)
+    p.new_relations[0].relation = HOSTILE
+    store.apply(p)
+    rel, (src, dst) = p.new_relations[0], p.new_entities
+    store.apply(
+        plan(
+            mallory,
+            alias_updates=[AliasUpdate(entity_id=src.id, aliases=[HOSTILE + "2"], keys=["k"])],
+            mentions=[MentionUpdate(relation_id=rel.id, provenance=Provenance(
+                episode_id=HOSTILE, timestamp=T0))],
+            invalidations=[Invalidation(relation_id=rel.id, invalid_at=T0)],
+        )
+    )  # fmt: skip
+    query = np.asarray(rel.embedding, dtype=np.float32)
+    got = store.get_relations(mallory, [rel.id])[0]
+    assert (got.relation, got.source, got.provenance[-1].episode_id) == (HOSTILE,) * 3
+    assert store.find_entities(mallory, [src.keys[0]], exact=True)[0].name == HOSTILE
+    assert store.similar_relations(mallory, query, 3, EVERYTHING)[0][0].id == rel.id
+    assert store.similar_entities(mallory, query, 3, exact=True)
+    assert store.expand(mallory, [dst.id], 2, EVERYTHING, 10)[0][0].id == rel.id
+    assert store.relations_touching(mallory, [src.id], EVERYTHING, exact=True)
+    assert store.snapshot(mallory, EVERYTHING).relations[0].source == HOSTILE
+    assert store.episodes(mallory)[-1].tenant == mallory
+    assert store.tenants() == [mallory] and store.stats(mallory).entities == 2
+    assert store.delete_tenant(mallory) == 3
+    store.reset()
+    library = set(statements().values())
+    assert sent and all(q in library for q in sent)
+    assert not any("DETACH DELETE n //" in q for q in sent)
+
+
+# ---------------------------------------------------------------- schema and configuration
+
+
+def test_schema_is_applied_once_and_idempotently(
+    neo4j_connect: Connect, driver: neo4j.Driver
+) -> None:
+    first, second = neo4j_connect(dims=DIMS), neo4j_connect(dims=DIMS)
+    first.stats()
+    second.stats()  # the same statements again: IF NOT EXISTS everywhere
+    constraints = {
+        r["name"]: (r["type"], r["labelsOrTypes"], r["properties"])
+        for r in cypher(driver, "SHOW CONSTRAINTS YIELD name, type, labelsOrTypes, properties")
+    }
+    assert constraints["mem0g_entity_id"] == ("UNIQUENESS", ["Entity"], ["id"])
+    assert constraints["mem0g_episode_id"] == ("UNIQUENESS", ["Episode"], ["id"])
+    assert constraints["mem0g_relation_id"] == ("RELATIONSHIP_UNIQUENESS", ["RELATES"], ["id"])
+    indexes = {
+        r["name"]: r
+        for r in cypher(
+            driver, "SHOW INDEXES YIELD name, type, labelsOrTypes, properties, options, state"
+        )
+    }
+    for label in ("entity", "relation", "episode"):
+        for prop in ("tenant_key", "user_id", "agent_id", "run_id"):
+            index = indexes[f"mem0g_{label}_{prop}"]
+            assert (index["type"], index["properties"], index["state"]) == (
+                "RANGE",
+                [prop],
+                "ONLINE",
+            )
+    for name, target in (("mem0g_entity_embedding", "Entity"), ("mem0g_relation_embedding",
+                                                                  "RELATES")):  # fmt: skip
+        index = indexes[name]
+        config = index["options"]["indexConfig"]
+        assert (index["type"], index["labelsOrTypes"], index["state"]) == (
+            "VECTOR",
+            [target],
+            "ONLINE",
+        )
+        assert config["vector.dimensions"] == DIMS
+        assert config["vector.similarity_function"] == "COSINE"
+
+
+def test_dims_follow_the_data(neo4j_connect: Connect, rng: np.random.Generator) -> None:
+    for bad in ("8", 8.0, True, 0, -3):
+        with pytest.raises(StoreError, match="positive integer"):
+            neo4j_connect(dims=bad)
+    assert neo4j_connect(dims=DIMS * 2).stats().entities == 0  # empty: the index follows
+    unknown = neo4j_connect()
+    assert unknown.stats().entities == 0 and unknown.dims == DIMS * 2
+    neo4j_connect().reset()
+    store = neo4j_connect(dims=DIMS)
+    store.apply(chain(A, ["Alice", "Acme"], rng))
+    with pytest.raises(StoreError, match="dimensional"):
+        neo4j_connect(dims=DIMS * 2).stats()
+    later = neo4j_connect()  # no dims given: taken from the vector indexes
+    later.stats()
+    assert later.dims == DIMS
+    with pytest.raises(StoreError, match="dims"):
+        later.similar_entities(A, np.ones(DIMS + 1, dtype=np.float32), 3)
+
+
+def test_from_config_and_environment(
+    neo4j_server: Any,
+    neo4j_connect: Connect,
+    monkeypatch: pytest.MonkeyPatch,
+    rng: np.random.Generator,
+) -> None:
+    neo4j_connect(dims=DIMS).apply(chain(A, ["Alice", "Acme"], rng))
+    for name in ("NEO4J_URI", "NEO4J_USERNAME", "NEO4J_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(StoreError, match="NEO4J_URI"):
+        Neo4jGraphStore.from_config(GraphStoreConfig(provider="neo4j"))
+    monkeypatch.setenv("NEO4J_URI", neo4j_server.uri)
+    monkeypatch.setenv("NEO4J_USERNAME", neo4j_server.user)
+    monkeypatch.setenv("NEO4J_PASSWORD", neo4j_server.password)
+    with Neo4jGraphStore.from_config(GraphStoreConfig(provider="neo4j"), dims=DIMS) as store:
+        assert store.stats(A).entities == 2
+    # explicit settings win over the environment
+    monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:1")
+    monkeypatch.setenv("NEO4J_PASSWORD", "wrong-password")
+    settings = {
+        "provider": "neo4j",
+        "url": neo4j_server.uri,
+        "username": neo4j_server.user,
+        "password": neo4j_server.password,
+    }
+    embedder = make_embedder(EmbedderConfig(provider="hashing", dims=DIMS))
+    with Memory({"graph_store": settings}, embedder=embedder) as memory:
+        assert isinstance(memory.store, Neo4jGraphStore)
+        assert memory.stats(user_id="a").entities == 2
+
+
+def test_caller_owned_driver_stays_open(driver: neo4j.Driver, neo4j_connect: Connect) -> None:
+    store = Neo4jGraphStore(driver, dims=DIMS)
+    assert store.stats().entities == 0
+    store.close()
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.stats()
+    assert cypher(driver, "RETURN 1 AS one") == [{"one": 1}]
+
+
+# ---------------------------------------------------------------- datetimes
+
+
+def test_datetimes_are_utc_and_validity_is_exact_at_the_edges(
+    store: Neo4jGraphStore, rng: np.random.Generator
+) -> None:
+    plus2, minus5 = timezone(timedelta(hours=2)), timezone(timedelta(hours=-5))
+    start = datetime(2023, 3, 4, 10, 11, 12, 123456, tzinfo=plus2)
+    end = datetime(2024, 5, 6, 7, 8, 9, 654321, tzinfo=minus5)
+    a, b = entity(A, "A", rng), entity(A, "B", rng)
+    a.created_at = datetime(2022, 1, 1, 12, tzinfo=plus2)
+    rel = relation(A, a, "lived_in", b, rng, valid_from=start, invalid_at=end)
+    ep = Episode(
+        tenant=A,
+        messages=[Message(content="naive", timestamp=datetime(2023, 1, 1, 9))],
+        timestamp=start,
+    )
+    store.apply(WritePlan(tenant=A, episode=ep, new_entities=[a, b], new_relations=[rel]))
+    got = store.get_relations(A, [rel.id])[0]
+    assert (got.valid_from, got.invalid_at) == (start, end)
+    for value in (got.valid_from, got.invalid_at, got.created_at, got.updated_at):
+        assert value.tzinfo is UTC
+    assert store.get_entities(A, [a.id])[0].created_at == a.created_at
+    stored_ep = store.episodes(A)[0]
+    assert stored_ep.timestamp == start and stored_ep.timestamp.tzinfo is UTC
+    assert stored_ep.messages[0].timestamp == datetime(2023, 1, 1, 9)  # naive stays naive
+    # as_of on and around both ends, written in other offsets: Cypher must compare instants
+    tiny = timedelta(microseconds=1)
+    for when in (start, end):
+        for as_of in (when - tiny, when, when + tiny):
+            for zone in (UTC, minus5, timezone(timedelta(hours=9, minutes=30))):
+                validity = Validity(as_of=as_of.astimezone(zone))
+                expected = [rel.id] if validity.accepts(rel) else []
+                assert ids(store.snapshot(A, validity).relations) == expected, as_of
+                assert ids(store.relations_touching(A, [a.id], validity)) == expected
+                hits = store.similar_relations(A, np.asarray(rel.embedding), 1, validity)
+                assert ids([r for r, _ in hits]) == expected
+
+
+# ---------------------------------------------------------------- transactions
+
+
+def _spy_statements(
+    store: Neo4jGraphStore,
+    monkeypatch: pytest.MonkeyPatch,
+    after: str | None = None,
+    fault: Callable[[Any], None] | None = None,
+) -> list[str]:
+    """Record every statement of the store's write transactions; after statement `after`
+    ran, call `fault(tx)` (inside the same transaction)."""
+    ran: list[str] = []
+    real = store._run
+
+    def spy(tx: Any, name: str, params: dict[str, Any]) -> Any:
+        result = real(tx, name, params)
+        ran.append(name)
+        if name == after and fault is not None:
+            fault(tx)
+        return result
+
+    monkeypatch.setattr(store, "_run", spy)
+    return ran
+
+
+def _doomed(base: WritePlan, rng: np.random.Generator) -> WritePlan:
+    """A plan touching every kind of write: new episode, entities, alias, edge, invalidation,
+    mention."""
+    r0, r1 = base.new_relations
+    fresh = [entity(A, "Fresh", rng), entity(A, "Newer", rng)]
+    return plan(
+        A, fresh, [relation(A, fresh[0], "x", fresh[1], rng)],
+        alias_updates=[AliasUpdate(entity_id=base.new_entities[0].id, aliases=["Al"], keys=["al"])],
+        invalidations=[Invalidation(relation_id=r0.id, invalid_at=T0)],
+        mentions=[MentionUpdate(relation_id=r1.id, provenance=Provenance(episode_id="e",
+                                                                         timestamp=T0))],
+    )  # fmt: skip
+
+
+def _raise_runtime(tx: Any) -> None:
+    raise RuntimeError("boom")
+
+
+def _server_error(tx: Any) -> None:
+    tx.run("RETURN 1 / 0 AS x").consume()  # an error raised by the server, mid-transaction
+
+
+@pytest.mark.parametrize(
+    ("after", "fault", "error"),
+    [
+        ("create_relations", _raise_runtime, RuntimeError),
+        ("invalidate_relations", _raise_runtime, RuntimeError),
+        ("update_aliases", _server_error, StoreError),
+    ],
+)
+def test_failure_inside_the_transaction_writes_nothing(
+    store: Neo4jGraphStore,
+    neo4j_connect: Connect,
+    rng: np.random.Generator,
+    monkeypatch: pytest.MonkeyPatch,
+    after: str,
+    fault: Callable[[Any], None],
+    error: type[Exception],
+) -> None:
+    base = chain(A, ["Alice", "Acme", "Berlin"], rng)
+    store.apply(base)
+    r0, r1 = base.new_relations
+    before = (store.snapshot(A, EVERYTHING), store.episodes(A), store.stats())
+    doomed = _doomed(base, rng)
+    ran = _spy_statements(store, monkeypatch, after, fault)
+    with pytest.raises(error):
+        store.apply(doomed)
+    order = ["plan_check", "create_episode", "create_entities", "update_aliases",
+             "create_relations", "invalidate_relations", "add_mentions"]  # fmt: skip
+    assert ran == order[: order.index(after) + 1]  # these statements did run, then rollback
+    assert (store.snapshot(A, EVERYTHING), store.episodes(A), store.stats()) == before
+    assert store.find_entities(A, ["al", "fresh"]) == []
+    with neo4j_connect() as again:  # what the server holds, through another driver
+        assert again.snapshot(A, EVERYTHING) == before[0]
+    monkeypatch.undo()
+    store.apply(doomed)  # the same plan goes through once the fault is gone
+    assert store.get_relations(A, [r0.id])[0].invalid_at == T0
+    assert store.get_relations(A, [r1.id])[0].mentions == 2
+
+
+def test_transient_errors_are_retried_as_a_whole(
+    store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = chain(A, ["Alice", "Acme", "Berlin"], rng)
+    store.apply(base)
+    failures = iter([TransientError("injected deadlock")])
+
+    def once(tx: Any) -> None:
+        error = next(failures, None)
+        if error is not None:
+            raise error
+
+    ran = _spy_statements(store, monkeypatch, "create_relations", once)
+    doomed = _doomed(base, rng)
+    store.apply(doomed)
+    assert ran.count("plan_check") == 2  # the whole function ran again, validation included
+    assert store.stats().entities == 5 and store.stats().episodes == 2
+    assert store.get_relations(A, [base.new_relations[1].id])[0].mentions == 2
+    assert store.get_entities(A, [base.new_entities[0].id])[0].aliases == ["Al"]
+
+
+def test_invalid_plan_is_rejected_inside_the_transaction(
+    store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = chain(A, ["Alice", "Acme"], rng)
+    store.apply(base)
+    ran = _spy_statements(store, monkeypatch)
+    bad = plan(A, [entity(A, "Fresh", rng)],
+               invalidations=[Invalidation(relation_id="nope", invalid_at=T0)])  # fmt: skip
+    with pytest.raises(StoreError, match="unknown id nope"):
+        store.apply(bad)
+    assert ran == ["plan_check"]  # nothing else ran
+    assert store.stats().entities == 2 and store.stats().episodes == 1
+
+
+_CHILD = textwrap.dedent(
+    """
+    import os, signal, sys
+    sys.path.insert(0, sys.argv[1])
+    from mem0g.stores.neo4j import Neo4jGraphStore
+    from mem0g.types import WritePlan
+
+    store = Neo4jGraphStore(os.environ["T_URI"], (os.environ["T_USER"], os.environ["T_PW"]))
+    plan = WritePlan.model_validate_json(open(sys.argv[2]).read())
+    real = store._run
+    def dying(tx, name, params):
+        result = real(tx, name, params)
+        if name == "create_relations":  # episode, entities and edges are in the open tx
+            open(sys.argv[3], "w").write("in transaction")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+    store._run = dying
+    store.apply(plan)
+    """
+)
+
+
+def test_client_killed_mid_transaction_leaves_nothing(
+    store: Neo4jGraphStore, neo4j_server: Any, rng: np.random.Generator, tmp_path: Path
+) -> None:
+    kept = chain(A, ["Alice", "Acme"], rng)
+    store.apply(kept)
+    expected = store.snapshot(A, EVERYTHING)
+    doomed = chain(A, ["Zed", "Zoo", "Zurich"], rng)
+    doomed.invalidations = [Invalidation(relation_id=kept.new_relations[0].id, invalid_at=T0)]
+    plan_file, marker = tmp_path / "plan.json", tmp_path / "marker"
+    plan_file.write_text(doomed.model_dump_json())
+    env = dict(
+        os.environ,
+        T_URI=neo4j_server.uri,
+        T_USER=neo4j_server.user,
+        T_PW=neo4j_server.password,
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(ROOT), str(plan_file), str(marker)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert marker.read_text() == "in transaction"
+    assert store.snapshot(A, EVERYTHING) == expected
+    assert ids(store.episodes(A)) == [kept.episode.id]
+    assert store.find_entities(A, ["zed", "zoo"]) == []
+    store.apply(doomed)  # the server rolled back and released the locks: writable again
+    assert store.stats().entities == 5
+
+
+# ---------------------------------------------------------------- concurrency
+
+
+def _together(n: int, work: Callable[[int], None]) -> list[BaseException | None]:
+    """Run work(0..n-1) on n threads released at once; each one's exception or None."""
+    barrier = threading.Barrier(n)
+    outcome: list[BaseException | None] = [None] * n
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            work(i)
+        except BaseException as exc:  # surfaced through `outcome`
+            outcome[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcome
+
+
+def test_concurrent_writers_cannot_duplicate_an_entity(
+    neo4j_connect: Connect, driver: neo4j.Driver, rng: np.random.Generator
+) -> None:
+    stores = [neo4j_connect(dims=DIMS) for _ in range(3)]  # three drivers, like three processes
+    shared = entity(A, "Shared", rng)
+    plans = [plan(A, [shared.model_copy(deep=True)]) for _ in range(8)]
+    outcome = _together(8, lambda i: stores[i % 3].apply(plans[i]))
+    assert sum(exc is None for exc in outcome) == 1
+    assert all(isinstance(exc, StoreError) for exc in outcome if exc is not None)
+    rows = cypher(driver, "MATCH (e:Entity {id: $id}) RETURN count(e) AS n", id=shared.id)
+    assert rows == [{"n": 1}]
+    assert stores[0].stats().episodes == 1  # the failed plans left no episode behind
+    # alias updates of one entity from many writers: none is lost (SET locks the node)
+    updates = [
+        plan(A, alias_updates=[AliasUpdate(entity_id=shared.id, aliases=[f"S{i}"], keys=[f"s{i}"])])
+        for i in range(8)
+    ]
+    assert _together(8, lambda i: stores[i % 3].apply(updates[i])) == [None] * 8
+    got = stores[1].get_entities(A, [shared.id])[0]
+    assert sorted(got.aliases) == sorted(f"S{i}" for i in range(8))
+    assert sorted(got.keys) == sorted([*shared.keys, *(f"s{i}" for i in range(8))])
+
+
+# ---------------------------------------------------------------- a small tenant, a big database
+
+BULK_DIMS = 16
+
+
+def _units(rng: np.random.Generator, n: int) -> np.ndarray:
+    vecs = rng.standard_normal((n, BULK_DIMS)).astype(np.float32)
+    return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+_BULK_ENTITIES = """
+UNWIND $rows AS row
+CREATE (e:Entity {id: row.id, tenant_key: row.key, user_id: row.user, name: row.id,
+                  type: 'thing', aliases: [], keys: [row.id], created_at: datetime(),
+                  updated_at: datetime()})
+WITH e, row
+CALL db.create.setNodeVectorProperty(e, 'embedding', row.embedding)
+"""
+_BULK_RELATIONS = """
+UNWIND $rows AS row
+MATCH (s:Entity {id: row.source}), (d:Entity {id: row.destination})
+CREATE (s)-[r:RELATES {id: row.id, tenant_key: row.key, user_id: row.user, name: 'bulk',
+                       source: s.name, destination: d.name, created_at: datetime(),
+                       updated_at: datetime(), mentions: 1, episode_ids: [],
+                       provenance_at: []}]->(d)
+WITH r, row
+CALL db.create.setRelationshipVectorProperty(r, 'embedding', row.embedding)
+"""
+
+
+def _bulk(
+    driver: neo4j.Driver, sizes: dict[str, tuple[int, int]], rng: np.random.Generator
+) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Write tenants (user id -> entity and edge counts) straight through the driver, in
+    batched UNWINDs of 10k rows; each tenant's edge ids and unit vectors."""
+    entities, edges, out = [], [], {}
+    for user, (n_entities, n_edges) in sizes.items():
+        key = Tenant(user_id=user).key
+        ent_ids = [uuid.uuid4().hex for _ in range(n_entities)]
+        entities += [{"id": i, "key": key, "user": user, "embedding": v.tolist()}
+                     for i, v in zip(ent_ids, _units(rng, n_entities), strict=True)]  # fmt: skip
+        vectors, ends = _units(rng, n_edges), rng.integers(0, n_entities, (n_edges, 2))
+        out[user] = ([uuid.uuid4().hex for _ in range(n_edges)], vectors)
+        edges += [
+            {"id": out[user][0][i], "key": key, "user": user, "embedding": vectors[i].tolist(),
+             "source": ent_ids[ends[i, 0]], "destination": ent_ids[ends[i, 1]]}
+            for i in range(n_edges)
+        ]  # fmt: skip
+    for query, rows in ((_BULK_ENTITIES, entities), (_BULK_RELATIONS, edges)):
+        for start in range(0, len(rows), 10_000):
+            driver.execute_query(query, rows=rows[start : start + 10_000])
+    return out
+
+
+def test_small_tenant_in_a_large_shared_database(
+    neo4j_connect: Connect,
+    driver: neo4j.Driver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(7)
+    store = neo4j_connect(dims=BULK_DIMS)
+    store.stats()  # schema and 16-dimensional vector indexes
+    started = time.monotonic()
+    sizes = {"big": (300, 30_000)} | {f"other{t}": (10, 500) for t in range(140)}
+    big_ids, big_vectors = _bulk(driver, sizes, rng)["big"]
+    built = time.monotonic() - started
+
+    needle = Tenant(user_id="needle")
+    ents = [Entity(tenant=needle, name=f"n{i}", keys=[f"n{i}"], embedding=v.tolist())
+            for i, v in enumerate(_units(rng, 10))]  # fmt: skip
+    rels = [
+        Relation(tenant=needle, source_id=ents[i].id, source=ents[i].name, relation=f"r{i}",
+                 destination_id=ents[(i + 1) % 10].id, destination=ents[(i + 1) % 10].name,
+                 embedding=v.tolist())
+        for i, v in enumerate(_units(rng, 10))
+    ]  # fmt: skip
+    store.apply(WritePlan(tenant=needle, episode=plan(needle).episode, new_entities=ents,
+                          new_relations=rels))  # fmt: skip
+    assert store.stats().relations == 100_010
+    assert store.stats(needle).relations == 10
+
+    read: list[str] = []
+    real_read = store._read
+
+    def spy(name: str, params: dict[str, Any]) -> Any:
+        read.append(name)
+        return real_read(name, params)
+
+    monkeypatch.setattr(store, "_read", spy)
+    rel_matrix = np.array([r.embedding for r in rels], dtype=np.float32)
+    ent_matrix = np.array([e.embedding for e in ents], dtype=np.float32)
+    searched = time.monotonic()
+    for i, rel in enumerate(rels):  # every edge is its own best answer
+        (hit, score), *_ = store.similar_relations(needle, rel_matrix[i], 3, CURRENT)
+        assert hit.id == rel.id and score == pytest.approx(1.0, abs=1e-5)
+    for _ in range(3):
+        query = _units(rng, 1)[0]
+        order = np.argsort(-(rel_matrix @ query))
+        for k in (1, 5, 20):
+            got = store.similar_relations(needle, query, k, CURRENT)
+            assert [r.id for r, _ in got] == [rels[i].id for i in order[:k]]
+        got_e = store.similar_entities(needle, query, 5, exact=True)
+        assert [e.id for e, _ in got_e] == [
+            ents[i].id for i in np.argsort(-(ent_matrix @ query))[:5]
+        ]
+    # the index alone returns other tenants' edges: the exact per-tenant scan answered
+    assert read.count("similar_relations_index") == read.count("similar_relations_scan") > 0
+
+    # invalidated edges drop out of current answers, which are still k long
+    gone = {rels[i].id for i in range(4)}
+    store.apply(plan(needle, invalidations=[Invalidation(relation_id=r, invalid_at=T0)
+                                            for r in gone]))  # fmt: skip
+    query = _units(rng, 1)[0]
+    current = store.similar_relations(needle, query, 5, CURRENT)
+    assert len(current) == 5 and not gone & {r.id for r, _ in current}
+    assert len(store.similar_relations(needle, query, 20, EVERYTHING)) == 10
+
+    # a tenant holding a third of the database is answered by the index alone, exactly
+    read.clear()
+    for _ in range(3):
+        query = _units(rng, 1)[0]
+        best = np.argsort(-(big_vectors @ query))[:3]
+        got = store.similar_relations(Tenant(user_id="big"), query, 3, CURRENT)
+        assert [r.id for r, _ in got] == [big_ids[i] for i in best]
+        assert [s for _, s in got] == pytest.approx((big_vectors @ query)[best], abs=1e-5)
+    assert read == ["similar_relations_index"] * 3
+    searched = time.monotonic() - searched
+    print(f"\n100k-edge database built in {built:.1f} s; searches took {searched:.2f} s")
+    monkeypatch.undo()
+    store.reset()  # batched: leave an empty database to the next test
+    assert store.stats().relations == 0
+
+
+# ---------------------------------------------------------------- dump and reset
+
+
+def test_cypher_dump_loads_into_an_empty_neo4j(
+    store: Neo4jGraphStore, neo4j_connect: Connect, driver: neo4j.Driver, rng: np.random.Generator
+) -> None:
+    p = chain(A, [HOSTILE, "Zoë 🦊", "Berlin\u2028Mitte"], rng)
+    p.new_relations[0].relation = 'it\'s "quoted"'
+    p.new_relations[0].valid_from = datetime(2020, 2, 2, 3, 4, 5, 6, tzinfo=UTC)
+    store.apply(p)
+    store.apply(chain(A_BOT, ["Robot"], rng))
+    store.apply(chain(B, ["Bob", "Bmw"], rng))
+    r0, r1 = p.new_relations
+    store.apply(plan(
+        A,
+        alias_updates=[AliasUpdate(entity_id=p.new_entities[0].id, aliases=["Al"], keys=["al"])],
+        invalidations=[Invalidation(relation_id=r0.id, invalid_at=T0)],
+        mentions=[MentionUpdate(relation_id=r1.id,
+                                provenance=Provenance(episode_id="e9", timestamp=T0))],
+    ))  # fmt: skip
+    original = store.snapshot(Tenant(user_id="a"), EVERYTHING)
+    script = to_cypher(original)
+
+    # a truly empty database: no data, no mem0g schema
+    store.reset()
+    for kind, listing in (("CONSTRAINT", "SHOW CONSTRAINTS"), ("INDEX", "SHOW INDEXES")):
+        for row in cypher(driver, f"{listing} YIELD name"):
+            if re.fullmatch(r"mem0g_[a-z_]+", row["name"]):  # our own names, checked
+                cypher(driver, f"DROP {kind} {row['name']} IF EXISTS")
+    assert not [r for r in cypher(driver, "SHOW INDEXES YIELD name") if "mem0g" in r["name"]]
+    assert cypher(driver, "MATCH (n) WHERE n:Entity OR n:Episode RETURN count(n) AS n") == [
+        {"n": 0}
+    ]
+    lines = [line for line in script.splitlines() if line and not line.startswith("//")]
+    for statement in lines:  # one statement per line, run one by one
+        assert statement.endswith(";")
+        driver.execute_query(statement[:-1])
+
+    loaded = neo4j_connect(dims=DIMS)  # schema applied over the loaded graph
+    back = loaded.snapshot(Tenant(user_id="a"), EVERYTHING)
+    assert to_cypher(back) == script
+    dumped = {"embedding", "keys", "provenance"}  # what the dump does not carry
+    assert [e.model_dump(exclude=dumped) for e in back.entities] == [
+        e.model_dump(exclude=dumped) for e in original.entities
+    ]
+    assert [r.model_dump(exclude=dumped) for r in back.relations] == [
+        r.model_dump(exclude=dumped) for r in original.relations
+    ]
+    assert [[p.episode_id for p in r.provenance] for r in back.relations] == [
+        [p.episode_id for p in r.provenance] for r in original.relations
+    ]
+    assert ids(loaded.snapshot(A, CURRENT).relations) == [r1.id]
+    assert {e.name for e in back.entities} >= {HOSTILE, "Zoë 🦊", "Berlin\u2028Mitte"}
+    walked = loaded.expand(A, [p.new_entities[1].id], 1, EVERYTHING, 10)
+    assert {r.id for r, _ in walked} == {r0.id, r1.id}
+
+
+def test_reset_only_touches_mem0g_labels(
+    store: Neo4jGraphStore, driver: neo4j.Driver, rng: np.random.Generator
+) -> None:
+    store.apply(chain(A, ["P", "Q", "R"], rng))
+    marker = uuid.uuid4().hex
+    cypher(
+        driver,
+        "CREATE (a:Mem0gForeign {m: $m})-[:KNOWS]->(b:Mem0gForeign {m: $m}), "
+        "(a)-[:RELATES {name: 'theirs'}]->(b)",
+        m=marker,
+    )
+    try:
+        store.reset()
+        assert (store.stats().entities, store.stats().relations, store.tenants()) == (0, 0, [])
+        rows = cypher(
+            driver,
+            "MATCH (a:Mem0gForeign {m: $m})-[r]->(b:Mem0gForeign) RETURN type(r) AS t ORDER BY t",
+            m=marker,
+        )
+        assert rows == [{"t": "KNOWS"}, {"t": "RELATES"}]
+        names = {r["name"] for r in cypher(driver, "SHOW CONSTRAINTS YIELD name")}
+        assert "mem0g_entity_id" in names  # schema stays
+    finally:
+        cypher(driver, "MATCH (n:Mem0gForeign {m: $m}) DETACH DELETE n", m=marker)
+
+
+# ---------------------------------------------------------------- parity details
+
+
+def test_degenerate_vectors_rank_like_the_embedded_store(
+    store: Neo4jGraphStore, tmp_path: Path, rng: np.random.Generator
+) -> None:
+    embedded = EmbeddedGraphStore(tmp_path / "store", dims=DIMS)
+    ents = [entity(A, f"e{i}", rng) for i in range(6)]
+    ents[2].embedding = [0.0] * DIMS  # no direction: cosine 0 against everything
+    rels = [relation(A, ents[i], "r", ents[i + 1], rng) for i in range(5)]
+    rels[1].embedding = [0.0] * DIMS
+    p = plan(A, ents, rels)
+    for s in (store, embedded):
+        s.apply(p.model_copy(deep=True))
+    for query in (unit(rng), unit(rng), np.zeros(DIMS, dtype=np.float32)):
+        for k in (1, 3, 6):
+            mine = store.similar_entities(A, query, k)
+            theirs = embedded.similar_entities(A, query, k)
+            assert [s for _, s in mine] == pytest.approx([s for _, s in theirs], abs=1e-6)
+            assert len(mine) == len(theirs)
+            got = store.similar_relations(A, query, k, CURRENT)
+            want = embedded.similar_relations(A, query, k, CURRENT)
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
+            if np.any(query):
+                assert ids([e for e, _ in mine]) == ids([e for e, _ in theirs])
+                assert ids([r for r, _ in got]) == ids([r for r, _ in want])
+    embedded.close()
