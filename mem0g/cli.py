@@ -1,7 +1,9 @@
 """The `mem0g` command line: a thin typer layer over `Memory` and `mem0g.export`.
 
 Data goes to stdout (tables, JSON, dumps); progress and errors go to stderr, so output can
-be piped. Exit codes: 0 ok, 1 a failure while working (LLM, store, a failed check), 2 bad input.
+be piped. Exit codes: 0 ok, 1 a failure while working (LLM, store, a failed check), 2 bad input,
+which includes a fact id the tenant does not have (unknown, deleted, or another tenant's: the
+CLI cannot tell them apart, by design of the tenant scope).
 """
 
 from __future__ import annotations
@@ -30,7 +32,18 @@ from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.llm.client import LLMClient, LLMError
 from mem0g.memory import Memory, make_store
 from mem0g.stores.base import GraphStore, StoreError
-from mem0g.types import AddResult, Event, Message, Tenant, Usage, to_utc
+from mem0g.types import (
+    AddResult,
+    Event,
+    Fact,
+    FactEvent,
+    FactHit,
+    FactResult,
+    Message,
+    Tenant,
+    Usage,
+    to_utc,
+)
 
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
@@ -130,9 +143,15 @@ class _State:
             raise InputError(f"invalid config: {_reason(err)}") from err
         return self._config
 
-    def memory(self, *, embeddings: bool = True) -> Memory:
-        """A Memory; without `embeddings` the embedded store opens without loading a model."""
+    def memory(self, *, embeddings: bool = True, summary: bool = True) -> Memory:
+        """A Memory; without `embeddings` the embedded store opens without loading a model;
+        without `summary` no background summary refresh runs (an add that must not call the
+        LLM)."""
         config = self.config()
+        if not summary:
+            config = config.model_copy(
+                update={"memory": config.memory.model_copy(update={"summary": False})}
+            )
         if embeddings or config.graph_store.provider != "embedded":
             return Memory(config)
         from mem0g.stores.embedded import EmbeddedGraphStore
@@ -220,6 +239,15 @@ def _when(value: datetime | None) -> str:
 
 def _print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _said(fact: Fact | FactHit) -> datetime:
+    """When a fact was said (its conversation's time), else when it was stored."""
+    return fact.provenance[0].timestamp if fact.provenance else fact.created_at
+
+
+def _unknown_fact(fact_id: str, ids: dict[str, str | None]) -> NoReturn:
+    _fail(f"no fact {fact_id!r} for {_describe(ids)}")
 
 
 # ---------------------------------------------------------------- input files
@@ -348,7 +376,9 @@ def read_episodes(
 
 
 def _changes_table(results: list[AddResult]) -> Table:
-    table = Table("event", "source", "relation", "destination", "valid from", "invalid at")
+    table = Table(
+        "event", "source", "relation", "destination", "valid from", "invalid at", title="relations"
+    )
     for result in results:
         for c in result.relations:
             table.add_row(
@@ -362,9 +392,22 @@ def _changes_table(results: list[AddResult]) -> Table:
     return table
 
 
-def _summary_table(results: list[AddResult], total: int) -> Table:
+def _fact_changes_table(results: list[AddResult]) -> Table:
+    table = Table("event", "id", "fact", "was", title="facts")
+    for result in results:
+        for f in result.facts:
+            table.add_row(f.event, f.id, Text(f.text), Text(f.previous_text or ""))
+    return table
+
+
+FACT_EVENTS = ("ADD", "UPDATE", "DELETE", "NOOP")
+
+
+def _summary_table(results: list[AddResult], total: int, extra: Usage) -> Table:
+    """Counts of one `add` command; `extra`: LLM calls besides the adds (summary refreshes)."""
     events = Counter(c.event for r in results for c in r.relations)
-    usage = Usage()
+    fact_events = Counter(f.event for r in results for f in r.facts)
+    usage = extra.model_copy()
     for r in results:
         usage.calls += r.usage.calls
         usage.prompt_tokens += r.usage.prompt_tokens
@@ -373,7 +416,8 @@ def _summary_table(results: list[AddResult], total: int) -> Table:
     rows: list[tuple[str, int | str]] = [
         ("episodes stored", f"{len(results)}/{total}"),
         ("entities created", sum(len(r.entities) for r in results)),
-        *((event.value, events.get(event, 0)) for event in Event),
+        *((f"relations {event.value}", events.get(event, 0)) for event in Event),
+        *((f"facts {event}", fact_events.get(event, 0)) for event in FACT_EVENTS),
         ("LLM calls", usage.calls),
         ("prompt tokens", usage.prompt_tokens),
         ("completion tokens", usage.completion_tokens),
@@ -399,12 +443,20 @@ def add(
         int, typer.Option("--batch", min=1, help="Plain messages per episode (one add).")
     ] = 2,
     role: Annotated[str, typer.Option("--role", help="Role of TEXT.")] = "user",
+    infer: Annotated[
+        bool,
+        typer.Option(
+            "--infer/--no-infer",
+            help="Extract with the LLM (default), or store each message verbatim as a fact "
+            "(no LLM call, no graph).",
+        ),
+    ] = True,
     as_json: JsonOpt = False,
     user: UserOpt = None,
     agent: AgentOpt = None,
     run: RunOpt = None,
 ) -> None:
-    """Add TEXT, or every episode of --file, to the tenant's memory."""
+    """Add TEXT, or every episode of --file, to the tenant's memory (graph and facts)."""
     ids = _tenant(user, agent, run)
     if (text is None) == (file is None):
         _fail("give either TEXT or --file FILE")
@@ -417,8 +469,15 @@ def add(
     state = _state(ctx)
     results: list[AddResult] = []
     failure: tuple[int, EpisodeInput, Exception] | None = None
-    with state.memory() as memory:
-        _ = memory.llm  # an unconfigured LLM fails here, before the first episode
+    # --no-infer must not reach the LLM at all, not even for a background summary refresh
+    with state.memory(summary=infer) as memory:
+        if infer:
+            try:
+                _ = memory.llm  # an unconfigured LLM fails here, before the first episode
+            except LLMError as err:
+                raise LLMError(
+                    f"{_reason(err)}; or add with --no-infer to store the messages verbatim"
+                ) from None
         progress = Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
@@ -431,20 +490,29 @@ def add(
             task = progress.add_task("adding episodes", total=len(episodes))
             for number, episode in enumerate(episodes, 1):
                 try:
-                    results.append(memory.add(episode.messages, **ids, timestamp=episode.timestamp))
+                    results.append(
+                        memory.add(
+                            episode.messages, **ids, timestamp=episode.timestamp, infer=infer
+                        )
+                    )
                 except Exception as err:
                     if state.debug:
                         raise
                     failure = (number, episode, err)
                     break
                 progress.advance(task)
+    # read after close: it waits for a summary refresh in flight
+    summary_usage = memory.summaries.usage
     if as_json:
         _print_json([r.model_dump(mode="json") for r in results])
     else:
         console = _out()
         if file is None and results:
-            console.print(_changes_table(results))
-        console.print(_summary_table(results, len(episodes)))
+            if results[0].relations:
+                console.print(_changes_table(results))
+            if results[0].facts:
+                console.print(_fact_changes_table(results))
+        console.print(_summary_table(results, len(episodes), summary_usage))
     if failure is not None:
         number, episode, err = failure
         _fail(
@@ -462,32 +530,45 @@ def add(
 def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for.")],
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Most relations.")] = 10,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="Most facts, and most relations.")
+    ] = 10,
     as_of: Annotated[
-        str | None, typer.Option("--as-of", help="Facts valid at this ISO date/time.")
+        str | None, typer.Option("--as-of", help="Relations valid at this ISO date/time.")
     ] = None,
     include_invalid: Annotated[
-        bool, typer.Option("--include-invalid", help="Also facts that have ended.")
+        bool, typer.Option("--include-invalid", help="Also relations that have ended.")
     ] = False,
     as_json: JsonOpt = False,
     user: UserOpt = None,
     agent: AgentOpt = None,
     run: RunOpt = None,
 ) -> None:
-    """Search the tenant's relations, best first."""
+    """Search the tenant's facts and relations, best first (no LLM call)."""
     ids = _tenant(user, agent, run)
     when = _parse_time(as_of, "--as-of")
     with _state(ctx).memory() as memory:
         result = memory.search(
             query, **ids, limit=limit, as_of=when, include_invalid=include_invalid
         )
+        paths = memory.config.memory
     if as_json:
         _print_json(result.model_dump(mode="json"))
         return
+    if result.facts:
+        facts = Table("score", "id", "fact", "said", title="facts")
+        for f in result.facts:
+            facts.add_row(f"{f.score:.3f}", f.id, Text(f.text), _when(_said(f)))
+        _out().print(facts)
+    elif paths.facts:
+        _say(_err(), f"no facts found for {_describe(ids)}")
     if not result.relations:
-        _say(_err(), f"no relations found for {_describe(ids)}")
+        if paths.graph or not paths.facts:
+            _say(_err(), f"no relations found for {_describe(ids)}")
         return
-    table = Table("score", "source", "relation", "destination", "valid from", "invalid at")
+    table = Table(
+        "score", "source", "relation", "destination", "valid from", "invalid at", title="relations"
+    )
     for hit in result.relations:
         table.add_row(
             f"{hit.score:.3f}",
@@ -497,6 +578,120 @@ def search(
             _when(hit.valid_from),
             _when(hit.invalid_at),
         )
+    _out().print(table)
+
+
+# ---------------------------------------------------------------- one fact, by id
+
+FactIdArg = Annotated[str, typer.Argument(help="A fact id (from add, search or --json).")]
+
+
+@app.command()
+def get(
+    ctx: typer.Context,
+    fact_id: FactIdArg,
+    as_json: JsonOpt = False,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+) -> None:
+    """Show one current fact of the tenant."""
+    ids = _tenant(user, agent, run)
+    with _state(ctx).memory(embeddings=False) as memory:
+        fact = memory.get(fact_id, **ids)
+    if fact is None:
+        _unknown_fact(fact_id, ids)
+    if as_json:
+        _print_json(fact.model_dump(mode="json"))
+        return
+    table = Table("", "", show_header=False)
+    table.add_row("id", fact.id)
+    table.add_row("text", Text(fact.text))
+    table.add_row("said", _when(_said(fact)))
+    table.add_row("stored", _when(fact.created_at))
+    table.add_row("updated", _when(fact.updated_at))
+    table.add_row("tenant", _describe(fact.tenant.model_dump()))
+    _out().print(table)
+
+
+@app.command()
+def update(
+    ctx: typer.Context,
+    fact_id: FactIdArg,
+    text: Annotated[str, typer.Argument(help="The fact's new text.")],
+    as_json: JsonOpt = False,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+) -> None:
+    """Replace a fact's text; the old text stays in its history."""
+    ids = _tenant(user, agent, run)
+    with _state(ctx).memory() as memory:
+        try:
+            result = memory.update(fact_id, text, **ids)
+        except KeyError:
+            _unknown_fact(fact_id, ids)
+    _print_fact_result(result, as_json)
+
+
+@app.command()
+def forget(
+    ctx: typer.Context,
+    fact_id: FactIdArg,
+    as_json: JsonOpt = False,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+) -> None:
+    """Delete one fact: gone from search and get, kept in its history."""
+    ids = _tenant(user, agent, run)
+    with _state(ctx).memory(embeddings=False) as memory:
+        try:
+            result = memory.delete(fact_id, **ids)
+        except KeyError:
+            _unknown_fact(fact_id, ids)
+    _print_fact_result(result, as_json)
+
+
+def _print_fact_result(result: FactResult, as_json: bool) -> None:
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+    elif result.event == "UPDATE":
+        _say(_out(), f"updated fact {result.id}: {result.previous_text} → {result.text}")
+    else:
+        _say(_out(), f"forgot fact {result.id}: {result.text} (kept in its history)")
+
+
+def _history_row(event: FactEvent) -> tuple[str, str, str, Text]:
+    if event.event == "UPDATE":
+        change = f"{event.old_text} → {event.new_text}"
+    else:
+        change = (event.new_text if event.event == "ADD" else event.old_text) or ""
+    return _when(event.at), event.event, event.actor, Text(change)
+
+
+@app.command()
+def history(
+    ctx: typer.Context,
+    fact_id: FactIdArg,
+    as_json: JsonOpt = False,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    run: RunOpt = None,
+) -> None:
+    """Every change of one fact, oldest first, also after it was deleted."""
+    ids = _tenant(user, agent, run)
+    with _state(ctx).memory(embeddings=False) as memory:
+        events = memory.history(fact_id, **ids)
+    if not events:
+        _unknown_fact(fact_id, ids)
+    if as_json:
+        _print_json([e.model_dump(mode="json") for e in events])
+        return
+    title = f"history of fact {fact_id}"
+    table = Table("at", "event", "actor", "old → new", title=title, min_width=len(title))
+    for event in events:
+        table.add_row(*_history_row(event))
     _out().print(table)
 
 
@@ -684,7 +879,8 @@ def demo(
         Path | None, typer.Option("--path", help="Store directory (default: a fresh temp dir).")
     ] = None,
 ) -> None:
-    """Ingest the bundled multi-session sample, show the graph and its history, answer queries."""
+    """Ingest the bundled multi-session sample, show the graph, the facts and their history,
+    answer queries."""
     from mem0g.demo import run  # loads rich tables and the sample only when asked for
 
     # None lets the demo use (and then remove) a temporary store of its own
@@ -713,11 +909,12 @@ def delete(
     agent: AgentOpt = None,
     run: RunOpt = None,
 ) -> None:
-    """Delete every entity, relation and episode of a tenant."""
+    """Delete every entity, relation, fact and episode of a tenant."""
     ids = _tenant(user, agent, run)
     with _state(ctx).memory(embeddings=False) as memory:
+        facts = len(memory.get_all(**ids).facts)
         deleted = memory.delete_all(**ids)
-    _say(_out(), f"deleted {deleted} entities and relations of {_describe(ids)}")
+    _say(_out(), f"deleted {deleted} entities and relations and {facts} facts of {_describe(ids)}")
 
 
 __all__ = ["EpisodeInput", "InputError", "app", "read_episodes"]

@@ -111,6 +111,23 @@ class RetrievalConfig(_Section):
     fusion: FusionConfig = Field(default_factory=FusionConfig)
 
 
+class MemorySection(_Section):
+    """Which paths an `add` runs, and the extraction context both paths get."""
+
+    graph: bool = True
+    facts: bool = True
+    recent_messages: int = Field(default=10, ge=0, description="m: recent messages as context")
+    summary: bool = True
+    summary_every: int = Field(default=10, ge=1, description="k: refresh after k new messages")
+
+
+class FactsConfig(_Section):
+    max_existing: int = Field(default=10, ge=1, description="s: similar facts per new fact")
+    min_similarity: float = Field(
+        default=0.3, ge=-1.0, le=1.0, description="below this an existing fact is not related"
+    )
+
+
 class MemoryConfig(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEM0G_", env_nested_delimiter="__", extra="forbid", case_sensitive=False
@@ -121,6 +138,8 @@ class MemoryConfig(BaseSettings):
     graph_store: GraphStoreConfig = Field(default_factory=GraphStoreConfig)
     resolver: ResolverConfig = Field(default_factory=ResolverConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    memory: MemorySection = Field(default_factory=MemorySection)
+    facts: FactsConfig = Field(default_factory=FactsConfig)
 
     @classmethod
     def load(cls, config: dict[str, Any] | MemoryConfig | None = None) -> MemoryConfig:

@@ -1,40 +1,44 @@
 """`Memory`: the one object users, the CLI and the demo talk to. It wires the stages and owns
-the transaction boundary: every stage before `store.apply` only reads, so an `add` that fails
-anywhere writes nothing."""
+the transaction boundary: the graph path and the fact path only read and plan (concurrently),
+and the merged plan is applied in one transaction, so an `add` that fails anywhere writes
+nothing."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from typing import Any
 
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder, make_embedder
-from mem0g.extract import extract
+from mem0g.extract import payload_messages
 from mem0g.llm.client import LLMClient
-from mem0g.resolve.entities import resolve_entities
-from mem0g.resolve.updates import resolve_updates
+from mem0g.llm.protocol import Context
+from mem0g.pipeline import GraphPart, Stages
+from mem0g.resolve.facts import FactPlan
 from mem0g.retrieve import DualRetriever
 from mem0g.stores.base import GraphStore, StoreStats
+from mem0g.summary import SummaryWorker
 from mem0g.types import (
     AddResult,
     Episode,
-    Event,
+    Fact,
+    FactChange,
+    FactEvent,
+    FactHit,
+    FactResult,
     GraphSnapshot,
-    Invalidation,
-    MentionUpdate,
     Message,
     Provenance,
-    Relation,
-    RelationChange,
     SearchResult,
+    Summary,
     Tenant,
     Usage,
     Validity,
     WritePlan,
     to_utc,
-    triple_text,
     utcnow,
 )
 
@@ -66,8 +70,30 @@ def make_store(config: MemoryConfig, dims: int) -> GraphStore:
     return EmbeddedGraphStore(settings.resolved_path(), dims=dims)
 
 
+def _merge_usage(*parts: Usage) -> Usage:
+    total = Usage()
+    for part in parts:
+        total.calls += part.calls
+        total.prompt_tokens += part.prompt_tokens
+        total.completion_tokens += part.completion_tokens
+        for task, count in part.by_task.items():
+            total.by_task[task] = total.by_task.get(task, 0) + count
+    return total
+
+
+def _collect(futures: list[Future[Any]]) -> list[Any]:
+    """Wait for every path to finish (none is left running), then raise the first error."""
+    wait(futures)
+    for future in futures:
+        error = future.exception()
+        if error is not None:
+            raise error
+    return [f.result() for f in futures]
+
+
 class Memory:
-    """Graph memory for agents: `add` conversation turns, `search` relations, keep history."""
+    """Long-term memory for agents: `add` conversation turns, `search` facts and relations,
+    keep history. Graph (Mem0g) and facts (Mem0) side by side, each switchable in config."""
 
     def __init__(
         self,
@@ -84,6 +110,9 @@ class Memory:
         self.retriever = DualRetriever(self.store, self.embedder, self.config.retrieval)
         self._tenant_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._paths = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-path")
+        self.summaries = SummaryWorker(lambda: self.llm, self.store, self.config.memory)
+        self._closed = False
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | MemoryConfig) -> Memory:
@@ -91,7 +120,7 @@ class Memory:
 
     @property
     def llm(self) -> LLMClient:
-        """Created on first `add`, so search, dumps and stats work without any LLM configured."""
+        """Created on first use, so search, dumps and stats work without any LLM configured."""
         if self._llm is None:
             self._llm = LLMClient(self.config.llm)
         return self._llm
@@ -103,6 +132,12 @@ class Memory:
         self.close()
 
     def close(self) -> None:
+        """Wait for a summary refresh in flight, then close the store. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.summaries.close()
+        self._paths.shutdown(wait=True)
         self.store.close()
 
     def _lock(self, tenant: Tenant) -> threading.Lock:
@@ -120,110 +155,218 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
         timestamp: datetime | str | None = None,
+        infer: bool = True,
     ) -> AddResult:
-        """Extract, resolve and apply one episode; all of it is written or none of it."""
+        """Extract, resolve and apply one episode; all of it is written or none of it.
+
+        `infer=False` stores each message verbatim as a fact, with no LLM call (imports)."""
         tenant = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
         parsed = parse_messages(messages)
+        when = to_utc(timestamp) or utcnow()
         for m in parsed:  # "I" needs a name to resolve to: default to the tenant's ids
             m.name = m.name or (user_id if m.role == "user" else agent_id)
-        when = to_utc(timestamp) or utcnow()
+            m.timestamp = to_utc(m.timestamp) or when
         with self._lock(tenant):
-            return self._add(tenant, parsed, when)
+            result = (
+                self._add(tenant, parsed, when) if infer else self._import(tenant, parsed, when)
+            )
+        self.summaries.maybe_refresh(tenant)
+        return result
+
+    def context_for(self, tenant: Tenant) -> Context:
+        """What both extraction paths see besides the new messages: S and the last m messages."""
+        summary = self.store.get_summary(tenant) if self.config.memory.summary else None
+        limit = self.config.memory.recent_messages
+        recent = self.store.recent_messages(tenant, limit) if limit else []
+        return Context(
+            summary=summary.text if summary else None,
+            recent=payload_messages(recent, utcnow()),
+        )
 
     def _add(self, tenant: Tenant, messages: list[Message], when: datetime) -> AddResult:
-        usage = Usage()
         now = utcnow()
         episode = Episode(tenant=tenant, messages=messages, timestamp=when, created_at=now)
-        found = extract(self.llm, messages, when, usage=usage)
-        used_names: dict[str, str] = {}
-        for t in found.triples:
-            used_names.setdefault(t.source, t.source_type)
-            used_names.setdefault(t.destination, t.destination_type)
-        resolved = resolve_entities(
-            self.store,
-            self.embedder,
-            tenant,
-            used_names,
-            threshold=self.config.resolver.threshold,
-            k=self.config.resolver.candidates,
-            now=now,
-        )
         provenance = Provenance(episode_id=episode.id, timestamp=when)
-        candidates: dict[tuple[str, str, str], Relation] = {}
-        for t in found.triples:
-            src = resolved.ids.get(t.source)
-            dst = resolved.ids.get(t.destination)
-            if src is None or dst is None or src == dst or (src, t.relation, dst) in candidates:
-                continue
-            source, destination = resolved.by_id[src].name, resolved.by_id[dst].name
-            candidates[(src, t.relation, dst)] = Relation(
+        context = self.context_for(tenant)
+        stages = Stages(self.llm, self.embedder, self.store, self.config)
+        graph_usage, fact_usage = Usage(), Usage()
+        args = (tenant, messages, when, context, provenance, now)
+        futures: list[Future[Any]] = []
+        if self.config.memory.graph:
+            futures.append(self._paths.submit(stages.graph_path, *args, graph_usage))
+        if self.config.memory.facts:
+            futures.append(self._paths.submit(stages.fact_path, *args, fact_usage))
+        results = _collect(futures)
+        graph = next((r for r in results if isinstance(r, GraphPart)), GraphPart())
+        facts = next((r for r in results if isinstance(r, FactPlan)), FactPlan())
+        plan = WritePlan(
+            tenant=tenant,
+            episode=episode,
+            updated_at=now,
+            new_entities=graph.new_entities,
+            alias_updates=graph.alias_updates,
+            new_relations=graph.new_relations,
+            invalidations=graph.invalidations,
+            mentions=graph.mentions,
+            new_facts=facts.new_facts,
+            fact_changes=facts.changes,
+            fact_events=facts.events,
+        )
+        self.store.apply(plan)
+        return AddResult(
+            episode_id=episode.id,
+            relations=graph.changes,
+            facts=facts.results,
+            entities=[e.model_copy(update={"embedding": None}) for e in plan.new_entities],
+            usage=_merge_usage(graph_usage, fact_usage),
+        )
+
+    def _import(self, tenant: Tenant, messages: list[Message], when: datetime) -> AddResult:
+        """Messages become facts as they are: no extraction, no LLM."""
+        now = utcnow()
+        episode = Episode(tenant=tenant, messages=messages, timestamp=when, created_at=now)
+        provenance = Provenance(episode_id=episode.id, timestamp=when)
+        texts = [m.content.strip() for m in messages]
+        vectors = self.embedder.embed(texts)
+        plan = WritePlan(tenant=tenant, episode=episode, updated_at=now)
+        results = []
+        for text, vector in zip(texts, vectors, strict=True):
+            fact = Fact(
                 tenant=tenant,
-                source_id=src,
-                source=source,
-                relation=t.relation,
-                destination_id=dst,
-                destination=destination,
-                valid_from=t.valid_from or when,
+                text=text,
+                embedding=[float(x) for x in vector],
                 created_at=now,
                 updated_at=now,
                 provenance=[provenance],
             )
-        new = list(candidates.values())
-        if new:
-            vectors = self.embedder.embed([r.text for r in new])
-            for rel, vector in zip(new, vectors, strict=False):
-                rel.embedding = [float(x) for x in vector]
-        outcome = resolve_updates(
-            self.llm,
-            self.store,
-            tenant,
-            new,
-            reference_time=when,
-            max_existing=self.config.resolver.max_existing,
-            usage=usage,
-        )
-        plan = WritePlan(tenant=tenant, episode=episode, updated_at=now)
-        changes: list[RelationChange] = []
-        invalidated: set[str] = set()
-
-        def invalidate(old: Relation, at: datetime) -> None:
-            if old.id in invalidated:
-                return
-            invalidated.add(old.id)
-            plan.invalidations.append(Invalidation(relation_id=old.id, invalid_at=at))
-            changes.append(_change(Event.INVALIDATE, old, invalid_at=at))
-
-        for rel, decision in zip(new, outcome.decisions, strict=False):
-            if decision.event == Event.NOOP:
-                if decision.duplicate_of is not None:
-                    dup = decision.duplicate_of
-                    plan.mentions.append(MentionUpdate(relation_id=dup.id, provenance=provenance))
-                    changes.append(_change(Event.NOOP, dup))
-                for old in decision.supersedes:
-                    invalidate(old, rel.valid_from or when)
-                continue
-            rel.invalid_at = decision.invalid_at
-            plan.new_relations.append(rel)
-            previous = decision.supersedes[0].id if decision.supersedes else None
-            event = Event.UPDATE if decision.event == Event.UPDATE else Event.ADD
-            changes.append(_change(event, rel, previous_id=previous))
-            for old in decision.supersedes:
-                invalidate(old, rel.valid_from or when)
-        for old in outcome.orphan_invalidations:
-            invalidate(old, when)
-
-        used = {r.source_id for r in plan.new_relations} | {
-            r.destination_id for r in plan.new_relations
-        }
-        plan.new_entities = [e for e in resolved.new_entities if e.id in used]
-        plan.alias_updates = resolved.alias_updates
+            plan.new_facts.append(fact)
+            plan.fact_events.append(
+                FactEvent(
+                    fact_id=fact.id,
+                    tenant=tenant,
+                    event="ADD",
+                    new_text=text,
+                    actor="user",
+                    episode_id=episode.id,
+                    at=now,
+                )
+            )
+            results.append(FactResult(event="ADD", id=fact.id, text=text))
         self.store.apply(plan)
-        return AddResult(
-            episode_id=episode.id,
-            relations=changes,
-            entities=[e.model_copy(update={"embedding": None}) for e in plan.new_entities],
-            usage=usage,
-        )
+        return AddResult(episode_id=episode.id, facts=results)
+
+    def refresh_summary(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        wait: bool = True,
+    ) -> Summary | None:
+        """Refresh the conversation summary now (in the background unless `wait`)."""
+        future = self.summaries.submit(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        return future.result() if wait else None
+
+    def summary(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> Summary | None:
+        return self.store.get_summary(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+
+    # ------------------------------------------------------------------ facts, by id
+
+    def get(
+        self,
+        fact_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> Fact | None:
+        """One fact of the tenant, or None (also for another tenant's id)."""
+        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        found = self.store.get_facts(scope, [fact_id])
+        return found[0].model_copy(update={"embedding": None}) if found else None
+
+    def _fact_of(self, fact_id: str, scope: Tenant) -> Fact:
+        found = self.store.get_facts(scope, [fact_id])
+        if not found:
+            raise KeyError(f"no fact {fact_id!r} for this tenant")
+        return found[0]
+
+    def update(
+        self,
+        fact_id: str,
+        text: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> FactResult:
+        """Replace a fact's text (the old text stays in its history)."""
+        if not text or not text.strip():
+            raise ValueError("text is empty")
+        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        with self._lock(scope):
+            old = self._fact_of(fact_id, scope)
+            now = utcnow()
+            vector = self.embedder.embed([text.strip()])[0]
+            plan = WritePlan(tenant=old.tenant, updated_at=now)
+            plan.fact_changes.append(
+                FactChange(fact_id=old.id, text=text.strip(), embedding=[float(x) for x in vector])
+            )
+            plan.fact_events.append(
+                FactEvent(
+                    fact_id=old.id,
+                    tenant=old.tenant,
+                    event="UPDATE",
+                    old_text=old.text,
+                    new_text=text.strip(),
+                    actor="user",
+                    at=now,
+                )
+            )
+            self.store.apply(plan)
+        return FactResult(event="UPDATE", id=old.id, text=text.strip(), previous_text=old.text)
+
+    def delete(
+        self,
+        fact_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> FactResult:
+        """Delete a fact: gone from search and get, kept in its history."""
+        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        with self._lock(scope):
+            old = self._fact_of(fact_id, scope)
+            now = utcnow()
+            plan = WritePlan(tenant=old.tenant, updated_at=now)
+            plan.fact_changes.append(FactChange(fact_id=old.id, text=None))
+            plan.fact_events.append(
+                FactEvent(
+                    fact_id=old.id,
+                    tenant=old.tenant,
+                    event="DELETE",
+                    old_text=old.text,
+                    actor="user",
+                    at=now,
+                )
+            )
+            self.store.apply(plan)
+        return FactResult(event="DELETE", id=old.id, text=old.text)
+
+    def history(
+        self,
+        fact_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[FactEvent]:
+        """Every change of a fact, oldest first, including after it was deleted."""
+        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        return self.store.fact_history(scope, fact_id)
 
     # ------------------------------------------------------------------ read
 
@@ -245,7 +388,21 @@ class Memory:
             raise ValueError("limit must be at least 1")
         scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
         validity = Validity(as_of=to_utc(as_of), include_invalid=include_invalid)
-        return self.retriever.search(query, scope, limit, validity)
+        result = self.retriever.search(query, scope, limit, validity)
+        if self.config.memory.facts:
+            qvec = self.embedder.embed([query])[0]  # cached by the retriever's call
+            result.facts = [
+                FactHit(
+                    id=f.id,
+                    text=f.text,
+                    score=float(score),
+                    created_at=f.created_at,
+                    updated_at=f.updated_at,
+                    provenance=f.provenance,
+                )
+                for f, score in self.store.similar_facts(scope, qvec, limit)
+            ]
+        return result
 
     def get_all(
         self,
@@ -262,6 +419,40 @@ class Memory:
         return GraphSnapshot(
             entities=[e.model_copy(update={"embedding": None}) for e in snapshot.entities],
             relations=[r.model_copy(update={"embedding": None}) for r in snapshot.relations],
+            facts=[f.model_copy(update={"embedding": None}) for f in self.store.facts(scope)],
+        )
+
+    def context(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 10,
+        max_tokens: int = 1000,
+        as_of: datetime | str | None = None,
+    ) -> str:
+        """The text block the Mem0g answer prompt expects ("Memories for user X" and
+        "Relations for user X", timestamped), for the caller's own LLM. Deterministic for a
+        given store; lines are dropped from the lowest-ranked up to stay within `max_tokens`
+        (estimated as characters / 4)."""
+        hits = self.search(
+            query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit, as_of=as_of
+        )
+        who = user_id or agent_id or run_id
+        memories = [
+            f"- [{(f.provenance[0].timestamp if f.provenance else f.created_at):%Y-%m-%d}] {f.text}"
+            for f in hits.facts
+        ]
+        relations = []
+        for r in hits.relations:
+            since = f" (since {r.valid_from:%Y-%m-%d})" if r.valid_from else ""
+            until = f" (until {r.invalid_at:%Y-%m-%d})" if r.invalid_at else ""
+            relations.append(f"- {r.source} -- {r.relation} --> {r.destination}{since}{until}")
+        return _budgeted(
+            [(f"Memories for user {who}:", memories), (f"Relations for user {who}:", relations)],
+            max_tokens,
         )
 
     def tenants(self) -> list[Tenant]:
@@ -290,23 +481,25 @@ class Memory:
         return self.store.stats(Tenant(**ids) if any(ids.values()) else None)
 
 
-def _change(
-    event: Event,
-    rel: Relation,
-    *,
-    previous_id: str | None = None,
-    invalid_at: datetime | None = None,
-) -> RelationChange:
-    return RelationChange(
-        event=event,
-        id=rel.id,
-        source=rel.source,
-        relation=rel.relation,
-        destination=rel.destination,
-        valid_from=rel.valid_from,
-        invalid_at=invalid_at or rel.invalid_at,
-        previous_id=previous_id,
-    )
+def _estimate_tokens(text: str) -> int:
+    return (len(text) + 3) // 4
 
 
-__all__ = ["Memory", "parse_messages", "triple_text"]
+def _budgeted(sections: list[tuple[str, list[str]]], max_tokens: int) -> str:
+    """Join sections, dropping the lowest-ranked lines (alternating sections) until it fits."""
+    kept = [list(lines) for _, lines in sections]
+
+    def render() -> str:
+        blocks = []
+        for (title, _), lines in zip(sections, kept, strict=True):
+            blocks.append("\n".join([title, *(lines or ["- (none)"])]))
+        return "\n\n".join(blocks)
+
+    text = render()
+    turn = 0
+    while _estimate_tokens(text) > max_tokens and any(kept):
+        longest = max(range(len(kept)), key=lambda i: (len(kept[i]), -((i + turn) % len(kept))))
+        kept[longest].pop()
+        turn += 1
+        text = render()
+    return text

@@ -182,6 +182,61 @@ class Episode(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class Fact(BaseModel):
+    """A Mem0-style natural-language memory, kept beside the graph."""
+
+    id: str = Field(default_factory=new_id)
+    tenant: Tenant
+    text: str
+    embedding: list[float] | None = Field(default=None, repr=False)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    provenance: list[Provenance] = Field(default_factory=list)
+
+
+class FactEvent(BaseModel):
+    """One line of a fact's history: deleted and replaced texts stay readable here."""
+
+    id: str = Field(default_factory=new_id)
+    fact_id: str
+    tenant: Tenant
+    event: FactOp
+    old_text: str | None = None
+    new_text: str | None = None
+    actor: Literal["llm", "user"] = "llm"
+    episode_id: str | None = None
+    at: datetime = Field(default_factory=utcnow)
+
+
+FactOp = Literal["ADD", "UPDATE", "DELETE"]
+
+
+class FactResult(BaseModel):
+    """One line of what an `add` (or a direct edit) did to the fact memory."""
+
+    event: Literal["ADD", "UPDATE", "DELETE", "NOOP"]
+    id: str
+    text: str
+    previous_text: str | None = None
+
+
+class FactChange(BaseModel):
+    """A fact whose text changes (UPDATE) or that goes away (text None: DELETE)."""
+
+    fact_id: str
+    text: str | None = None
+    embedding: list[float] | None = Field(default=None, repr=False)
+
+
+class Summary(BaseModel):
+    """The running summary of one exact tenant's conversation."""
+
+    tenant: Tenant
+    text: str
+    messages_covered: int  # how many of the tenant's messages (in episode order) it covers
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
 # ---- write plan (the only input of a store write)
 
 
@@ -209,12 +264,15 @@ class WritePlan(BaseModel):
     """Everything one `add` will write, computed before any write so the write can be atomic."""
 
     tenant: Tenant
-    episode: Episode
+    episode: Episode | None = None  # None for a user's direct fact edit (no conversation)
     new_entities: list[Entity] = Field(default_factory=list)
     alias_updates: list[AliasUpdate] = Field(default_factory=list)
     new_relations: list[Relation] = Field(default_factory=list)
     invalidations: list[Invalidation] = Field(default_factory=list)
     mentions: list[MentionUpdate] = Field(default_factory=list)
+    new_facts: list[Fact] = Field(default_factory=list)
+    fact_changes: list[FactChange] = Field(default_factory=list)
+    fact_events: list[FactEvent] = Field(default_factory=list)
     updated_at: datetime = Field(default_factory=utcnow)
 
 
@@ -257,6 +315,7 @@ class Usage(BaseModel):
 class AddResult(BaseModel):
     episode_id: str
     relations: list[RelationChange] = Field(default_factory=list)
+    facts: list[FactResult] = Field(default_factory=list)
     entities: list[Entity] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
 
@@ -296,8 +355,18 @@ class EntityHit(BaseModel):
     matched_by: Literal["name", "embedding"]
 
 
+class FactHit(BaseModel):
+    id: str
+    text: str
+    score: float
+    created_at: datetime
+    updated_at: datetime
+    provenance: list[Provenance] = Field(default_factory=list)
+
+
 class SearchResult(BaseModel):
     query: str
+    facts: list[FactHit] = Field(default_factory=list)
     relations: list[RelationHit] = Field(default_factory=list)
     entities: list[EntityHit] = Field(default_factory=list)
 
@@ -307,7 +376,9 @@ class GraphSnapshot(BaseModel):
 
     entities: list[Entity] = Field(default_factory=list)
     relations: list[Relation] = Field(default_factory=list)
+    facts: list[Fact] = Field(default_factory=list)
 
     def model_post_init(self, __context: Any) -> None:
         self.entities.sort(key=lambda e: (e.created_at, e.id))
         self.relations.sort(key=lambda r: (r.created_at, r.id))
+        self.facts.sort(key=lambda f: (f.created_at, f.id))

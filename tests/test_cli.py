@@ -1,7 +1,9 @@
 """Every `mem0g` command through typer's CliRunner, on a temporary embedded store.
 
 The LLM is `ScriptedLLMServer`, a TEST DOUBLE of an OpenAI-compatible API that answers from a
-small fact table below (it is not an LLM); embeddings use the offline hashing embedder.
+small fact table below (it is not an LLM); embeddings use the offline hashing embedder. Both
+paths of an add run by default (graph and facts), as they do for users; the tests about one
+path switch the other off with MEM0G_MEMORY__FACTS / MEM0G_MEMORY__GRAPH.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typer.testing import CliRunner
 
 from mem0g import Memory, __version__
 from mem0g.cli import app
+from mem0g.config import EmbedderConfig
 from mem0g.embed import make_embedder
 from mem0g.export import from_json
 from mem0g.testing import ScriptedLLMServer
@@ -35,9 +38,43 @@ FACTS: dict[str, tuple[str, str, str, str, str]] = {
 }
 
 
+# what the fact extractor writes for a sentence, when not the sentence itself
+FACT_TEXT = {"Alice moved to Berlin": "Alice lives in Berlin"}
+
+
 def _facts(payload: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    text = " ".join(m["content"] for m in payload["messages"])
+    text = " ".join(m["content"] for m in payload["messages"])  # the new messages only
     return [fact for sentence, fact in FACTS.items() if sentence in text]
+
+
+def _topic(fact_text: str) -> tuple[str, str] | None:
+    """(source, relation) of a fact text: two facts on one topic contradict each other."""
+    for sentence, (src, _, relation, _, _) in FACTS.items():
+        if FACT_TEXT.get(sentence, sentence) == fact_text:
+            return src, relation
+    return None
+
+
+def _extract_facts(payload: dict[str, Any]) -> dict[str, Any]:
+    text = " ".join(m["content"] for m in payload["messages"])
+    return {"facts": [FACT_TEXT.get(s, s) for s in FACTS if s in text]}
+
+
+def _update_memory(payload: dict[str, Any]) -> dict[str, Any]:
+    """A new fact on a known topic replaces the old one (DELETE + ADD); else it is ADDed."""
+    operations: list[dict[str, Any]] = []
+    for new in payload["new"]:
+        for old in payload["existing"]:
+            if _topic(old["text"]) == _topic(new["text"]) is not None:
+                operations.append(
+                    {"op": "DELETE", "new_index": new["index"], "existing_id": old["id"]}
+                )
+        operations.append({"op": "ADD", "new_index": new["index"]})
+    return {"operations": operations}
+
+
+def _summarize(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"summary": f"A chat of {len(payload['messages'])} more messages (test double)."}
 
 
 def _entities(payload: dict[str, Any]) -> dict[str, Any]:
@@ -86,6 +123,9 @@ RULES: list[dict[str, Any]] = [
     {"task": "extract_entities", "response": _entities},
     {"task": "establish_relations", "response": _relations},
     {"task": "resolve_updates", "response": _updates},
+    {"task": "extract_facts", "response": _extract_facts},
+    {"task": "update_memory", "response": _update_memory},
+    {"task": "summarize", "response": _summarize},
 ]
 
 
@@ -114,6 +154,11 @@ class Cli:
     def stats(self, *args: str) -> dict[str, int]:
         return self.json("stats", *args)  # type: ignore[no-any-return]
 
+    def memory(self) -> Memory:
+        """The store the commands wrote, opened through the library (no LLM needed)."""
+        embedder = make_embedder(EmbedderConfig(provider="hashing"))
+        return Memory({"graph_store": {"path": str(self.store)}}, embedder=embedder)
+
 
 def _env(tmp_path: Path, base_url: str | None) -> dict[str, str | None]:
     return {
@@ -123,6 +168,9 @@ def _env(tmp_path: Path, base_url: str | None) -> dict[str, str | None]:
         "MEM0G_LLM__MAX_RETRIES": "0",
         "MEM0G_EMBEDDER__PROVIDER": "hashing",
         "MEM0G_GRAPH_STORE__PATH": None,
+        "MEM0G_MEMORY__GRAPH": None,
+        "MEM0G_MEMORY__FACTS": None,
+        "MEM0G_MEMORY__SUMMARY": None,
         "OPENAI_API_KEY": None,
         "OPENAI_BASE_URL": None,
         "COLUMNS": "160",  # wide tables, so cells are not cut in assertions
@@ -156,13 +204,31 @@ def _error_line(result: Result, *, progress: bool = False) -> str:
 # ---------------------------------------------------------------- add
 
 
+def _count(result: Result, row: str) -> int:
+    """A row of the add summary table."""
+    found = re.search(rf"│ {re.escape(row)}\s+│\s+(\d+)", result.stdout)
+    assert found, (row, result.stdout)
+    return int(found.group(1))
+
+
+def _fact_ids(cli: Cli, query: str, *tenant: str) -> dict[str, str]:
+    """text -> id of the tenant's facts that `search` finds."""
+    return {f["text"]: f["id"] for f in cli.json("search", query, *tenant)["facts"]}
+
+
 def test_add_text(cli: Cli, server: ScriptedLLMServer) -> None:
     result = cli("add", "Alice lives in Paris", "-u", "alice", "--timestamp", "2024-03-01")
     assert result.exit_code == 0, result.output
     assert re.search(r"ADD\s+│\s+Alice\s+│\s+lives_in\s+│\s+Paris\s+│\s+2024-03-01", result.stdout)
+    # the fact path ran beside the graph path: its table shows the id to use with get/history
+    fact_id = _fact_ids(cli, "Paris", "-u", "alice")["Alice lives in Paris"]
+    assert re.search(rf"ADD\s+│\s+{fact_id}\s+│\s+Alice lives in Paris\s+│", result.stdout)
     assert re.search(r"episodes stored\s+│\s+1/1", result.stdout)
-    assert re.search(r"LLM calls\s+│\s+2", result.stdout)
+    assert _count(result, "relations ADD") == _count(result, "facts ADD") == 1
+    assert _count(result, "facts DELETE") == 0
+    assert _count(result, "LLM calls") == 3 == server.calls()
     assert server.calls("extract_entities") == server.calls("establish_relations") == 1
+    assert server.calls("extract_facts") == 1
     assert cli.stats("-u", "alice") == {
         "entities": 2,
         "relations": 1,
@@ -173,13 +239,18 @@ def test_add_text(cli: Cli, server: ScriptedLLMServer) -> None:
     }
 
 
-def test_add_update_invalidates(cli: Cli) -> None:
+def test_add_update_invalidates(cli: Cli, server: ScriptedLLMServer) -> None:
     assert cli("add", "Alice lives in Paris", "-u", "alice").exit_code == 0
     result = cli("add", "Alice moved to Berlin", "-u", "alice")
     assert result.exit_code == 0, result.output
-    assert re.search(r"UPDATE\s+│\s+1", result.stdout)
-    assert re.search(r"INVALIDATE\s+│\s+1", result.stdout)
+    assert _count(result, "relations UPDATE") == _count(result, "relations INVALIDATE") == 1
+    # the fact memory: the similar old fact went to update_memory, which deleted it
+    assert server.calls("update_memory") == 1
+    assert (_count(result, "facts DELETE"), _count(result, "facts ADD")) == (1, 1)
+    assert re.search(r"DELETE\s+│\s+\w+\s+│\s+Alice lives in Paris", result.stdout)
+    assert _count(result, "LLM calls") == 5 == server.calls() - 3
     assert cli.stats("-u", "alice")["invalid_relations"] == 1
+    assert list(_fact_ids(cli, "where does Alice live", "-u", "alice")) == ["Alice lives in Berlin"]
 
 
 def test_add_json_file_with_progress(cli: Cli, tmp_path: Path) -> None:
@@ -195,7 +266,8 @@ def test_add_json_file_with_progress(cli: Cli, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "adding episodes" in result.stderr and "3/3" in result.stderr  # the progress bar
     assert re.search(r"episodes stored\s+│\s+3/3", result.stdout)
-    assert re.search(r"ADD\s+│\s+3", result.stdout)
+    assert _count(result, "relations ADD") == _count(result, "facts ADD") == 3
+    assert "Alice lives in Paris" not in result.stdout  # a file prints counts, not every change
     assert cli.stats("-u", "alice")["episodes"] == 3  # default batch: 2 messages per episode
     # each episode carries its own time: its first message's, else --timestamp
     hits = cli.json("search", "Alice Bob", "-u", "alice")["relations"]
@@ -310,6 +382,8 @@ def test_add_failure_midway_reports_what_was_stored(
     assert re.search(r"episodes stored\s+│\s+1/3", result.stdout)
     assert cli.stats("-u", "alice")["episodes"] == 1
     assert server.calls("extract_entities") == 2  # stopped: episode 3 was never sent
+    # the failed episode's fact path ran too, but nothing of that episode was written
+    assert list(_fact_ids(cli, "Alice Bob", "-u", "alice")) == ["Alice lives in Paris"]
 
 
 def test_add_needs_text_or_file(cli: Cli, tmp_path: Path) -> None:
@@ -325,10 +399,89 @@ def test_add_without_llm_is_one_clear_error(tmp_path: Path) -> None:
     cli = Cli(tmp_path / "store", _env(tmp_path, None))
     result = cli("add", "Alice lives in Paris", "-u", "alice")
     assert result.exit_code == 1
-    assert "no LLM configured" in _error_line(result)
+    line = _error_line(result)
+    assert "no LLM configured" in line and "--no-infer" in line
+
+
+def test_add_no_infer_text_needs_no_llm(tmp_path: Path) -> None:
+    cli = Cli(tmp_path / "store", _env(tmp_path, None))  # no LLM configured at all
+    result = cli("add", "My locker code is 4521", "-u", "alice", "--no-infer", "-t", "2024-05-01")
+    assert result.exit_code == 0, result.output
+    assert re.search(r"ADD\s+│\s+\w{32}\s+│\s+My locker code is 4521", result.stdout)
+    assert "relations" not in result.stdout.split("add summary")[0]  # no graph path ran
+    assert _count(result, "facts ADD") == 1
+    assert _count(result, "relations ADD") == _count(result, "LLM calls") == 0
+    hit = cli.json("search", "locker code", "-u", "alice")["facts"][0]
+    assert (hit["text"], hit["provenance"][0]["timestamp"]) == (
+        "My locker code is 4521",
+        "2024-05-01T00:00:00Z",
+    )
+    assert cli.stats("-u", "alice")["entities"] == 0
+
+
+def test_add_no_infer_file_makes_no_llm_call(
+    cli: Cli, server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    """Not even the summary refresh that 12 messages would make due (memory.summary_every=10)."""
+    messages = [{"role": "user", "content": f"Note {i}: Alice lives in Paris"} for i in range(12)]
+    path = _write(tmp_path / "notes.json", messages)
+    result = cli("add", "-f", str(path), "-u", "alice", "--no-infer", "--json")
+    assert result.exit_code == 0, result.output
+    added = json.loads(result.stdout)
+    assert len(added) == 6  # batches of 2 messages, one fact per message
+    assert [f["event"] for r in added for f in r["facts"]] == ["ADD"] * 12
+    assert all(r["relations"] == [] and r["usage"]["calls"] == 0 for r in added)
+    assert server.calls() == 0
+    assert len(_fact_ids(cli, "Note Alice", "-u", "alice", "--limit", "20")) == 12
+    with cli.memory() as m:
+        assert m.summary(user_id="alice") is None
+
+
+def test_add_file_refreshes_the_summary_and_counts_it(
+    cli: Cli, server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    messages = [{"role": "user", "content": f"small talk {i}"} for i in range(12)]
+    path = _write(tmp_path / "chat.json", messages)
+    result = cli("add", "-f", str(path), "-u", "alice")
+    assert result.exit_code == 0, result.output
+    assert server.calls("summarize") == 1  # due after 10 messages; the CLI waited for it
+    assert _count(result, "LLM calls") == server.calls()  # the summary call is counted too
+    with cli.memory() as m:
+        summary = m.summary(user_id="alice")
+    # queued after message 10; it covers the 6th episode too if that was stored first
+    assert summary is not None and summary.messages_covered in (10, 12)
+    assert summary.text.startswith("A chat of ")
+
+
+def test_graph_only_config(tmp_path: Path, server: ScriptedLLMServer) -> None:
+    cli = Cli(tmp_path / "store", _env(tmp_path, server.base_url) | {"MEM0G_MEMORY__FACTS": "0"})
+    result = cli("add", "Alice lives in Paris", "-u", "alice")
+    assert result.exit_code == 0, result.output
+    assert _count(result, "LLM calls") == 2 and server.calls("extract_facts") == 0
+    assert _count(result, "facts ADD") == 0
+    result = cli("search", "Alice", "-u", "alice")
+    assert "facts" not in result.stdout and "relations" in result.stdout
+    assert result.stderr == ""  # no "no facts found": the fact memory is off, not empty
+
+
+def test_facts_only_config(tmp_path: Path, server: ScriptedLLMServer) -> None:
+    cli = Cli(tmp_path / "store", _env(tmp_path, server.base_url) | {"MEM0G_MEMORY__GRAPH": "0"})
+    result = cli("add", "Alice lives in Paris", "-u", "alice")
+    assert result.exit_code == 0, result.output
+    assert _count(result, "LLM calls") == 1 == server.calls("extract_facts") == server.calls()
+    result = cli("search", "Alice", "-u", "alice")
+    assert "Alice lives in Paris" in result.stdout and "relations" not in result.stdout
+    assert result.stderr == ""
 
 
 # ---------------------------------------------------------------- search
+
+
+def _header(result: Result, title: str) -> str:
+    """The header line of the table titled `title`."""
+    lines = result.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip() == title)
+    return lines[at + 2]
 
 
 def test_search_table_and_json(cli: Cli) -> None:
@@ -336,14 +489,21 @@ def test_search_table_and_json(cli: Cli) -> None:
     cli("add", "Alice moved to Berlin", "-u", "alice", "-t", "2024-06-01")
     result = cli("search", "where does Alice live", "-u", "alice")
     assert result.exit_code == 0, result.output
-    header = result.stdout.splitlines()[1]
+    assert result.stdout.index("facts") < result.stdout.index("relations")
+    for column in ("score", "id", "fact", "said"):
+        assert column in _header(result, "facts")
     for column in ("score", "source", "relation", "destination", "valid from", "invalid at"):
-        assert column in header
+        assert column in _header(result, "relations")
+    assert re.search(r"│ 0\.\d{3} │ \w{32} │ Alice lives in Berlin\s+│ 2024-06-01 │", result.stdout)
     assert re.search(r"Alice\s+│\s+lives_in\s+│\s+Berlin\s+│\s+2024-06-01", result.stdout)
-    assert "Paris" not in result.stdout  # ended facts are not current
+    assert "Paris" not in result.stdout  # neither the ended relation nor the deleted fact
+    assert result.stderr == ""
 
     data = cli.json("search", "where does Alice live", "-u", "alice", "--include-invalid")
     assert data["query"] == "where does Alice live"
+    assert [(f["text"], f["provenance"][0]["timestamp"]) for f in data["facts"]] == [
+        ("Alice lives in Berlin", "2024-06-01T00:00:00Z")
+    ]
     assert {h["destination"]: h["invalid_at"] for h in data["relations"]} == {
         "Berlin": None,
         "Paris": "2024-06-01T00:00:00Z",
@@ -355,7 +515,9 @@ def test_search_table_and_json(cli: Cli) -> None:
 def test_search_nothing_and_bad_input(cli: Cli) -> None:
     result = cli("search", "anything", "-u", "nobody")
     assert result.exit_code == 0
-    assert "no relations found" in result.stderr
+    assert result.stdout == ""
+    assert "no facts found for user 'nobody'" in result.stderr
+    assert "no relations found for user 'nobody'" in result.stderr
     result = cli("search", "x", "-u", "alice", "--as-of", "yesterday-ish")
     assert result.exit_code == 2
     assert "--as-of" in _error_line(result)
@@ -365,9 +527,134 @@ def test_search_prints_names_verbatim(cli: Cli, monkeypatch: pytest.MonkeyPatch)
     """Rich markup in a name must show as text, not style the table."""
     fact = ("[bold]Eve[/bold]", "person", "likes", "tea", "drink")
     monkeypatch.setitem(FACTS, "[bold]Eve[/bold] likes tea", fact)
-    assert cli("add", "[bold]Eve[/bold] likes tea", "-u", "eve").exit_code == 0
+    result = cli("add", "[bold]Eve[/bold] likes tea", "-u", "eve")
+    assert result.exit_code == 0
+    assert result.stdout.count("[bold]Eve[/bold]") == 2  # the relation and the fact
     result = cli("search", "Eve tea", "-u", "eve")
-    assert "[bold]Eve[/bold]" in result.stdout
+    assert result.stdout.count("[bold]Eve[/bold]") == 2
+
+
+# ---------------------------------------------------------------- one fact, by id
+
+
+def test_get_update_forget_and_history(cli: Cli) -> None:
+    assert cli("add", "Alice works at Acme", "-u", "alice", "-t", "2024-02-01").exit_code == 0
+    fact_id = _fact_ids(cli, "Acme", "-u", "alice")["Alice works at Acme"]
+
+    result = cli("get", fact_id, "-u", "alice")
+    assert result.exit_code == 0, result.output
+    assert re.search(rf"id\s+│ {fact_id}", result.stdout)
+    assert re.search(r"text\s+│ Alice works at Acme", result.stdout)
+    assert re.search(r"said\s+│ 2024-02-01", result.stdout)
+    assert re.search(r"tenant\s+│ user 'alice'", result.stdout)
+    fact = cli.json("get", fact_id, "-u", "alice")
+    assert (fact["id"], fact["text"], fact["tenant"]["user_id"]) == (
+        fact_id,
+        "Alice works at Acme",
+        "alice",
+    )
+    assert "embedding" not in fact or fact["embedding"] is None
+
+    result = cli("update", fact_id, "Alice works at Acme as an engineer", "-u", "alice")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == (
+        f"updated fact {fact_id}: Alice works at Acme → Alice works at Acme as an engineer"
+    )
+    assert cli.json("get", fact_id, "-u", "alice")["text"] == "Alice works at Acme as an engineer"
+    assert list(_fact_ids(cli, "Acme engineer", "-u", "alice")) == [
+        "Alice works at Acme as an engineer"  # re-embedded: search finds the new text
+    ]
+
+    result = cli("forget", fact_id, "-u", "alice")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == (
+        f"forgot fact {fact_id}: Alice works at Acme as an engineer (kept in its history)"
+    )
+    assert _fact_ids(cli, "Acme engineer", "-u", "alice") == {}
+    assert cli("get", fact_id, "-u", "alice").exit_code == 2  # gone from get
+
+    result = cli("history", fact_id, "-u", "alice")  # but its history stays
+    assert result.exit_code == 0, result.output
+    assert f"history of fact {fact_id}" in result.stdout
+    for column in ("at", "event", "actor", "old → new"):
+        assert column in _header(result, f"history of fact {fact_id}")
+    rows = re.findall(r"│ [\d-]+ [\d:]+ │ (\w+)\s+│ (\w+)\s+│ (.+?)\s+│", result.stdout)
+    assert rows == [
+        ("ADD", "llm", "Alice works at Acme"),
+        ("UPDATE", "user", "Alice works at Acme → Alice works at Acme as an engineer"),
+        ("DELETE", "user", "Alice works at Acme as an engineer"),
+    ]
+    events = cli.json("history", fact_id, "-u", "alice")
+    assert [(e["event"], e["old_text"], e["new_text"]) for e in events] == [
+        ("ADD", None, "Alice works at Acme"),
+        ("UPDATE", "Alice works at Acme", "Alice works at Acme as an engineer"),
+        ("DELETE", "Alice works at Acme as an engineer", None),
+    ]
+
+
+def test_history_of_a_fact_the_llm_deleted(cli: Cli) -> None:
+    [paris] = cli.json("add", "Alice lives in Paris", "-u", "alice", "-t", "2024-01-01")
+    fact_id = paris["facts"][0]["id"]
+    assert cli("add", "Alice moved to Berlin", "-u", "alice", "-t", "2024-06-01").exit_code == 0
+    assert cli("get", fact_id, "-u", "alice").exit_code == 2
+    result = cli("history", fact_id, "-u", "alice")
+    assert result.exit_code == 0, result.output
+    assert re.search(r"│ ADD\s+│ llm\s+│ Alice lives in Paris\s+│", result.stdout)
+    assert re.search(r"│ DELETE\s+│ llm\s+│ Alice lives in Paris\s+│", result.stdout)
+    events = cli.json("history", fact_id, "-u", "alice")
+    assert [(e["event"], e["actor"]) for e in events] == [("ADD", "llm"), ("DELETE", "llm")]
+    assert events[1]["episode_id"] != events[0]["episode_id"] is not None
+
+
+def test_update_and_forget_json(cli: Cli) -> None:
+    [added] = cli.json("add", "Bob likes jazz", "-u", "bob")
+    fact_id = added["facts"][0]["id"]
+    assert added["facts"][0] == {
+        "event": "ADD",
+        "id": fact_id,
+        "text": "Bob likes jazz",
+        "previous_text": None,
+    }
+    assert cli.json("update", fact_id, "Bob loves jazz", "-u", "bob") == {
+        "event": "UPDATE",
+        "id": fact_id,
+        "text": "Bob loves jazz",
+        "previous_text": "Bob likes jazz",
+    }
+    assert cli.json("forget", fact_id, "-u", "bob") == {
+        "event": "DELETE",
+        "id": fact_id,
+        "text": "Bob loves jazz",
+        "previous_text": None,
+    }
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("get",), ("update", "{id}", "Alice lives in Rome"), ("forget",), ("history",)],
+    ids=lambda c: c[0],
+)
+def test_unknown_fact_id_is_a_clear_error(cli: Cli, command: tuple[str, ...]) -> None:
+    """Exit code 2 (bad input), one line; another tenant's id is exactly as unknown."""
+    assert cli("add", "Alice lives in Paris", "-u", "alice").exit_code == 0
+    fact_id = _fact_ids(cli, "Paris", "-u", "alice")["Alice lives in Paris"]
+    name, *rest = command
+    for wrong, tenant in [("f" * 32, "alice"), (fact_id, "mallory")]:
+        args = [a.replace("{id}", wrong) for a in rest] if rest else [wrong]
+        result = cli(name, *args, "-u", tenant)
+        assert result.exit_code == 2, result.output
+        assert _error_line(result) == f"Error: no fact '{wrong}' for user '{tenant}'"
+        assert result.stdout == ""
+    # nothing happened to alice's fact
+    assert cli.json("get", fact_id, "-u", "alice")["text"] == "Alice lives in Paris"
+    assert len(cli.json("history", fact_id, "-u", "alice")) == 1
+
+
+def test_update_with_empty_text_is_bad_input(cli: Cli) -> None:
+    [added] = cli.json("add", "Bob likes jazz", "-u", "bob")
+    result = cli("update", added["facts"][0]["id"], "  ", "-u", "bob")
+    assert result.exit_code == 2
+    assert "text is empty" in _error_line(result)
 
 
 # ---------------------------------------------------------------- dump
@@ -556,9 +843,11 @@ def test_reset_after_confirmation(history: Cli) -> None:
 def test_delete_tenant(history: Cli) -> None:
     result = history("delete", "--user", "alice")
     assert result.exit_code == 0, result.output
-    assert "deleted 7 entities and relations of user 'alice'" in result.stdout
+    assert "deleted 7 entities and relations and 2 facts of user 'alice'" in result.stdout
     assert history.stats("-u", "alice")["entities"] == 0
     assert history.stats("-u", "bob")["relations"] == 1
+    assert _fact_ids(history, "Alice", "-u", "alice") == {}
+    assert list(_fact_ids(history, "Bob jazz", "-u", "bob")) == ["Bob likes jazz"]
 
 
 @pytest.mark.parametrize(
@@ -567,6 +856,10 @@ def test_delete_tenant(history: Cli) -> None:
         ("add", "Alice lives in Paris"),
         ("search", "Alice"),
         ("delete",),
+        ("get", "0123"),
+        ("update", "0123", "new text"),
+        ("forget", "0123"),
+        ("history", "0123"),
     ],
 )
 def test_missing_tenant_is_a_clear_error(cli: Cli, server: ScriptedLLMServer, args: tuple) -> None:

@@ -1,7 +1,7 @@
 """The demo end to end: bundled sample + scripted TEST DOUBLE answers, real MiniLM and store.
 
 Checks go through `Memory` on the kept store (not only the printed text), so a demo that
-prints the right words over a wrong graph fails.
+prints the right words over a wrong graph (or wrong facts) fails.
 """
 
 from __future__ import annotations
@@ -115,24 +115,38 @@ def test_scripted_run_prints_the_banner_and_succeeds(demo_run: DemoRun) -> None:
     text = _plain(demo_run.text)
     assert demo.BANNER in text
     assert "scripted (a test double standing in for the LLM API), not a live model" in text
-    for word in ("ADD", "UPDATE", "INVALIDATE", "NOOP", "ALIAS"):
+    for word in ("ADD", "UPDATE", "INVALIDATE", "NOOP", "ALIAS", "DELETE"):
         assert word in text
     assert f"mem0g --path {demo_run.path} dump --user maya" in text
+    london = next(iter(demo_run.report.fact_history))
+    assert f"mem0g --path {demo_run.path} history {london} --user maya" in text
+    for section in (
+        "and the memories (facts):",
+        "The memories now (memory.get_all().facts)",
+        "History: updated and deleted memories (memory.history)",
+        'memory.context("What can\'t Maya eat?", user_id="maya", limit=5)',
+        "Conversation summary (memory.refresh_summary: one LLM call)",
+        "Memory changes ADD 15 · UPDATE 3 · DELETE 1 · NOOP 2",
+    ):
+        assert section in text
 
 
 def test_the_script_answered_every_request_exactly(demo_run: DemoRun) -> None:
     report = demo_run.report
     assert report.scripted and report.kept
     assert report.unmatched_requests == 0
-    assert report.server_requests == report.usage.calls == 14
+    assert report.server_requests == report.usage.calls == 24
     assert report.usage.by_task == {
         "extract_entities": 5,
         "establish_relations": 5,
         "resolve_updates": 4,
+        "extract_facts": 5,
+        "update_memory": 4,  # session 1 had no similar facts to send
+        "summarize": 1,  # once, at the end (no background refresh in scripted mode)
     }
     # an operation naming a wrong index or id would be logged and ignored: none may be
     assert demo_run.warnings == []
-    assert "LLM calls 14 " in _plain(demo_run.text)
+    assert "LLM calls 24 " in _plain(demo_run.text)
 
 
 def test_each_session_did_what_the_story_says(demo_run: DemoRun) -> None:
@@ -148,6 +162,115 @@ def test_each_session_did_what_the_story_says(demo_run: DemoRun) -> None:
     assert ("UPDATE", "Maya", "has_diet", "vegan") in events[3]
     assert ("INVALIDATE", "Maya", "has_diet", "vegetarian") in events[3]
     assert ("INVALIDATE", "Leo Park", "works_at", "Northwind Labs") in events[4]
+
+
+LONDON = "Maya lives in a flat in London."
+VEGETARIAN = "Maya is vegetarian."
+VEGAN = "Maya has been vegan since the start of January 2024; she was vegetarian before."
+SAM = "Sam is Maya's team lead at Northwind Labs."
+SAM_NOW = (
+    "Sam is Maya's team lead at Northwind Labs; since her move to Paris he manages her over video."
+)
+LEO = "Leo Park is an analyst who joined Maya's team at Northwind in May 2023."
+LEO_NOW = (
+    "Leo Park, an analyst, was on Maya's team at Northwind from May 2023 until December 2023, "
+    "when he left to join Contoso."
+)
+JOB = "As of March 2023, Maya has a new job at Northwind Labs, which she enjoys."
+FACT_EVENTS = [  # per session: (event, text, previous text) of every fact result
+    {("ADD", text, None) for text in (JOB, SAM, "Priya works at Fabrikam.", LONDON, VEGETARIAN)}
+    | {
+        (
+            "ADD",
+            "Maya and Priya plan to eat out on Friday 17 March 2023, somewhere with good "
+            "vegetarian options.",
+            None,
+        )
+    },
+    {
+        ("ADD", "In June 2023 Maya and Sam Okafor shipped the churn model at Northwind.", None),
+        ("ADD", LEO, None),
+        ("ADD", "Leo Park built half of the dashboards for the churn model.", None),
+        ("ADD", "In June 2023 Maya found out she is lactose intolerant.", None),
+        ("ADD", "Maya has cut dairy out of her diet completely.", None),
+    },
+    {
+        ("DELETE", LONDON, None),  # contradicted by the move
+        ("ADD", "In October 2023 Maya moved from London to Paris.", None),
+        ("ADD", "Northwind opened an office in Paris in October 2023.", None),
+        ("NOOP", JOB, None),  # "same job" is known
+        ("UPDATE", SAM_NOW, SAM),
+    },
+    {
+        ("UPDATE", VEGAN, VEGETARIAN),
+        ("NOOP", SAM_NOW, None),  # "Is Sam still your boss?" "He is."
+        ("ADD", "In January 2024 Sam Okafor flew to Paris to welcome Ines Moreau.", None),
+        ("ADD", "Ines Moreau is Northwind's first hire in Paris, starting in January 2024.", None),
+    },
+    {("UPDATE", LEO_NOW, LEO)},
+]
+
+
+def test_each_session_did_what_the_story_says_to_the_facts(demo_run: DemoRun) -> None:
+    events = [
+        {(f.event, f.text, f.previous_text) for f in result.facts}
+        for result in demo_run.report.results
+    ]
+    assert events == FACT_EVENTS
+    counts = [len(result.facts) for result in demo_run.report.results]
+    assert counts == [6, 5, 5, 4, 1]  # no duplicates hidden by the sets above
+
+
+def test_kept_store_holds_the_expected_facts_and_their_history(
+    demo_run: DemoRun, kept: Memory
+) -> None:
+    current = {f.text for f in kept.get_all(user_id="maya").facts}
+    assert len(current) == 14
+    assert {VEGAN, SAM_NOW, LEO_NOW} <= current
+    assert not {LONDON, VEGETARIAN, SAM, LEO} & current
+    assert current == {f.text for f in demo_run.report.facts}
+    # the deleted and the updated facts, with their history (printed in the same order)
+    histories = {
+        fact_id: [(e.event, e.old_text, e.new_text) for e in kept.history(fact_id, user_id="maya")]
+        for fact_id in demo_run.report.fact_history
+    }
+    assert list(histories.values()) == [
+        [("ADD", None, LONDON), ("DELETE", LONDON, None)],
+        [("ADD", None, SAM), ("UPDATE", SAM, SAM_NOW)],
+        [("ADD", None, VEGETARIAN), ("UPDATE", VEGETARIAN, VEGAN)],
+        [("ADD", None, LEO), ("UPDATE", LEO, LEO_NOW)],
+    ]
+    london = next(iter(histories))
+    assert kept.get(london, user_id="maya") is None
+    assert kept.history(london, user_id="priya") == []  # another tenant sees nothing
+
+
+def test_context_block_is_what_the_store_gives(demo_run: DemoRun, kept: Memory) -> None:
+    block = demo_run.report.context
+    assert block == kept.context(demo.CONTEXT_QUERY, user_id="maya", limit=demo.CONTEXT_LIMIT)
+    memories, relations = block.split("\n\n")
+    assert memories.splitlines()[:3] == [
+        "Memories for user maya:",
+        "- [2023-06-21] Maya has cut dairy out of her diet completely.",
+        f"- [2023-03-14] {VEGAN}",
+    ]
+    assert relations.splitlines()[:4] == [
+        "Relations for user maya:",
+        "- Maya -- has_diet --> vegan (since 2024-01-01)",
+        "- Maya -- avoids --> dairy (since 2023-06-21)",
+        "- Maya -- is_intolerant_to --> lactose (since 2023-06-21)",
+    ]
+    assert len(block.splitlines()) == 2 + 2 * demo.CONTEXT_LIMIT + 1
+    assert "Maya -- has_diet --> vegan (since 2024-01-01)" in demo_run.text
+
+
+def test_summary_covers_the_whole_conversation(demo_run: DemoRun, kept: Memory) -> None:
+    summary = demo_run.report.summary
+    assert summary is not None and summary.messages_covered == 17
+    assert summary.text.startswith("Maya and her friend Priya chat from March 2023 to March 2024.")
+    stored = kept.summary(user_id="maya")
+    assert stored is not None and stored.text == summary.text
+    assert "covers 17 messages" in demo_run.text
 
 
 def test_kept_store_holds_the_expected_graph(kept: Memory) -> None:

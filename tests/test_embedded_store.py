@@ -1,4 +1,8 @@
-"""EmbeddedGraphStore: scopes, vector search, traversal, atomic writes, durability, threads."""
+"""GraphStore behaviour: scopes, vector search, traversal, atomic writes, durability, threads.
+
+Store-level tests run on both stores (`store_kind`: the embedded one and Neo4j, see
+conftest.py); the SQLite-specific ones (fault injection at the SQL layer, SIGKILL, WAL) run on
+the embedded store only. tests/test_neo4j_store.py has the Neo4j-specific ones."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,7 @@ import numpy as np
 import pytest
 
 from mem0g.stores import EmbeddedGraphStore, GraphStore, StoreError
+from mem0g.stores.neo4j import Neo4jGraphStore
 from mem0g.types import (
     AliasUpdate,
     Entity,
@@ -41,6 +46,7 @@ A_BOT = Tenant(user_id="a", agent_id="bot", run_id="r1")
 B = Tenant(user_id="b")
 CURRENT = Validity()
 EVERYTHING = Validity(include_invalid=True)
+Store = EmbeddedGraphStore | Neo4jGraphStore
 
 
 def unit(rng: np.random.Generator) -> np.ndarray:
@@ -91,7 +97,24 @@ def rng() -> np.random.Generator:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[EmbeddedGraphStore]:
+def open_store(
+    store_kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Callable[..., Store]:
+    """Opens a store of the kind under test on this test's data; calling it again reopens."""
+    if store_kind == "neo4j":
+        return request.getfixturevalue("neo4j_connect")
+    return lambda **kwargs: EmbeddedGraphStore(tmp_path / "store", **kwargs)
+
+
+@pytest.fixture
+def store(open_store: Callable[..., Store]) -> Iterator[Store]:
+    s = open_store(dims=DIMS)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def embedded_store(tmp_path: Path) -> Iterator[EmbeddedGraphStore]:
     s = EmbeddedGraphStore(tmp_path / "store", dims=DIMS)
     yield s
     s.close()
@@ -104,7 +127,7 @@ def ids(records: Sequence[Any]) -> list[str]:
 # ---------------------------------------------------------------- basics
 
 
-def test_apply_and_read_back(store: EmbeddedGraphStore, rng: np.random.Generator) -> None:
+def test_apply_and_read_back(store: Store, rng: np.random.Generator) -> None:
     assert isinstance(store, GraphStore)
     p = chain(A, ["Alice", "Acme", "Berlin"], rng)
     store.apply(p)
@@ -119,12 +142,13 @@ def test_apply_and_read_back(store: EmbeddedGraphStore, rng: np.random.Generator
     assert (stats.entities, stats.relations, stats.valid_relations) == (3, 2, 2)
     assert (stats.episodes, stats.tenants) == (1, 1)
     assert store.tenants() == [A]
-    assert (store.path / "graph.db").exists()
-    mode = sqlite3.connect(store.path / "graph.db").execute("PRAGMA journal_mode").fetchone()
-    assert mode[0] == "wal"
+    if isinstance(store, EmbeddedGraphStore):
+        assert (store.path / "graph.db").exists()
+        mode = sqlite3.connect(store.path / "graph.db").execute("PRAGMA journal_mode").fetchone()
+        assert mode[0] == "wal"
 
 
-def test_reads_return_copies(store: EmbeddedGraphStore, rng: np.random.Generator) -> None:
+def test_reads_return_copies(store: Store, rng: np.random.Generator) -> None:
     p = chain(A, ["Alice", "Acme"], rng)
     store.apply(p)
     p.new_entities[0].aliases.append("changed after apply")
@@ -140,7 +164,7 @@ def test_reads_return_copies(store: EmbeddedGraphStore, rng: np.random.Generator
     assert store.get_relations(A, [rel.id])[0].provenance == []
 
 
-def test_scope_filter_vs_exact(store: EmbeddedGraphStore, rng: np.random.Generator) -> None:
+def test_scope_filter_vs_exact(store: Store, rng: np.random.Generator) -> None:
     by_tenant = {}
     for tenant in (A, A_BOT, B):
         p = chain(tenant, ["Alice", "Acme"], rng)
@@ -165,9 +189,7 @@ def test_scope_filter_vs_exact(store: EmbeddedGraphStore, rng: np.random.Generat
     assert store.tenants() == sorted([A, A_BOT, B], key=lambda t: t.key)
 
 
-def test_tenant_isolation_for_every_read(
-    store: EmbeddedGraphStore, rng: np.random.Generator
-) -> None:
+def test_tenant_isolation_for_every_read(store: Store, rng: np.random.Generator) -> None:
     pa, pb = chain(A, ["Alice", "Acme", "Berlin"], rng), chain(B, ["Bob", "Bmw"], rng)
     store.apply(pa)
     store.apply(pb)
@@ -194,9 +216,7 @@ def test_tenant_isolation_for_every_read(
 # ---------------------------------------------------------------- vector search
 
 
-def test_similar_entities_top_k_matches_brute_force(
-    store: EmbeddedGraphStore, rng: np.random.Generator
-) -> None:
+def test_similar_entities_top_k_matches_brute_force(store: Store, rng: np.random.Generator) -> None:
     mine = [entity(A, f"e{i}", rng) for i in range(60)]
     store.apply(plan(A, mine[:30]))
     store.apply(plan(A, mine[30:]))
@@ -226,7 +246,7 @@ def test_similar_entities_top_k_matches_brute_force(
 
 
 def test_similar_relations_respects_validity_and_over_fetches(
-    store: EmbeddedGraphStore, rng: np.random.Generator
+    store: Store, rng: np.random.Generator
 ) -> None:
     ents = [entity(A, f"n{i}", rng) for i in range(10)]
     rels = [
@@ -271,7 +291,7 @@ def test_similar_relations_respects_validity_and_over_fetches(
 
 
 def test_validity_in_snapshot_and_relations_touching(
-    store: EmbeddedGraphStore, rng: np.random.Generator
+    store: Store, rng: np.random.Generator
 ) -> None:
     a, b = entity(A, "A", rng), entity(A, "B", rng)
     old = relation(A, a, "lived_in", b, rng, valid_from=T0)
@@ -291,9 +311,7 @@ def test_validity_in_snapshot_and_relations_touching(
     assert (stats.relations, stats.valid_relations, stats.invalid_relations) == (2, 1, 1)
 
 
-def test_expand_hops_direction_and_validity(
-    store: EmbeddedGraphStore, rng: np.random.Generator
-) -> None:
+def test_expand_hops_direction_and_validity(store: Store, rng: np.random.Generator) -> None:
     a, b, c, d, x = (entity(A, n, rng) for n in "abcdx")
     ab = relation(A, b, "knows", a, rng)  # points at the seed: direction must not matter
     bc = relation(A, b, "knows", c, rng)
@@ -326,9 +344,7 @@ def test_expand_hops_direction_and_validity(
 # ---------------------------------------------------------------- plan contents
 
 
-def test_alias_updates_append_without_duplicates(
-    store: EmbeddedGraphStore, rng: np.random.Generator
-) -> None:
+def test_alias_updates_append_without_duplicates(store: Store, rng: np.random.Generator) -> None:
     bob = entity(A, "Robert", rng)
     bob.aliases, bob.keys = ["Rob"], ["robert", "rob"]
     store.apply(plan(A, [bob]))
@@ -348,7 +364,7 @@ def test_alias_updates_append_without_duplicates(
     assert store.find_entities(A, ["caz"])[0].aliases == ["Caz"]
 
 
-def test_mentions_and_invalidations(store: EmbeddedGraphStore, rng: np.random.Generator) -> None:
+def test_mentions_and_invalidations(store: Store, rng: np.random.Generator) -> None:
     p = chain(A, ["Alice", "Acme"], rng)
     store.apply(p)
     rel = p.new_relations[0]
@@ -385,7 +401,7 @@ def test_mentions_and_invalidations(store: EmbeddedGraphStore, rng: np.random.Ge
     ],
 )
 def test_invalid_plans_are_rejected_whole(
-    store: EmbeddedGraphStore, rng: np.random.Generator, bad: str
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator, bad: str
 ) -> None:
     base, other = chain(A, ["Alice", "Acme"], rng), chain(B, ["Bob"], rng)
     store.apply(base)
@@ -418,7 +434,7 @@ def test_invalid_plans_are_rejected_whole(
         store.apply(bad_plan)
     assert (store.snapshot(Tenant(user_id="a"), EVERYTHING), store.stats()) == before
     assert store.find_entities(A, ["fresh"]) == []
-    with EmbeddedGraphStore(store.path) as again:
+    with open_store() as again:
         assert again.stats() == before[1]
 
 
@@ -448,11 +464,12 @@ def _fail_on(
 
 @pytest.mark.parametrize("exc", [RuntimeError("boom"), sqlite3.OperationalError("disk I/O")])
 def test_failure_mid_transaction_changes_nothing(
-    store: EmbeddedGraphStore,
+    embedded_store: EmbeddedGraphStore,
     rng: np.random.Generator,
     monkeypatch: pytest.MonkeyPatch,
     exc: BaseException,
 ) -> None:
+    store = embedded_store
     base = chain(A, ["Alice", "Acme", "Berlin"], rng)
     store.apply(base)
     r0, r1 = base.new_relations
@@ -531,10 +548,11 @@ def test_process_killed_mid_apply_leaves_nothing(tmp_path: Path, rng: np.random.
         assert store.stats().entities == 5
 
 
-def test_reopen_restores_everything(tmp_path: Path, rng: np.random.Generator) -> None:
-    path = tmp_path / "store"
+def test_reopen_restores_everything(
+    open_store: Callable[..., Store], rng: np.random.Generator
+) -> None:
     plus2 = timezone(timedelta(hours=2))
-    store = EmbeddedGraphStore(path)
+    store = open_store()
     p1 = chain(A, ["Alice", "Acme", "Berlin"], rng)
     p1.episode = Episode(
         tenant=A, messages=[Message(role="user", content="hi", name="al", timestamp=T0),
@@ -563,7 +581,7 @@ def test_reopen_restores_everything(tmp_path: Path, rng: np.random.Generator) ->
     store.close()
     store.close()  # idempotent
 
-    with EmbeddedGraphStore(path) as again:
+    with open_store() as again:
         assert {s: (again.snapshot(s, EVERYTHING), again.episodes(s)) for s in scopes} == before
         assert again.stats() == stats and again.tenants() == tenants
         assert again.dims == DIMS
@@ -571,24 +589,26 @@ def test_reopen_restores_everything(tmp_path: Path, rng: np.random.Generator) ->
         assert ids(again.find_entities(A, ["al"])) == [p1.new_entities[0].id]
         got = again.get_relations(A, [r0.id, r1.id])
         assert got[0].invalid_at == datetime(2024, 6, 1, tzinfo=plus2)
-        assert got[0].invalid_at.utcoffset() == timedelta(hours=2)
-        assert got[0].valid_from.utcoffset() == timedelta(hours=2)
+        # the same instants; the embedded store keeps the offset, Neo4j answers in UTC
+        offset = timedelta(hours=2 if isinstance(again, EmbeddedGraphStore) else 0)
+        assert got[0].invalid_at.utcoffset() == offset
+        assert got[0].valid_from.utcoffset() == offset
         assert got[1].mentions == 2 and got[1].provenance[-1].episode_id == "e9"
         assert got[1].embedding == r1.embedding
         ep = again.episodes(A)[0]
-        assert ep.timestamp.utcoffset() == timedelta(hours=2)
+        assert ep.timestamp.utcoffset() == offset
         assert ep.messages[0].name == "al" and ep.messages[1].role == "assistant"
         walked = again.expand(A, [p1.new_entities[2].id], 2, EVERYTHING, 10)
         assert [(r.id, hop) for r, hop in walked] == [(r1.id, 1), (r0.id, 2)]
     with pytest.raises(StoreError, match="dimensional"):
-        EmbeddedGraphStore(path, dims=DIMS * 2)
+        open_store(dims=DIMS * 2).stats()  # the neo4j store connects on first use
 
 
 # ---------------------------------------------------------------- concurrency and lifecycle
 
 
 def test_concurrent_applies_produce_the_union(
-    store: EmbeddedGraphStore, rng: np.random.Generator
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator
 ) -> None:
     plans = [
         chain(A if i % 2 else Tenant(user_id="a", run_id=f"t{i % 4}"), [f"x{i}", f"y{i}"], rng)
@@ -616,12 +636,12 @@ def test_concurrent_applies_produce_the_union(
     snap = store.snapshot(Tenant(user_id="a"), EVERYTHING)
     assert set(ids(snap.entities)) == want_e and set(ids(snap.relations)) == want_r
     assert store.stats().episodes == 120 and store.stats().entities == 240
-    with EmbeddedGraphStore(store.path) as again:
+    with open_store() as again:
         assert again.snapshot(Tenant(user_id="a"), EVERYTHING) == snap
 
 
 def test_delete_tenant_leaves_others_intact(
-    store: EmbeddedGraphStore, rng: np.random.Generator
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator
 ) -> None:
     pa, pbot, pb = (chain(t, ["P", "Q", "R"], rng) for t in (A, A_BOT, B))
     for p in (pa, pbot, pb):
@@ -636,31 +656,33 @@ def test_delete_tenant_leaves_others_intact(
     assert ids([r for r, _ in store.expand(B, [seed], 2, CURRENT, 10)]) == ids(pb.new_relations)
     assert len(store.similar_entities(B, unit(rng), 10)) == 3
     assert store.delete_tenant(Tenant(user_id="nobody")) == 0
-    with EmbeddedGraphStore(store.path) as again:
+    with open_store() as again:
         assert again.tenants() == [B] and again.stats().entities == 3
     store.apply(chain(A, ["P"], rng))  # ids of the deleted tenant can be reused later
     assert store.stats(A).entities == 1
 
 
-def test_reset_empties_the_store(store: EmbeddedGraphStore, rng: np.random.Generator) -> None:
+def test_reset_empties_the_store(
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator
+) -> None:
     store.apply(chain(A, ["P", "Q"], rng))
     store.reset()
     assert store.stats().entities == 0 and store.tenants() == []
-    with EmbeddedGraphStore(store.path) as again:
+    with open_store() as again:
         assert again.stats().episodes == 0
 
 
 def test_sees_commits_of_another_connection(
-    store: EmbeddedGraphStore, rng: np.random.Generator
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator
 ) -> None:
     store.apply(chain(A, ["P"], rng))
-    with EmbeddedGraphStore(store.path) as other:
+    with open_store() as other:
         other.apply(chain(B, ["Q", "R"], rng))
     assert store.tenants() == [A, B]
     assert store.stats(B).relations == 1
 
 
-def test_closed_store_raises(store: EmbeddedGraphStore, rng: np.random.Generator) -> None:
+def test_closed_store_raises(store: Store, rng: np.random.Generator) -> None:
     p = chain(A, ["P", "Q"], rng)
     store.apply(p)
     store.close()

@@ -1,4 +1,5 @@
-"""End to end: real `openai` client -> scripted TEST DOUBLE server, real MiniLM, embedded store."""
+"""End to end: real `openai` client -> scripted TEST DOUBLE server, real MiniLM, and each
+store (`store_kind`: embedded, neo4j)."""
 
 from __future__ import annotations
 
@@ -338,19 +339,30 @@ def test_failure_inside_add_leaves_store_unchanged(make_memory, llm_server) -> N
     assert m.stats().entities == 2
 
 
-def test_store_error_mid_apply_rolls_back(make_memory, monkeypatch) -> None:
+def test_store_error_mid_apply_rolls_back(make_memory, monkeypatch, store_kind) -> None:
     m = make_memory(LONDON + PARIS)
     m.add("I live in London", user_id="alice", timestamp=T1)
     before = m.get_all(user_id="alice", include_invalid=True)
     store = m.store
-    original = store._write  # the one method every SQL write goes through
+    if store_kind == "embedded":
+        original = store._write  # the one method every SQL write goes through
 
-    def explode(conn, table, record, vec):
-        original(conn, table, record, vec)
-        if table == "relations":  # entities and the episode are already written by now
-            raise RuntimeError("disk on fire")
+        def explode(conn, table, record, vec):
+            original(conn, table, record, vec)
+            if table == "relations":  # entities and the episode are already written by now
+                raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(store, "_write", explode)
+        monkeypatch.setattr(store, "_write", explode)
+    else:
+        original = store._run  # the one method every statement of a transaction goes through
+
+        def explode(tx, name, params):
+            result = original(tx, name, params)
+            if name == "create_relations":  # entities and the episode are already written
+                raise RuntimeError("disk on fire")
+            return result
+
+        monkeypatch.setattr(store, "_run", explode)
     with pytest.raises(Exception, match="disk on fire"):
         m.add("I moved to Paris", user_id="alice", timestamp=T2)
     assert m.get_all(user_id="alice", include_invalid=True) == before

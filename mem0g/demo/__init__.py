@@ -1,10 +1,12 @@
 """`mem0g demo`: a bundled five-session conversation, ingested, queried and summarised.
 
-It shows what the library does to a graph over a year of chat (ADD, UPDATE, INVALIDATE, NOOP,
-aliases, history, `as_of` queries) with the real pipeline: the real `openai` client, the real
-MiniLM embedder and the embedded store. Without an LLM it talks to the scripted TEST DOUBLE
-server, whose answers (script.json) are the answer key a good model gives for sample.json, and
-it says so loudly. Every number printed is measured during the run.
+It shows what the library does over a year of chat, on both memories at once: the graph (ADD,
+UPDATE, INVALIDATE, NOOP, aliases, history, `as_of` queries) and the facts (ADD, UPDATE, DELETE,
+NOOP, per-fact history), then the context block an answer prompt gets and the conversation
+summary. It runs the real pipeline: the real `openai` client, the real MiniLM embedder and the
+embedded store. Without an LLM it talks to the scripted TEST DOUBLE server, whose answers
+(script.json) are the answer key a good model gives for sample.json, and it says so loudly.
+Every number printed is measured during the run.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ from rich.tree import Tree
 
 from mem0g.config import (
     EmbedderConfig,
+    FactsConfig,
     GraphStoreConfig,
     LLMConfig,
     MemoryConfig,
+    MemorySection,
     ResolverConfig,
     RetrievalConfig,
 )
@@ -42,9 +46,14 @@ from mem0g.memory import Memory
 from mem0g.types import (
     AddResult,
     Event,
+    Fact,
+    FactEvent,
+    FactHit,
+    FactResult,
     Relation,
     RelationChange,
     SearchResult,
+    Summary,
     Usage,
     to_utc,
 )
@@ -81,12 +90,21 @@ QUERIES: list[tuple[str, str | None]] = [
     ("Where did Leo Park work in autumn 2023?", "2023-10-15"),
 ]
 HITS_SHOWN = 5
+FACT_HITS_SHOWN = 3
+CONTEXT_QUERY = "What can't Maya eat?"
+CONTEXT_LIMIT = 5
 
 _STYLE = {
     Event.ADD: ("+", "bold green"),
     Event.UPDATE: ("~", "bold cyan"),
     Event.INVALIDATE: ("x", "bold red"),
     Event.NOOP: ("=", "dim"),
+}
+_FACT_STYLE = {
+    "ADD": ("+", "bold green"),
+    "UPDATE": ("~", "bold cyan"),
+    "DELETE": ("-", "bold red"),
+    "NOOP": ("=", "dim"),
 }
 
 
@@ -99,6 +117,10 @@ class DemoReport:
     scripted: bool
     results: list[AddResult] = field(default_factory=list)
     searches: dict[str, SearchResult] = field(default_factory=dict)
+    facts: list[Fact] = field(default_factory=list)  # the current memories at the end
+    fact_history: dict[str, list[FactEvent]] = field(default_factory=dict)  # changed ones
+    context: str = ""  # memory.context(CONTEXT_QUERY, ...)
+    summary: Summary | None = None
     usage: Usage = field(default_factory=Usage)
     server_requests: int | None = None  # scripted mode: requests the test double received
     unmatched_requests: int | None = None  # scripted mode: requests no rule answered
@@ -167,6 +189,24 @@ def _change_line(change: RelationChange, session_time: datetime | None = None) -
         if change.event == Event.UPDATE:
             note += ", refines the fact below"
     line.append(note, style="dim")
+    return line
+
+
+def _fact_line(result: FactResult) -> Text:
+    mark, style = _FACT_STYLE[result.event]
+    line = Text("  ")
+    line.append(f"{mark} {result.event:<10}", style=style)
+    line.append(" ")
+    if result.event == "NOOP":
+        line.append(result.text, style="dim")
+        line.append("  already known", style="dim")
+    elif result.event == "DELETE":
+        line.append(result.text, style="strike")
+        line.append("  no longer true: deleted, kept in its history", style="dim")
+    else:
+        line.append(result.text)
+        if result.event == "UPDATE" and result.previous_text:
+            line.append(f"\n{'':15}was: {result.previous_text}", style="dim")
     return line
 
 
@@ -244,14 +284,68 @@ def _history_table(ended: list[Relation]) -> Table:
     return table
 
 
+def _said(fact: Fact | FactHit) -> str:
+    """When a memory was first said (its conversation's time), not when it was stored; an
+    update keeps this date (the history has the later ones)."""
+    return _date(fact.provenance[0].timestamp if fact.provenance else fact.created_at)
+
+
+def _fact_hits_table(result: SearchResult) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
+    table.add_column("score", justify="right", style="cyan")
+    table.add_column("memory")
+    table.add_column("first said", style="dim", no_wrap=True)
+    for i, hit in enumerate(result.facts[:FACT_HITS_SHOWN]):
+        table.add_row(
+            f"{hit.score:.4f}", Text(hit.text, style="green" if i == 0 else ""), _said(hit)
+        )
+    return table
+
+
 def _hits_table(result: SearchResult) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
     table.add_column("score", justify="right", style="cyan")
-    table.add_column("fact")
+    table.add_column("relation")
     table.add_column("valid", style="dim")
     for i, hit in enumerate(result.relations[:HITS_SHOWN]):
         fact = _fact(hit.source, hit.relation, hit.destination, "green" if i == 0 else "")
         table.add_row(f"{hit.score:.4f}", fact, _interval(hit.valid_from, hit.invalid_at))
+    return table
+
+
+def _memories_table(facts: list[Fact], order: dict[str, int], updated: dict[str, str]) -> Table:
+    """Current memories in the order they were first learned; `updated`: id -> session."""
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("first said", style="dim", no_wrap=True)
+    table.add_column("memory")
+    table.add_column("updated", style="cyan", no_wrap=True)
+    for fact in sorted(facts, key=lambda f: (order.get(f.id, len(order)), f.text)):
+        table.add_row(_said(fact), Text(fact.text), updated.get(fact.id, ""))
+    return table
+
+
+def _fact_history_table(history: dict[str, list[FactEvent]], sessions: dict[str, str]) -> Table:
+    """Each changed memory's events, grouped per memory: the old texts are still there."""
+    table = Table(box=None, header_style="bold", pad_edge=False, show_header=True)
+    table.add_column("session", style="dim", no_wrap=True)
+    table.add_column("event", no_wrap=True)
+    table.add_column("memory")
+    for number, events in enumerate(history.values()):
+        if number:
+            table.add_row("", "", "")
+        for event in events:
+            mark, style = _FACT_STYLE[event.event]
+            text = Text()
+            if event.event == "UPDATE":
+                text.append(event.old_text or "", style="dim")
+                text.append("  →  ")
+                text.append(event.new_text or "")
+            elif event.event == "DELETE":
+                text.append(event.old_text or "", style="strike")
+            else:
+                text.append(event.new_text or "")
+            where = sessions.get(event.episode_id or "", "by hand")
+            table.add_row(where, Text(f"{mark} {event.event}", style=style), text)
     return table
 
 
@@ -309,7 +403,9 @@ def run(console: Console, live: bool | None = None, path: str | Path | None = No
     sessions = load_sessions()
 
     console.print()
-    console.print(Rule(Text("mem0g demo: a year of chat, remembered as a graph", style="bold")))
+    console.print(
+        Rule(Text("mem0g demo: a year of chat, remembered as a graph and as facts", style="bold"))
+    )
     if scripted:
         console.print(
             Panel(
@@ -330,11 +426,15 @@ def run(console: Console, live: bool | None = None, path: str | Path | None = No
             if server is not None:
                 llm_config = LLMConfig(base_url=server.base_url, api_key="scripted")
                 resolver, retrieval = ResolverConfig(), RetrievalConfig()
+                # No background summary while adding: when it lands would change the payloads
+                # from run to run. The demo refreshes it once, at the end.
+                memory_section, facts = MemorySection(summary=False), FactsConfig()
                 llm_line = f"scripted test double at {server.base_url} (script: {SCRIPT_PATH.name})"
             else:
                 assert env_config is not None
                 llm_config = env_config.llm
                 resolver, retrieval = env_config.resolver, env_config.retrieval
+                memory_section, facts = env_config.memory, env_config.facts
                 endpoint = llm_config.resolved_base_url() or "the OpenAI API"
                 llm_line = f"{llm_config.model} via {endpoint} ({llm_config.provider}, live)"
             config = MemoryConfig(
@@ -343,6 +443,8 @@ def run(console: Console, live: bool | None = None, path: str | Path | None = No
                 graph_store=GraphStoreConfig(provider="embedded", path=str(store_path)),
                 resolver=resolver,
                 retrieval=retrieval,
+                memory=memory_section,
+                facts=facts,
             )
             t0 = time.perf_counter()
             with _status(console, "Loading the embedding model (all-MiniLM-L6-v2, offline)..."):
@@ -358,6 +460,25 @@ def run(console: Console, live: bool | None = None, path: str | Path | None = No
                 f"{embedder.name}, {embedder.dims} dims, local "
                 f"(loaded in {_seconds(load_seconds)})",
             )
+            summary_line = (
+                f"refreshed in the background every {config.memory.summary_every} messages"
+                if config.memory.summary
+                else "refreshed once at the end (not in the background, so that scripted runs "
+                "are all alike)"
+            )
+            paths = [
+                name
+                for name, on in (
+                    ("graph (Mem0g)", config.memory.graph),
+                    ("facts (Mem0)", config.memory.facts),
+                )
+                if on
+            ]
+            setup.add_row(
+                "Memory",
+                f"{' and '.join(paths) or 'no path'} on every add, side by side; "
+                f"summary {summary_line}",
+            )
             setup.add_row("Store", f"embedded, {store_path}" + ("" if kept else " (temporary)"))
             setup.add_row(
                 "Conversation",
@@ -370,7 +491,8 @@ def run(console: Console, live: bool | None = None, path: str | Path | None = No
             with Memory(config, llm=LLMClient(config.llm), embedder=embedder) as memory:
                 _check_empty(memory, store_path)
                 ingest_seconds = _ingest(console, memory, sessions, report)
-                search_seconds = _show_results(console, memory, report)
+                search_seconds = _show_results(console, memory, report, sessions)
+                summary_seconds = _show_context_and_summary(console, memory, report)
                 stats = memory.stats(user_id=USER_ID)
             if server is not None:
                 report.server_requests = len(server.requests)
@@ -379,8 +501,15 @@ def run(console: Console, live: bool | None = None, path: str | Path | None = No
         if not kept:
             shutil.rmtree(store_path, ignore_errors=True)
     report.seconds = time.perf_counter() - started
-    _summary(console, report, stats, load_seconds, ingest_seconds, search_seconds)
+    _summary(console, report, stats, load_seconds, ingest_seconds, search_seconds, summary_seconds)
     return 0
+
+
+def _count_usage(total: Usage, part: Usage) -> None:
+    for attr in ("calls", "prompt_tokens", "completion_tokens"):
+        setattr(total, attr, getattr(total, attr) + getattr(part, attr))
+    for task, n in part.by_task.items():
+        total.by_task[task] = total.by_task.get(task, 0) + n
 
 
 def _ingest(
@@ -412,18 +541,21 @@ def _ingest(
         seconds = time.perf_counter() - t0
         total += seconds
         report.results.append(result)
-        for attr in ("calls", "prompt_tokens", "completion_tokens"):
-            setattr(report.usage, attr, getattr(report.usage, attr) + getattr(result.usage, attr))
-        for task, n in result.usage.by_task.items():
-            report.usage.by_task[task] = report.usage.by_task.get(task, 0) + n
+        _count_usage(report.usage, result.usage)
 
-        console.print(Text("\nmemory.add(...) changed:", style="bold"))
+        console.print(Text("\nmemory.add(...) changed the graph:", style="bold"))
         for line in _merge_lines(before, _aliases(memory)):
             console.print(line)
         for change in result.relations:
             console.print(_change_line(change, to_utc(when)))
         if not result.relations:
-            console.print(Text("  (no lasting facts found)", style="dim"))
+            console.print(Text("  (no lasting relations found)", style="dim"))
+        if memory.config.memory.facts:
+            console.print(Text("and the memories (facts):", style="bold"))
+            for fact in result.facts:
+                console.print(_fact_line(fact))
+            if not result.facts:
+                console.print(Text("  (no lasting facts found)", style="dim"))
         console.print(
             Text(
                 f"  {_count(len(result.entities), 'new entity', 'new entities')} · "
@@ -436,8 +568,11 @@ def _ingest(
     return total
 
 
-def _show_results(console: Console, memory: Memory, report: DemoReport) -> float:
-    """The graph now, its history, and a few relational and temporal questions."""
+def _show_results(
+    console: Console, memory: Memory, report: DemoReport, sessions: list[dict[str, Any]]
+) -> float:
+    """The graph and the memories now, their history, and a few relational and temporal
+    questions."""
     snapshot = memory.get_all(user_id=USER_ID)
     history = memory.get_all(user_id=USER_ID, include_invalid=True)
     entities = {e.id: (e.name, e.type, list(e.aliases)) for e in history.entities}
@@ -454,6 +589,36 @@ def _show_results(console: Console, memory: Memory, report: DemoReport) -> float
         )
     )
     console.print(_history_table(ended))
+
+    order: dict[str, int] = {}
+    changed: dict[str, None] = {}  # ids of memories an add updated or deleted, in order
+    where: dict[str, str] = {}
+    for number, (result, session) in enumerate(zip(report.results, sessions, strict=True), 1):
+        where[result.episode_id] = f"{number} · {session['timestamp'][:10]}"
+        for fact in result.facts:
+            order.setdefault(fact.id, len(order))
+            if fact.event in ("UPDATE", "DELETE"):
+                changed.setdefault(fact.id)
+    report.facts = snapshot.facts
+    report.fact_history = {i: memory.history(i, user_id=USER_ID) for i in changed}
+    console.print()
+    console.print(
+        Rule(Text("The memories now  (memory.get_all().facts)", style="bold"), style="blue")
+    )
+    updated = {
+        fact_id: where.get(events[-1].episode_id or "", "by hand")
+        for fact_id, events in report.fact_history.items()
+        if events and events[-1].event == "UPDATE"
+    }
+    console.print(_memories_table(snapshot.facts, order, updated))
+    console.print()
+    console.print(
+        Rule(
+            Text("History: updated and deleted memories  (memory.history)", style="bold"),
+            style="blue",
+        )
+    )
+    console.print(_fact_history_table(report.fact_history, where))
 
     console.print()
     title = Text("Questions  (memory.search, no LLM calls)", style="bold")
@@ -472,18 +637,69 @@ def _show_results(console: Console, memory: Memory, report: DemoReport) -> float
         title.append(f"   {_seconds(seconds)}", style="dim")
         console.print()
         console.print(title)
+        if result.facts:
+            console.print(_fact_hits_table(result))
         if result.relations:
             console.print(_hits_table(result))
-        else:
-            console.print(Text("  no relations found", style="dim"))
+        if not result.facts and not result.relations:
+            console.print(Text("  nothing found", style="dim"))
     console.print(
         Text(
-            "\nScores are fused ranks (reciprocal-rank fusion of graph expansion and triple "
-            "similarity): higher is better; only the order matters.",
+            "\nMemory scores are the cosine similarity of query and memory. Relation scores are "
+            "fused ranks (reciprocal-rank fusion of graph expansion and triple similarity): "
+            "higher is better; only the order matters.",
             style="dim",
         )
     )
     return total
+
+
+def _show_context_and_summary(console: Console, memory: Memory, report: DemoReport) -> float:
+    """What an answer prompt gets for one question, then the conversation summary (the only
+    LLM call after the adds); returns the summary's seconds."""
+    report.context = memory.context(CONTEXT_QUERY, user_id=USER_ID, limit=CONTEXT_LIMIT)
+    console.print()
+    call = f'memory.context("{CONTEXT_QUERY}", user_id="{USER_ID}", limit={CONTEXT_LIMIT})'
+    console.print(Rule(Text(f"The answer prompt's context  ({call})", style="bold"), style="blue"))
+    console.print(
+        Panel(
+            Text(report.context),
+            subtitle="the text to put in your own answer prompt; no LLM call",
+            border_style="dim",
+            padding=(0, 1),
+        )
+    )
+    console.print()
+    console.print(
+        Rule(
+            Text("Conversation summary  (memory.refresh_summary: one LLM call)", style="bold"),
+            style="blue",
+        )
+    )
+    t0 = time.perf_counter()
+    with _status(console, "memory.refresh_summary(...)"):
+        report.summary = memory.refresh_summary(user_id=USER_ID)
+    seconds = time.perf_counter() - t0
+    _count_usage(report.usage, memory.summaries.usage)
+    if report.summary is None:
+        console.print(Text("  (no summary)", style="dim"))
+        return seconds
+    console.print(
+        Panel(
+            Text(report.summary.text),
+            subtitle=f"covers {report.summary.messages_covered} messages · {_seconds(seconds)}",
+            border_style="dim",
+            padding=(0, 1),
+        )
+    )
+    console.print(
+        Text(
+            "With memory.summary on (the default), it is refreshed in the background every "
+            "memory.summary_every messages, and every extraction call gets it as context.",
+            style="dim",
+        )
+    )
+    return seconds
 
 
 def _summary(
@@ -493,21 +709,31 @@ def _summary(
     load_seconds: float,
     ingest_seconds: float,
     search_seconds: float,
+    summary_seconds: float,
 ) -> None:
     usage = report.usage
     events: dict[str, int] = {e.value: 0 for e in Event}
+    fact_events: dict[str, int] = {op: 0 for op in _FACT_STYLE}
     for result in report.results:
         for change in result.relations:
             events[change.event.value] += 1
+        for fact in result.facts:
+            fact_events[fact.event] += 1
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
     table.add_row("Sessions", f"{len(report.results)} (one memory.add each)")
-    table.add_row("Changes", " · ".join(f"{k} {v}" for k, v in events.items()))
+    table.add_row("Graph changes", " · ".join(f"{k} {v}" for k, v in events.items()))
+    table.add_row("Memory changes", " · ".join(f"{k} {v}" for k, v in fact_events.items()))
     table.add_row(
         "Graph",
         f"{stats.entities} entities, {stats.valid_relations} current and "
         f"{stats.invalid_relations} invalidated relations, {stats.episodes} episodes",
+    )
+    table.add_row(
+        "Memories",
+        f"{len(report.facts)} current, {len(report.fact_history)} updated or deleted "
+        "(their history kept)",
     )
     by_task = ", ".join(f"{k} {v}" for k, v in usage.by_task.items())
     calls = f"{usage.calls} ({by_task})"
@@ -527,7 +753,8 @@ def _summary(
         "Wall time",
         f"{_seconds(report.seconds)} total: model load {_seconds(load_seconds)}, "
         f"{len(report.results)} adds {_seconds(ingest_seconds)}, "
-        f"{len(report.searches)} searches {_seconds(search_seconds)}",
+        f"{len(report.searches)} searches {_seconds(search_seconds)}, "
+        f"summary {_seconds(summary_seconds)}",
     )
     if report.kept:
         where = escape(str(report.path))
@@ -536,6 +763,9 @@ def _summary(
             f"inspect it:  mem0g --path {where} dump --user {USER_ID}\n"
             f'             mem0g --path {where} search "Where does Maya live?" --user {USER_ID}'
         )
+        if report.fact_history:
+            first = next(iter(report.fact_history))
+            store += f"\n             mem0g --path {where} history {first} --user {USER_ID}"
     else:
         store = f"{escape(str(report.path))} (temporary, now deleted; pass --path DIR to keep it)"
     table.add_row("Store", store)

@@ -16,6 +16,7 @@ from mem0g.llm.protocol import (
     EntityIn,
     EstablishRelationsPayload,
     ExtractEntitiesPayload,
+    ExtractFactsPayload,
     PayloadMessage,
 )
 from mem0g.types import Message, Usage, snake_case, to_utc
@@ -103,3 +104,20 @@ def _parse_date(value: str | None) -> datetime | None:
         return to_utc(value)
     except (ValueError, TypeError):
         return None
+
+
+def extract_facts(
+    llm: LLMClient,
+    messages: Sequence[Message],
+    reference_time: datetime,
+    context: Context | None = None,
+    usage: Usage | None = None,
+) -> list[str]:
+    """Call 1 of the fact path: short, self-contained, dated facts (deduplicated, in order)."""
+    payload = ExtractFactsPayload(
+        reference_time=reference_time.isoformat(),
+        messages=payload_messages(messages, reference_time),
+        context=context or Context(),
+    )
+    answer = llm.call("extract_facts", payload, usage)
+    return list(dict.fromkeys(answer.facts))

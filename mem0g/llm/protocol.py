@@ -138,10 +138,78 @@ class ResolveUpdatesAnswer(_Answer):
     operations: list[UpdateOperation]
 
 
+# ---------------------------------------------------------------- the fact path (Mem0)
+
+
+class ExtractFactsPayload(BaseModel):
+    task: Literal["extract_facts"] = "extract_facts"
+    reference_time: str
+    messages: list[PayloadMessage]
+    context: Context = Field(default_factory=Context)
+
+
+class ExtractFactsAnswer(_Answer):
+    facts: list[str] = Field(
+        description="Short, self-contained, dated facts worth remembering; none from small talk."
+    )
+
+    @field_validator("facts")
+    @classmethod
+    def _drop_blank(cls, value: list[str]) -> list[str]:
+        return [f.strip() for f in value if f and f.strip()]
+
+
+class NewFact(BaseModel):
+    index: int
+    text: str
+
+
+class ExistingFact(BaseModel):
+    id: str
+    text: str
+    created_at: str
+
+
+class UpdateMemoryPayload(BaseModel):
+    task: Literal["update_memory"] = "update_memory"
+    reference_time: str
+    new: list[NewFact]
+    existing: list[ExistingFact]
+
+
+class MemoryOperation(_Answer):
+    op: Literal["ADD", "UPDATE", "DELETE", "NOOP"]
+    new_index: int | None = None
+    existing_id: str | None = None
+    text: str | None = None
+
+    @field_validator("op", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+
+class UpdateMemoryAnswer(_Answer):
+    operations: list[MemoryOperation]
+
+
+class SummarizePayload(BaseModel):
+    task: Literal["summarize"] = "summarize"
+    summary: str | None
+    messages: list[PayloadMessage]
+
+
+class SummarizeAnswer(_Answer):
+    summary: str
+
+
 TASKS: dict[str, tuple[type[BaseModel], type[_Answer]]] = {
     "extract_entities": (ExtractEntitiesPayload, ExtractEntitiesAnswer),
     "establish_relations": (EstablishRelationsPayload, EstablishRelationsAnswer),
     "resolve_updates": (ResolveUpdatesPayload, ResolveUpdatesAnswer),
+    "extract_facts": (ExtractFactsPayload, ExtractFactsAnswer),
+    "update_memory": (UpdateMemoryPayload, UpdateMemoryAnswer),
+    "summarize": (SummarizePayload, SummarizeAnswer),
 }
 
 

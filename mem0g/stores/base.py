@@ -16,7 +16,19 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel
 
-from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant, Validity, WritePlan
+from mem0g.types import (
+    Entity,
+    Episode,
+    Fact,
+    FactEvent,
+    GraphSnapshot,
+    Message,
+    Relation,
+    Summary,
+    Tenant,
+    Validity,
+    WritePlan,
+)
 
 
 class StoreStats(BaseModel):
@@ -71,6 +83,35 @@ class GraphStore(Protocol):
         """All entities of the scope and the edges `validity` accepts."""
 
     def episodes(self, scope: Tenant) -> list[Episode]: ...
+
+    # ---- the fact memory (Mem0) beside the graph; written through `apply` like the graph
+
+    def get_facts(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]: ...
+
+    def facts(self, scope: Tenant) -> list[Fact]:
+        """All current (not deleted) facts of the scope, oldest first."""
+
+    def similar_facts(
+        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
+    ) -> list[tuple[Fact, float]]:
+        """Top-k current facts by text-embedding cosine, best first."""
+
+    def fact_history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:
+        """Every event of one fact, oldest first; still there after the fact is deleted."""
+
+    def recent_messages(self, tenant: Tenant, limit: int) -> list[Message]:
+        """The last `limit` messages of the exact tenant's episodes, in conversation order."""
+
+    def message_count(self, tenant: Tenant) -> int:
+        """How many messages the exact tenant's episodes hold."""
+
+    def messages_since(self, tenant: Tenant, offset: int) -> list[Message]:
+        """The exact tenant's messages after the first `offset` (episode order)."""
+
+    def get_summary(self, tenant: Tenant) -> Summary | None: ...
+
+    def set_summary(self, summary: Summary) -> None:
+        """Replace the exact tenant's summary (its own small transaction)."""
 
     def tenants(self) -> list[Tenant]:
         """Every exact tenant that has records, sorted by key."""

@@ -4,6 +4,8 @@ SQLite (WAL) is the source of truth; on open the whole graph is loaded into a ne
 MultiDiGraph plus per-tenant indexes and lazily built numpy matrices, so reads never touch disk
 and a vector search only scans the rows of the tenants in scope. Writes go to SQLite in one
 transaction first and reach memory only after COMMIT, so a failure leaves both unchanged.
+The fact memory beside the graph (facts, their history, summaries) lives in the same file and
+the same transactions; its in-memory side is `embedded_facts.FactIndex`.
 """
 
 from __future__ import annotations
@@ -22,9 +24,24 @@ import networkx as nx
 import numpy as np
 
 from mem0g.stores.base import StoreError, StoreStats
-from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant, Validity, WritePlan
+from mem0g.stores.embedded_facts import FactIndex, unit_rows
+from mem0g.stores.embedded_facts import as_vector as _vec
+from mem0g.types import (
+    Entity,
+    Episode,
+    Fact,
+    FactEvent,
+    GraphSnapshot,
+    Message,
+    Relation,
+    Summary,
+    Tenant,
+    Validity,
+    WritePlan,
+)
 
-SCHEMA_VERSION = 1
+# v2 added the fact memory's tables; a v1 file is upgraded in place when opened.
+SCHEMA_VERSION = 2
 
 _TENANT_COLS = ("user_id", "agent_id", "run_id", "tenant_key")
 _COLUMNS: dict[str, tuple[str, ...]] = {
@@ -34,13 +51,26 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
     "relations": ("id", *_TENANT_COLS, "source_id", "source", "relation", "destination_id",
                   "destination", "embedding", "valid_from", "invalid_at", "created_at",
                   "updated_at", "mentions", "provenance"),
+    "facts": ("id", *_TENANT_COLS, "text", "embedding", "created_at", "updated_at", "provenance"),
+    "fact_events": ("id", "fact_id", *_TENANT_COLS, "event", "old_text", "new_text", "actor",
+                    "episode_id", "at"),
+    "summaries": (*_TENANT_COLS, "text", "messages_covered", "updated_at"),
 }  # fmt: skip
 _JSON_COLS = frozenset({"messages", "aliases", "keys", "provenance"})
-# Columns a plan may change on an existing record; embeddings and creation data never change.
-_MUTABLE = frozenset({"aliases", "keys", "invalid_at", "mentions", "provenance", "updated_at"})
+# Columns a write may change on an existing row (graph embeddings and creation data never do);
+# tables without an entry are insert-only. A summary is one row per exact tenant key.
+_MUTABLE: dict[str, tuple[str, ...]] = {
+    "entities": ("aliases", "keys", "updated_at"),
+    "relations": ("invalid_at", "mentions", "provenance", "updated_at"),
+    "facts": ("text", "embedding", "updated_at"),
+    "summaries": ("text", "messages_covered", "updated_at"),
+}
+_CONFLICT = {"summaries": "tenant_key"}  # the unique column an upsert meets; "id" otherwise
 _NOT_FIELDS = frozenset({*_TENANT_COLS, "embedding"})
-_MODELS: dict[str, type[Entity] | type[Relation] | type[Episode]] = {
-    "episodes": Episode, "entities": Entity, "relations": Relation,
+_Record = Entity | Relation | Episode | Fact | FactEvent | Summary
+_MODELS: dict[str, type[_Record]] = {
+    "episodes": Episode, "entities": Entity, "relations": Relation, "facts": Fact,
+    "fact_events": FactEvent, "summaries": Summary,
 }  # fmt: skip
 _TENANT_SQL = "user_id TEXT, agent_id TEXT, run_id TEXT, tenant_key TEXT NOT NULL"
 _SCHEMA = (
@@ -55,21 +85,26 @@ _SCHEMA = (
         mentions INTEGER NOT NULL, provenance TEXT NOT NULL)""",
     f"""CREATE TABLE IF NOT EXISTS episodes (id TEXT PRIMARY KEY, {_TENANT_SQL},
         messages TEXT NOT NULL, timestamp TEXT NOT NULL, created_at TEXT NOT NULL)""",
-    *(f"CREATE INDEX IF NOT EXISTS {t}_tenant ON {t} (tenant_key)" for t in _COLUMNS),
-)
+    # v2: the fact memory
+    f"""CREATE TABLE IF NOT EXISTS facts (id TEXT PRIMARY KEY, {_TENANT_SQL},
+        text TEXT NOT NULL, embedding BLOB, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+        provenance TEXT NOT NULL)""",
+    f"""CREATE TABLE IF NOT EXISTS fact_events (id TEXT PRIMARY KEY, fact_id TEXT NOT NULL,
+        {_TENANT_SQL}, event TEXT NOT NULL, old_text TEXT, new_text TEXT, actor TEXT NOT NULL,
+        episode_id TEXT, at TEXT NOT NULL)""",
+    f"""CREATE TABLE IF NOT EXISTS summaries ({_TENANT_SQL}, text TEXT NOT NULL,
+        messages_covered INTEGER NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (tenant_key))""",
+    *(f"CREATE INDEX IF NOT EXISTS {t}_tenant ON {t} (tenant_key)"
+      for t in _COLUMNS if t not in _CONFLICT),
+)  # fmt: skip
 # Upserts (built from the constant column names above; values always go in as ? parameters).
 # ON CONFLICT updates in place, so a record keeps its rowid and the load order stays stable.
 _UPSERT = {
     table: f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-    + (" ON CONFLICT (id) DO UPDATE SET " if _MUTABLE.intersection(cols) else "")
-    + ", ".join(f"{c} = excluded.{c}" for c in cols if c in _MUTABLE)
+    + (f" ON CONFLICT ({_CONFLICT.get(table, 'id')}) DO UPDATE SET " if table in _MUTABLE else "")
+    + ", ".join(f"{c} = excluded.{c}" for c in _MUTABLE.get(table, ()))
     for table, cols in _COLUMNS.items()
 }
-
-
-def _vec(values: Sequence[float] | None) -> np.ndarray | None:
-    """Embeddings live as float32 arrays (4 bytes a value) instead of lists of Python floats."""
-    return None if values is None else np.asarray(values, dtype=np.float32).reshape(-1)
 
 
 def _vec_blob(blob: bytes | None) -> np.ndarray | None:
@@ -99,12 +134,12 @@ def _detached(record: Entity | Relation) -> Any:
     return record.model_copy(update=update)
 
 
-def _to_row(table: str, record: Entity | Relation | Episode, vec: np.ndarray | None) -> tuple:
+def _to_row(table: str, record: _Record, vec: np.ndarray | None) -> tuple:
     """Column values in `_COLUMNS` order: lists as JSON, datetimes as ISO-8601 with offset."""
     data = record.model_dump(mode="json", exclude={"tenant", "embedding"})
+    data["embedding"] = None if vec is None else vec.tobytes()
     t = record.tenant
     data.update(user_id=t.user_id, agent_id=t.agent_id, run_id=t.run_id, tenant_key=_key(t))
-    data["embedding"] = None if vec is None else vec.tobytes()
     return tuple(json.dumps(data[c]) if c in _JSON_COLS else data[c] for c in _COLUMNS[table])
 
 
@@ -192,6 +227,8 @@ class EmbeddedGraphStore:
                     conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 elif version > SCHEMA_VERSION:
                     raise StoreError(f"{self.path}: schema v{version} is newer than this mem0g")
+                elif version < SCHEMA_VERSION:  # v1 -> v2 only added tables, created above
+                    conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
             self._load()
         except BaseException:
             self.close()
@@ -248,9 +285,19 @@ class EmbeddedGraphStore:
             self._add_entity(_from_row("entities", row), _vec_blob(row["embedding"]))
         for row in conn.execute("SELECT * FROM relations ORDER BY rowid"):
             self._add_relation(_from_row("relations", row), _vec_blob(row["embedding"]))
-        if self.dims is None and self._vectors:
-            self.dims = next(iter(self._vectors.values())).shape[0]
-        if any(v.shape[0] != self.dims for v in self._vectors.values()):
+        self._facts = FactIndex()
+        for row in conn.execute("SELECT * FROM facts ORDER BY rowid"):
+            self._facts.add_fact(_from_row("facts", row), _vec_blob(row["embedding"]))
+        for row in conn.execute("SELECT * FROM fact_events ORDER BY rowid"):
+            self._facts.add_event(_from_row("fact_events", row))
+        for row in conn.execute("SELECT * FROM summaries ORDER BY rowid"):
+            self._facts.set_summary(_from_row("summaries", row))
+        for tenant in self._facts.tenants.values():
+            self._bucket(tenant)  # so tenants(), scopes and delete_tenant see fact-only tenants
+        vectors = [*self._vectors.values(), *self._facts.vectors.values()]
+        if self.dims is None and vectors:
+            self.dims = vectors[0].shape[0]
+        if any(v.shape[0] != self.dims for v in vectors):
             raise StoreError(f"{self.path} holds embeddings that are not {self.dims}-dimensional")
 
     def _bucket(self, tenant: Tenant) -> _Bucket:
@@ -304,22 +351,35 @@ class EmbeddedGraphStore:
         with self._transaction() as conn:
             self._ready()  # another process may have committed before we got the write lock
             entities, relations = self._planned_state(plan)
+            facts = self._facts.plan(plan)
             vectors = {r.id: v for r in (*plan.new_entities, *plan.new_relations)
                        if (v := _vec(r.embedding)) is not None}  # fmt: skip
-            dims = {v.shape[0] for v in vectors.values()} | ({self.dims} - {None})
+            all_vectors = (*vectors.values(), *facts.vectors.values())
+            dims = {v.shape[0] for v in all_vectors if v is not None} | ({self.dims} - {None})
             if len(dims) > 1:
                 raise StoreError(f"embeddings of different sizes in one store: {dims}")
-            self._write(conn, "episodes", plan.episode, None)
+            if plan.episode is not None:
+                self._write(conn, "episodes", plan.episode, None)
             for entity in entities.values():
                 self._write(conn, "entities", entity, vectors.get(entity.id))
             for rel in relations.values():
                 self._write(conn, "relations", rel, vectors.get(rel.id))
+            for fact_id in facts.deletes:
+                conn.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
+            for fact in facts.upserts.values():
+                self._write(conn, "facts", fact, facts.vectors[fact.id])
+            for event in facts.events:
+                self._write(conn, "fact_events", event, None)
         try:  # the _add_* helpers also take an existing record (its vector is kept)
-            self._add_episode(plan.episode.model_copy(deep=True))
+            if plan.episode is not None:
+                self._add_episode(plan.episode.model_copy(deep=True))
             for entity in entities.values():
                 self._add_entity(entity, vectors.get(entity.id))
             for rel in relations.values():
                 self._add_relation(rel, vectors.get(rel.id))
+            if facts:
+                self._facts.commit(facts)
+                self._bucket(plan.tenant)
             self.dims = self.dims or next(iter(dims), None)
         except BaseException:
             self._load()  # memory must match the committed database, whatever happened
@@ -335,9 +395,10 @@ class EmbeddedGraphStore:
         """Copies of the entities and relations the plan creates or changes, as they will be
         after it; raises StoreError on a bad plan, before anything is written."""
         tenant = plan.tenant
-        if plan.episode.id in self._episodes:
-            raise StoreError(f"episode {plan.episode.id} already exists")
-        for record in (plan.episode, *plan.new_entities, *plan.new_relations):
+        episode = [] if plan.episode is None else [plan.episode]
+        if episode and episode[0].id in self._episodes:
+            raise StoreError(f"episode {episode[0].id} already exists")
+        for record in (*episode, *plan.new_entities, *plan.new_relations):
             if record.tenant != tenant:
                 raise StoreError(f"{type(record).__name__} {record.id} is not of {tenant.key}")
         entities: dict[str, Entity] = {}
@@ -386,8 +447,9 @@ class EmbeddedGraphStore:
             self._ready()
             keys = self._scope_keys(scope)
             for key in keys:
-                for table in _COLUMNS:
+                for table in _COLUMNS:  # the graph's tables and the fact memory's
                     conn.execute(f"DELETE FROM {table} WHERE tenant_key = ?", (key,))
+        self._facts.drop(keys)
         removed = 0
         for key in keys:
             bucket = self._buckets.pop(key)
@@ -465,12 +527,7 @@ class EmbeddedGraphStore:
         if block is None:
             records: dict[str, Any] = self._entities if table == "entities" else self._relations
             ids = [i for i in getattr(bucket, table) if i in self._vectors]
-            if ids:
-                matrix = np.vstack([self._vectors[i] for i in ids])
-                norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-                matrix /= np.where(norms == 0, np.float32(1), norms)
-            else:
-                matrix = np.zeros((0, self.dims or 0), dtype=np.float32)
+            matrix = unit_rows([self._vectors[i] for i in ids], self.dims)
             current = [getattr(records[i], "invalid_at", None) is None for i in ids]
             block = bucket.blocks[table] = _Block(ids, matrix, np.array(current, dtype=bool))
         return block
@@ -567,6 +624,66 @@ class EmbeddedGraphStore:
         """The scope's episodes in the order they were written."""
         return [e.model_copy(deep=True) for e in self._episodes.values()
                 if scope.matches(e.tenant)]  # fmt: skip
+
+    # ------------------------------------------------------------------ the fact memory
+
+    @_locked
+    def get_facts(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
+        return self._facts.get(scope, ids)
+
+    @_locked
+    def facts(self, scope: Tenant) -> list[Fact]:
+        return self._facts.all(self._scope_keys(scope))
+
+    @_locked
+    def similar_facts(
+        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
+    ) -> list[tuple[Fact, float]]:
+        """Numpy top-k over the rows of the scope's tenants only, like `similar_entities`."""
+        blocks = []
+        for key in self._scope_keys(scope, exact):
+            ids, matrix = self._facts.matrix(key, self.dims)
+            blocks.append(_Block(ids, matrix, np.ones(len(ids), dtype=bool)))
+        return [(self._facts.out(i), score) for i, score in self._search(blocks, vector, k, None)]
+
+    @_locked
+    def fact_history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:
+        return self._facts.history(scope, fact_id)
+
+    def _messages(self, tenant: Tenant) -> list[Message]:
+        """The exact tenant's messages, episodes in write order: that order only appends, so a
+        summary's `messages_covered` stays a valid offset (a backdated episode can't shift it)."""
+        bucket = self._buckets.get(_key(tenant))
+        return [m for i in bucket.episodes for m in self._episodes[i].messages] if bucket else []
+
+    @_locked
+    def recent_messages(self, tenant: Tenant, limit: int) -> list[Message]:
+        return [m.model_copy() for m in self._messages(tenant)[-limit:]] if limit > 0 else []
+
+    @_locked
+    def message_count(self, tenant: Tenant) -> int:
+        return len(self._messages(tenant))
+
+    @_locked
+    def messages_since(self, tenant: Tenant, offset: int) -> list[Message]:
+        return [m.model_copy() for m in self._messages(tenant)[max(offset, 0) :]]
+
+    @_locked
+    def get_summary(self, tenant: Tenant) -> Summary | None:
+        return self._facts.summary(tenant)
+
+    @_locked
+    def set_summary(self, summary: Summary) -> None:
+        """Upsert in its own transaction; the store lock orders it against `apply`."""
+        if summary.messages_covered < 0:
+            raise StoreError(f"a summary can't cover {summary.messages_covered} messages")
+        with self._transaction() as conn:
+            self._ready()
+            self._write(conn, "summaries", summary, None)
+        self._facts.set_summary(summary.model_copy(deep=True))
+        self._bucket(summary.tenant)
+
+    # ------------------------------------------------------------------ the whole store
 
     @_locked
     def tenants(self) -> list[Tenant]:

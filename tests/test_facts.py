@@ -1,0 +1,286 @@
+"""The Mem0 fact path beside the graph, end to end through the scripted TEST DOUBLE server."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from mem0g.llm.client import LLMError
+from mem0g.testing.script import turn
+
+T1 = "2023-05-08T13:56:00"
+T2 = "2023-09-01T10:00:00"
+BOTH = {"memory": {"facts": True, "graph": True, "summary": False}}
+FACTS_ONLY = {"memory": {"facts": True, "graph": False, "summary": False}}
+
+
+def facts_rule(contains: str, facts: list[str]) -> dict:
+    return {"task": "extract_facts", "match": {"messages": contains}, "response": {"facts": facts}}
+
+
+def update_rule(contains: str, operations: list[dict]) -> dict:
+    return {
+        "task": "update_memory",
+        "match": {"contains": contains},
+        "times": 1,
+        "response": {"operations": operations},
+    }
+
+
+LONDON = "Alice lives in London"
+VEGGIE = "Alice is vegetarian"
+
+
+def _seed(make_memory, *extra, config=FACTS_ONLY):
+    m = make_memory(
+        [facts_rule("I live in London and I am vegetarian", [LONDON, VEGGIE]), *extra], **config
+    )
+    first = m.add("I live in London and I am vegetarian", user_id="alice", timestamp=T1)
+    return m, first
+
+
+def test_add_then_noop_for_a_known_fact(make_memory, llm_server) -> None:
+    m, first = _seed(make_memory, facts_rule("still veggie", ["Alice is vegetarian."]))
+    assert [r.event for r in first.facts] == ["ADD", "ADD"]
+    assert first.usage.calls == 1  # no similar facts yet: no update_memory call
+    again = m.add("still veggie", user_id="alice", timestamp=T2)
+    assert [(r.event, r.text) for r in again.facts] == [("NOOP", VEGGIE)]
+    assert llm_server.calls("update_memory") == 0  # identical text needs no LLM
+
+
+def test_update_and_delete_keep_history(make_memory, llm_server) -> None:
+    m, first = _seed(
+        make_memory,
+        facts_rule("moved to Paris", ["Alice moved to Paris in August 2023"]),
+        update_rule(
+            "moved to Paris",
+            [
+                {"op": "DELETE", "new_index": 0, "existing_id": "m1"},
+                {"op": "ADD", "new_index": 0},
+            ],
+        ),
+        facts_rule("vegan now", ["Alice is vegan"]),
+        update_rule(
+            "vegan",
+            [{"op": "UPDATE", "new_index": 0, "existing_id": "m1", "text": "Alice is vegan"}],
+        ),
+    )
+    london_id = next(r.id for r in first.facts if r.text == LONDON)
+    veggie_id = next(r.id for r in first.facts if r.text == VEGGIE)
+    moved = m.add("I moved to Paris last month", user_id="alice", timestamp=T2)
+    sent = next(r for r in llm_server.requests if r.task == "update_memory").payload
+    assert sent["existing"][0] == {
+        "id": "m1",
+        "text": LONDON,
+        "created_at": sent["existing"][0]["created_at"],
+    }
+    assert {(r.event, r.text) for r in moved.facts} == {
+        ("DELETE", LONDON),
+        ("ADD", "Alice moved to Paris in August 2023"),
+    }
+    assert m.get(london_id, user_id="alice") is None
+    assert [e.event for e in m.history(london_id, user_id="alice")] == ["ADD", "DELETE"]
+    texts = {h.text for h in m.search("where does Alice live?", user_id="alice").facts}
+    assert LONDON not in texts and "Alice moved to Paris in August 2023" in texts
+
+    vegan = m.add("vegan now", user_id="alice", timestamp=T2)
+    assert [(r.event, r.id, r.text, r.previous_text) for r in vegan.facts] == [
+        ("UPDATE", veggie_id, "Alice is vegan", VEGGIE)
+    ]
+    history = m.history(veggie_id, user_id="alice")
+    assert [(e.event, e.old_text, e.new_text) for e in history] == [
+        ("ADD", None, VEGGIE),
+        ("UPDATE", VEGGIE, "Alice is vegan"),
+    ]
+    assert m.get(veggie_id, user_id="alice").text == "Alice is vegan"
+
+
+def test_unknown_ids_are_ignored_and_the_fact_added(make_memory, caplog) -> None:
+    m, _ = _seed(
+        make_memory,
+        facts_rule("Rome", ["Alice visited Rome"]),
+        update_rule("Rome", [{"op": "DELETE", "new_index": 0, "existing_id": "m42"}]),
+    )
+    result = m.add("I went to Rome", user_id="alice", timestamp=T2)
+    assert [(r.event, r.text) for r in result.facts] == [("ADD", "Alice visited Rome")]
+    assert len(m.get_all(user_id="alice").facts) == 3
+    assert "unknown index or id" in caplog.text
+
+
+def test_direct_update_delete_and_history(make_memory) -> None:
+    m, first = _seed(make_memory)
+    fact_id = first.facts[0].id
+    m.update(fact_id, "Alice lives in Camden, London", user_id="alice")
+    assert m.get(fact_id, user_id="alice").text == "Alice lives in Camden, London"
+    m.delete(fact_id, user_id="alice")
+    assert m.get(fact_id, user_id="alice") is None
+    events = m.history(fact_id, user_id="alice")
+    assert [(e.event, e.actor) for e in events] == [("ADD", "llm"), ("UPDATE", "user"),
+                                                    ("DELETE", "user")]  # fmt: skip
+    with pytest.raises(KeyError):
+        m.delete(fact_id, user_id="alice")
+    with pytest.raises(KeyError):  # another tenant cannot touch it
+        m.update(first.facts[1].id, "x", user_id="mallory")
+
+
+def test_infer_false_makes_no_llm_call(make_memory, llm_server) -> None:
+    m = make_memory(**FACTS_ONLY)
+    result = m.add(
+        [{"role": "user", "content": "Remember: my locker code is 4521"},
+         {"role": "assistant", "content": "Noted."}],
+        user_id="alice", infer=False,
+    )  # fmt: skip
+    assert llm_server.requests == []
+    assert [r.text for r in result.facts] == ["Remember: my locker code is 4521", "Noted."]
+    hits = m.search("locker code", user_id="alice").facts
+    assert hits[0].text == "Remember: my locker code is 4521"
+
+
+def test_tenant_isolation_for_facts(make_memory) -> None:
+    m = make_memory(**FACTS_ONLY)
+    a = m.add("Alice's secret is 42", user_id="alice", infer=False)
+    m.add("Bob's secret is 7", user_id="bob", infer=False)
+    assert [h.text for h in m.search("secret", user_id="bob").facts] == ["Bob's secret is 7"]
+    assert m.get(a.facts[0].id, user_id="bob") is None
+    assert m.history(a.facts[0].id, user_id="bob") == []
+    m.delete_all(user_id="bob")
+    assert m.search("secret", user_id="bob").facts == []
+    assert len(m.search("secret", user_id="alice").facts) == 1
+
+
+def test_both_paths_run_in_one_add_within_budget(make_memory, llm_server) -> None:
+    rules = turn("I live in London", [("Alice", "person"), ("London", "city")],
+                 [("Alice", "lives_in", "London")])  # fmt: skip
+    rules.append(facts_rule("I live in London", [LONDON]))
+    m = make_memory(rules, **BOTH)
+    result = m.add("I live in London", user_id="alice", timestamp=T1)
+    assert [r.event.value for r in result.relations] == ["ADD"]
+    assert [r.event for r in result.facts] == ["ADD"]
+    assert result.usage.by_task == {
+        "extract_entities": 1,
+        "establish_relations": 1,
+        "extract_facts": 1,
+    }
+    hits = m.search("where does Alice live?", user_id="alice")
+    assert hits.facts[0].text == LONDON and hits.relations[0].destination == "London"
+
+
+def test_the_paths_run_concurrently(make_memory, llm_server) -> None:
+    inside = 0
+    overlap = threading.Event()
+    lock = threading.Lock()
+
+    def slow(answer):
+        def respond(payload):
+            nonlocal inside
+            with lock:
+                inside += 1
+                if inside > 1:
+                    overlap.set()
+            time.sleep(0.3)
+            with lock:
+                inside -= 1
+            return answer
+
+        return respond
+
+    llm_server.add_rule({"task": "extract_entities", "response": slow({"entities": []})})
+    llm_server.add_rule({"task": "extract_facts", "response": slow({"facts": []})})
+    m = make_memory(**BOTH)
+    m.add("hello", user_id="alice")
+    assert overlap.is_set()
+
+
+@pytest.mark.parametrize("failing", ["extract_facts", "update_memory", "establish_relations"])
+def test_combined_add_is_atomic_when_either_path_fails(make_memory, llm_server, failing) -> None:
+    rules = turn("I live in London", [("Alice", "person"), ("London", "city")],
+                 [("Alice", "lives_in", "London")])  # fmt: skip
+    rules.append(facts_rule("I live in London", [LONDON]))
+    rules += turn("moved to Paris", [("Alice", "person"), ("Paris", "city")],
+                  [("Alice", "lives_in", "Paris")], [("INVALIDATE", 0, "e1")])  # fmt: skip
+    rules.append(facts_rule("moved to Paris", ["Alice lives in Paris"]))
+    rules.append(update_rule("Paris", [{"op": "DELETE", "new_index": 0, "existing_id": "m1"}]))
+    rules.insert(0, {"task": failing, "match": {"contains": "Paris"},
+                     "response": {"status": 500, "error": "boom"}})  # fmt: skip
+    m = make_memory(rules, **BOTH)
+    m.add("I live in London", user_id="alice", timestamp=T1)
+    before = m.get_all(user_id="alice", include_invalid=True)
+    with pytest.raises(LLMError):
+        m.add("I moved to Paris", user_id="alice", timestamp=T2)
+    assert m.get_all(user_id="alice", include_invalid=True) == before
+    assert m.stats().episodes == 1
+
+
+def test_recent_window_holds_exactly_m_messages(make_memory, llm_server) -> None:
+    llm_server.add_rule({"task": "extract_facts", "response": {"facts": []}})
+    m = make_memory(memory={"facts": True, "graph": False, "summary": False,
+                            "recent_messages": 3})  # fmt: skip
+    for i in range(5):
+        m.add([{"role": "user", "content": f"message {i}"}], user_id="alice", run_id="r1")
+    m.add("other run", user_id="alice", run_id="r2")
+    payloads = [r.payload for r in llm_server.requests if r.task == "extract_facts"]
+    recent = [msg["content"] for msg in payloads[4]["context"]["recent"]]
+    assert recent == ["message 1", "message 2", "message 3"]
+    assert payloads[0]["context"]["recent"] == []
+    assert payloads[5]["context"]["recent"] == []  # run r2 has its own window
+
+
+def test_summary_refreshes_in_background_and_feeds_extraction(make_memory, llm_server) -> None:
+    release = threading.Event()
+
+    def summarize(payload):
+        release.wait(10)
+        return {"summary": f"Alice chatted ({len(payload['messages'])} messages)."}
+
+    llm_server.add_rule({"task": "summarize", "response": summarize})
+    llm_server.add_rule({"task": "extract_facts", "response": {"facts": []}})
+    m = make_memory(memory={"facts": True, "graph": False, "summary": True,
+                            "summary_every": 2})  # fmt: skip
+    m.add("one", user_id="alice")
+    assert llm_server.calls("summarize") == 0
+    started = time.perf_counter()
+    m.add("two", user_id="alice")  # due now: queued, must not block this add
+    assert time.perf_counter() - started < 5
+    assert m.summary(user_id="alice") is None  # still running (held by `release`)
+    release.set()
+    deadline = time.time() + 10
+    while m.summary(user_id="alice") is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert m.summary(user_id="alice").text == "Alice chatted (2 messages)."
+    m.add("three", user_id="alice")
+    last = [r.payload for r in llm_server.requests if r.task == "extract_facts"][-1]
+    assert last["context"]["summary"] == "Alice chatted (2 messages)."
+
+
+def test_close_waits_for_a_refresh_in_flight(make_memory, llm_server) -> None:
+    def summarize(payload):
+        time.sleep(0.5)
+        return {"summary": "done"}
+
+    llm_server.add_rule({"task": "summarize", "response": summarize})
+    m = make_memory(**FACTS_ONLY)
+    m.add("one", user_id="alice", infer=False)
+    m.refresh_summary(user_id="alice", wait=False)
+    m.close()
+    assert llm_server.calls("summarize") == 1
+    store = type(m.store)(m.store.path) if hasattr(m.store, "path") else None
+    if store is not None:  # the refresh finished and was written before close returned
+        from mem0g.types import Tenant
+
+        assert store.get_summary(Tenant(user_id="alice")).text == "done"
+        store.close()
+
+
+def test_context_block_is_deterministic_and_within_budget(make_memory) -> None:
+    m = make_memory(**FACTS_ONLY)
+    m.add([{"role": "user", "content": f"Alice fact number {i} about hiking and trains"}
+           for i in range(30)], user_id="alice", timestamp=T1, infer=False)  # fmt: skip
+    block = m.context("what does Alice like?", user_id="alice", limit=30, max_tokens=120)
+    assert block == m.context("what does Alice like?", user_id="alice", limit=30, max_tokens=120)
+    assert block.startswith("Memories for user alice:\n- [2023-05-08] Alice fact number")
+    assert "Relations for user alice:" in block
+    assert (len(block) + 3) // 4 <= 120
+    big = m.context("what does Alice like?", user_id="alice", limit=30, max_tokens=5000)
+    assert big.count("\n- [2023-05-08]") == 30
