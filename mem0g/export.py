@@ -42,6 +42,7 @@ def to_json(snapshot: GraphSnapshot, *, tenant: Tenant | None = None, indent: in
         "tenant": None if tenant is None else _tenant_fields(tenant),
         "entities": [e.model_dump(mode="json", exclude={"embedding"}) for e in snapshot.entities],
         "relations": [r.model_dump(mode="json", exclude={"embedding"}) for r in snapshot.relations],
+        "facts": [f.model_dump(mode="json", exclude={"embedding"}) for f in snapshot.facts],
     }
     return json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
 
@@ -53,7 +54,9 @@ def from_json(text: str) -> GraphSnapshot:
         raise ValueError(f"not a {FORMAT} JSON dump")
     if doc.get("version") != VERSION:
         raise ValueError(f"unsupported {FORMAT} version {doc.get('version')!r}")
-    return GraphSnapshot(entities=doc["entities"], relations=doc["relations"])
+    return GraphSnapshot(
+        entities=doc["entities"], relations=doc["relations"], facts=doc.get("facts", [])
+    )
 
 
 # ---------------------------------------------------------------- GraphML

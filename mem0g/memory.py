@@ -463,11 +463,17 @@ class Memory:
         """All tenants' graphs in one snapshot: for operators' dumps and backups."""
         entities: dict[str, Any] = {}
         relations: dict[str, Any] = {}
+        facts: dict[str, Any] = {}
         for tenant in self.tenants():
             part = self.get_all(**tenant.model_dump(), include_invalid=include_invalid)
             entities.update((e.id, e) for e in part.entities)
             relations.update((r.id, r) for r in part.relations)
-        return GraphSnapshot(entities=list(entities.values()), relations=list(relations.values()))
+            facts.update((f.id, f) for f in part.facts)
+        return GraphSnapshot(
+            entities=list(entities.values()),
+            relations=list(relations.values()),
+            facts=list(facts.values()),
+        )
 
     def delete_all(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None

@@ -684,6 +684,8 @@ def test_dump_json(history: Cli) -> None:
         ("Berlin", False),
     }
     assert json.loads(result.stdout)["tenant"]["user_id"] == "alice"
+    assert snapshot.facts, "the fact memory is part of the dump"
+    assert all(f.tenant.user_id == "alice" for f in snapshot.facts)
     current = from_json(history("dump", "-u", "alice", "--current-only").stdout)
     assert {r.destination for r in current.relations} == {"Acme", "Berlin"}
 
