@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mem0g.resolve.names import DEFAULT_THRESHOLD
+
 
 def default_data_dir() -> Path:
     """Where the embedded store lives when no path is given (the user's data dir)."""
@@ -83,7 +85,8 @@ class GraphStoreConfig(_Section):
 
 
 class ResolverConfig(_Section):
-    threshold: float = Field(default=0.85, ge=0.0, le=1.0)
+    # calibrated on a labelled alias/near-miss set: docs/resolver-calibration.md
+    threshold: float = Field(default=DEFAULT_THRESHOLD, ge=0.0, le=1.0)
     candidates: int = Field(default=10, ge=1, description="entity candidates compared per name")
     max_existing: int = Field(default=10, ge=1, description="s: existing edges per new triple")
 

@@ -28,11 +28,13 @@ __all__ = [
     "types_compatible",
 ]
 
-DEFAULT_THRESHOLD = 0.9
-"""Cosine similarity above which two structurally unrelated names are merged."""
+DEFAULT_THRESHOLD = 0.84
+"""Cosine at or above which names whose structure says nothing (UNKNOWN) are merged."""
 
-ALIAS_FLOOR = 0.5
-"""Cosine similarity a structural alias still needs, so a shared token alone never merges."""
+ALIAS_FLOOR = 0.3
+"""Cosine a structural ALIAS still needs. Low, since a first name sits far from its full name
+("Bob"/"Bob Chen" ~0.58) and acronyms lower still, but it stops acronym collisions such as
+"PR"/"Puerto Rico" (~0.26)."""
 
 PERSON, ORGANIZATION, LOCATION, ENTITY = "person", "organization", "location", "entity"
 

@@ -1,0 +1,241 @@
+"""Name-structure rules of the entity resolver (no model: these run in milliseconds)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from mem0g.resolve.names import (
+    ALIAS_FLOOR,
+    DEFAULT_THRESHOLD,
+    NameRelation,
+    canonical_type,
+    name_relation,
+    normalize_name,
+    pick_merge_target,
+    should_merge,
+    types_compatible,
+)
+
+SAME, ALIAS, CONFLICT, UNKNOWN = (
+    NameRelation.SAME,
+    NameRelation.ALIAS,
+    NameRelation.CONFLICT,
+    NameRelation.UNKNOWN,
+)
+T = DEFAULT_THRESHOLD
+PAIRS = Path(__file__).parent / "data" / "alias_pairs.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalized"),
+    [
+        ("  Bob   CHEN ", "bob chen"),
+        ("“Bob Chen.”", "bob chen"),
+        ("Zoë", "zoe"),
+        ("Łukasz Søren", "lukasz soren"),
+        ("The Beatles", "beatles"),
+        ("the", "the"),
+        ("J.P. Morgan", "jp morgan"),
+        ("O'Brien", "obrien"),
+        ("Paris, Texas", "paris texas"),
+        ("GPT-3.5", "gpt 3.5"),
+        ("AT&T", "at&t"),
+        ("C++", "c++"),
+        ("ＡＢＣ", "abc"),  # full-width letters fold under NFKC
+        ("", ""),
+    ],
+)
+def test_normalize_name(raw: str, normalized: str) -> None:
+    assert normalize_name(raw) == normalized
+
+
+@pytest.mark.parametrize(
+    ("type_", "group"),
+    [
+        ("Person", "person"),
+        ("people", "person"),
+        ("speaker", "person"),
+        ("FamilyMember", "person"),
+        ("Company", "organization"),
+        ("employer", "organization"),
+        ("companies", "organization"),
+        ("organisation", "organization"),
+        ("City", "location"),
+        ("countries", "location"),
+        ("address", "location"),
+        (None, "entity"),
+        ("", "entity"),
+        ("Thing", "entity"),
+        ("other", "entity"),
+        ("Pet Name", "pet_name"),
+        ("programming-language", "programming_language"),
+    ],
+)
+def test_canonical_type(type_: str | None, group: str) -> None:
+    assert canonical_type(type_) == group
+
+
+def test_types_compatible() -> None:
+    assert types_compatible("person", "Human")
+    assert types_compatible("company", "employer")
+    assert types_compatible("person", None)
+    assert types_compatible("entity", "city")
+    assert not types_compatible("person", "location")
+    assert not types_compatible("pet", "person")
+
+
+RELATIONS = [
+    # same once case, whitespace, punctuation, accents, titles or legal suffixes are gone
+    ("bob chen", "Bob  Chen.", "person", SAME),
+    ("Zoë", "Zoe", "person", SAME),
+    ("Dr. Bob Chen", "Bob Chen", "person", SAME),
+    ("Contoso", "Contoso Ltd.", "organization", SAME),
+    ("Fabrikam", "Fabrikam, Inc.", "company", SAME),
+    ("Procter & Gamble", "Procter and Gamble", "organization", SAME),
+    ("St. Louis", "Saint Louis", "location", SAME),
+    ("Data Bricks", "Databricks", None, SAME),
+    # short forms
+    ("Bob", "Bob Chen", "person", ALIAS),
+    ("Bob", "Bob Chen", None, ALIAS),
+    ("Bob C.", "Bob Chen", "person", ALIAS),
+    ("B. Chen", "Bob Chen", "person", ALIAS),
+    ("Dr. Chen", "Bob Chen", "person", ALIAS),
+    ("Bob J. Chen", "Bob Chen", "person", ALIAS),
+    ("Mary Ann", "Mary Ann Smith", "person", ALIAS),
+    ("Chen Bob", "Bob Chen", "person", ALIAS),
+    ("Northwind", "Northwind Traders", "organization", ALIAS),
+    ("IBM", "International Business Machines", "organization", ALIAS),
+    ("BoA", "Bank of America", "organization", ALIAS),
+    ("TSMC", "Taiwan Semiconductor Manufacturing Company", "organization", ALIAS),
+    ("NYC", "New York City", "location", ALIAS),
+    ("New York", "New York City", "location", ALIAS),
+    # near misses that structure rejects
+    ("Alice", "Alicia", "person", CONFLICT),
+    ("Alice", "Alicia", None, CONFLICT),
+    ("Alice Chen", "Alicia Chen", "person", CONFLICT),
+    ("Anna Berger", "Anna Kowalczyk", "person", CONFLICT),
+    ("Anna Berger", "Anna Kowalczyk", None, CONFLICT),
+    ("Bob C.", "Bob Li", "person", CONFLICT),
+    ("Bob A. Chen", "Bob J. Chen", "person", CONFLICT),
+    ("Mr. Chen", "Mrs. Chen", "person", CONFLICT),
+    ("Paris", "Paris, Texas", "location", CONFLICT),
+    ("Paris", "Paris, Texas", None, CONFLICT),
+    ("Paris, France", "Paris, Texas", "location", CONFLICT),
+    ("Mexico", "Mexico City", "location", CONFLICT),
+    ("York", "New York", "location", CONFLICT),
+    ("North Korea", "South Korea", "location", CONFLICT),
+    ("Austria", "Australia", "location", CONFLICT),
+    ("Contoso", "Contora", "organization", CONFLICT),
+    ("Contoso Ltd", "Contora Ltd", "organization", CONFLICT),
+    ("Acme Robotics", "Acme Logistics", "organization", CONFLICT),
+    ("Windows 10", "Windows 11", "product", CONFLICT),
+    ("Daniel", "Daniela", "person", CONFLICT),
+    # structure is silent: embeddings decide
+    ("Robert Chen", "Bob Chen", "person", UNKNOWN),
+    ("Anna Chen", "Maria Chen", "person", UNKNOWN),
+    ("Alex", "Alexander", "person", UNKNOWN),
+    ("Paris, TX", "Paris, Texas", "location", UNKNOWN),
+    ("Postgres", "PostgreSQL", None, UNKNOWN),
+    ("Contoso", "Fabrikam", "organization", UNKNOWN),
+    ("Al", "Amy Lee", None, UNKNOWN),  # two letters count as an acronym only in capitals
+    ("", "Bob", "person", UNKNOWN),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "type_", "relation"), RELATIONS)
+def test_name_relation(a: str, b: str, type_: str | None, relation: NameRelation) -> None:
+    assert name_relation(a, b, type_) is relation
+
+
+@pytest.mark.parametrize(("a", "b", "type_", "relation"), RELATIONS)
+def test_name_relation_is_symmetric(
+    a: str, b: str, type_: str | None, relation: NameRelation
+) -> None:
+    assert name_relation(b, a, type_) is name_relation(a, b, type_)
+
+
+def test_should_merge_the_brief_examples() -> None:
+    # "Bob"/"Bob Chen" has cosine ~0.58 and "Paris"/"Paris, Texas" ~0.84 under MiniLM.
+    assert should_merge("Bob", "person", "Bob Chen", "person", 0.58, T)
+    assert not should_merge("Paris", "location", "Paris, Texas", "location", 0.84, T)
+    assert not should_merge("Alice", "person", "Alicia", "person", 0.99, T)
+    assert not should_merge("Anna Berger", "person", "Anna Kowalczyk", "person", 0.99, T)
+    assert not should_merge("Contoso", "organization", "Contora", "organization", 0.99, T)
+
+
+def test_should_merge_by_relation() -> None:
+    # SAME merges whatever the similarity; an ALIAS needs the floor; UNKNOWN needs t.
+    assert should_merge("Zoë", "person", "Zoe", "person", 0.0, T)
+    assert should_merge("Bob", "person", "Bob Chen", "person", ALIAS_FLOOR, T)
+    assert not should_merge("Bob", "person", "Bob Chen", "person", ALIAS_FLOOR - 0.01, T)
+    assert should_merge("Robert Chen", "person", "Bob Chen", "person", T, T)
+    assert not should_merge("Robert Chen", "person", "Bob Chen", "person", T - 0.01, T)
+
+
+def test_should_merge_rejects_incompatible_types() -> None:
+    assert not should_merge("Jordan", "person", "Jordan", "country", 1.0, T)
+    assert should_merge("Jordan", "person", "Jordan", None, 1.0, T)
+    assert should_merge("Bob", None, "Bob Chen", "person", 0.6, T)  # person rules apply
+
+
+def test_should_merge_uses_candidate_aliases() -> None:
+    assert should_merge("Bobby", "person", "Robert Chen", "person", 0.1, T, ["Bobby", "Rob"])
+    # an UNKNOWN name becomes an ALIAS through a stored alias ("Bob" on "Robert Chen")
+    assert should_merge("Bob C.", "person", "Robert Chen", "person", 0.6, T, ["Bob"])
+    # ...but a stored short form never overrides a CONFLICT with the node's own name
+    assert not should_merge("Anna Kowalczyk", "person", "Anna Berger", "person", 0.9, T, ["Anna"])
+
+
+Candidate = tuple[str, str, str | None, list[str], float]
+
+
+def cand(
+    cid: str, name: str, sim: float, type_: str | None = "person", aliases: Sequence[str] = ()
+) -> Candidate:
+    return (cid, name, type_, list(aliases), sim)
+
+
+def test_pick_refuses_an_ambiguous_short_name() -> None:
+    candidates = [cand("1", "Anna Berger", 0.7), cand("2", "Anna Kowalczyk", 0.69)]
+    assert pick_merge_target("Anna", "person", candidates, T) is None
+    assert pick_merge_target("Anna B.", "person", candidates, T) == "1"
+    assert pick_merge_target("Anna", "person", candidates[:1], T) == "1"
+
+
+def test_pick_ambiguity_ignores_aliases_of_one_node() -> None:
+    candidates = [cand("1", "Bob Chen", 0.6), cand("2", "Bob C.", 0.7)]
+    assert pick_merge_target("Bob", "person", candidates, T) == "2"
+
+
+def test_pick_prefers_same_then_alias_then_similarity() -> None:
+    candidates = [
+        cand("u", "Robert Chen", 0.95),
+        cand("a", "Bob Chen", 0.6),
+        cand("s", "Bob", 0.5),
+    ]
+    assert pick_merge_target("bob", "person", candidates, T) == "s"
+    assert pick_merge_target("Bob", "person", candidates[:2], T) == "a"
+    assert pick_merge_target("Rob Chen", "person", candidates[:2], T) == "u"
+
+
+def test_pick_skips_conflicts_and_other_types() -> None:
+    candidates = [
+        cand("c", "Paris, Texas", 0.9, "location"),
+        cand("p", "Paris", 1.0, "person"),
+    ]
+    assert pick_merge_target("Paris", "location", candidates, T) is None
+    assert pick_merge_target("Paris", "location", [], T) is None
+
+
+def test_labelled_pairs_file() -> None:
+    rows = [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 150
+    for row in rows:
+        assert {"a", "b", "type", "label", "kind", "split"} <= row.keys()
+        assert isinstance(row["label"], bool)
+        assert row["split"] in ("dev", "holdout")
+    assert {r["label"] for r in rows} == {True, False}
