@@ -108,14 +108,15 @@ class DualRetriever:
             return []
         hub_ids = sorted({hub for hub, _, _ in hubs})
         found = []
-        for rel in self.store.relations_touching(scope, hub_ids, validity):
+        # bounded walk: a hub such as a big employer may hold thousands of edges
+        for rel, _ in self.store.expand(scope, hub_ids, 1, validity, self.config.sibling_limit):
             if (rel.destination_id, rel.relation, True) in hubs or (
                 rel.source_id,
                 rel.relation,
                 False,
             ) in hubs:
                 found.append((rel, 2))
-        return found[: self.config.expansion_limit]
+        return found
 
     def search(self, query: str, scope: Tenant, limit: int, validity: Validity) -> SearchResult:
         qvec = self.embedder.embed([query])[0]
