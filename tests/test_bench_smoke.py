@@ -1,0 +1,115 @@
+"""Smoke test of scripts/bench_search.py: tiny sizes, hashing embedder, no timing thresholds.
+
+It only checks that one run produces a complete report, so the benchmark can't rot unnoticed;
+the numbers themselves are measured by hand on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_search.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_search", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return _load()
+
+
+def _positive(stats: dict) -> None:
+    assert stats["n"] > 0
+    for key in ("p50_ms", "p95_ms", "mean_ms"):
+        assert stats[key] > 0, key
+
+
+def test_tiny_run_writes_complete_report(bench: ModuleType, tmp_path: Path) -> None:
+    out = tmp_path / "search.json"
+    argv = [
+        "--sizes",
+        "200",
+        "--queries",
+        "5",
+        "--warmup",
+        "1",
+        "--adds",
+        "3",
+        "--embedder",
+        "hashing",
+        "--other-tenants",
+        "50",
+        "--quiet",
+        "--out",
+        str(out),
+    ]
+    assert bench.main(argv) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+
+    for key in (
+        "date",
+        "machine",
+        "embedder",
+        "store",
+        "config",
+        "sizes",
+        "add",
+        "targets",
+        "notes",
+    ):
+        assert key in report, key
+    assert report["embedder"]["kind"] == "hashing"
+    assert report["machine"]["cpu_count"] >= 1
+    assert report["machine"]["python"]
+
+    (size,) = report["sizes"]
+    assert size["edges"] == 200
+    assert size["other_tenant_edges"] == 50
+    _positive(size["search"])
+    _positive(size["query_embed"])
+    assert size["ratio_p95"] > 0
+    assert size["avg_relations_returned"] > 0
+    assert isinstance(size["busy"], bool)
+
+    add = report["add"]
+    assert add["edges_before"] == 200
+    for key in ("raw", "llm_roundtrip", "llm_or_model", "empty_call_roundtrip"):
+        _positive(add[key])
+    assert add["overhead"]["n"] == add["overhead_cpu"]["n"] == 3
+    assert add["llm_calls_per_add"]["min"] >= 2
+    assert add["llm_calls_per_add"]["by_task"]["extract_entities"] == 1
+    assert add["unmatched_llm_requests"] == 0
+
+    assert {t["name"] for t in report["targets"]} == {
+        "search_p95 <= 2x query_embed_p95 at 10k edges",
+        "add overhead p95 <= 20 ms at 10k edges",
+    }
+    assert all(t["pass"] is None for t in report["targets"])  # no 10k size in this run
+    assert all(t["busy_machine"] is False for t in report["targets"])
+
+
+def test_graph_has_exactly_n_distinct_edges(bench: ModuleType) -> None:
+    graph = bench.build_graph(1000, seed=3)
+    assert len(graph.triples) == len(set(graph.triples)) == 1000
+    assert all(s != d for s, _, d in graph.triples)
+    assert len(bench.make_queries(graph, 120, bench.random.Random(1))) == 120
+
+
+def test_neo4j_store_is_not_implemented_yet(bench: ModuleType, tmp_path: Path) -> None:
+    with pytest.raises(NotImplementedError, match="not implemented yet"):
+        bench.make_bench_store("neo4j", tmp_path, 8)
+    argv = ["--store", "neo4j", "--sizes", "200", "--quiet", "--out", str(tmp_path / "x.json")]
+    assert bench.main(argv) == 2
