@@ -116,7 +116,9 @@ ORDER BY i;
 MATCH (s:Summary {tenant_key: $tenant_key})
 RETURN s {.*} AS summary;
 
-// Its own small transaction; replaced in place, one node per exact tenant.
+// Its own small transaction; replaced in place, one node per exact tenant. `text` comes back
+// null only when MERGE found a summary that a delete_tenant then deleted (Python retries).
 // name: set_summary
 MERGE (s:Summary {tenant_key: $tenant_key})
-SET s += $props;
+SET s += $props
+RETURN s.text AS text;

@@ -1,10 +1,13 @@
 """Neo4jGraphStore specifics, against the real server of the test session (conftest.py).
 
-What the parametrised suites (test_embedded_store.py, test_pipeline.py) cannot show: the
-statement files and their plans, the schema, configuration, datetimes in Cypher, one managed
-transaction per plan (injected errors, transient retries, a client killed mid-transaction),
-uniqueness under concurrent writers, a small tenant inside a large shared database, the Cypher
-dump loading into an empty Neo4j, and reset touching only mem0g's labels.
+What the parametrised suites (test_embedded_store.py, test_embedded_facts.py,
+test_pipeline.py, test_facts.py) cannot show: the statement files and their plans, the schema,
+configuration, datetimes in Cypher, one managed transaction per plan (injected errors in the
+graph and the fact part, transient retries, a client killed mid-transaction), uniqueness under
+concurrent writers, writers of one tenant taking turns (also beside delete_tenant), commit
+order rather than client clocks ordering messages and fact histories, the fact memory's data
+model, a small tenant inside a large shared database, the Cypher dump loading into an empty
+Neo4j, and reset touching only mem0g's labels.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import neo4j
@@ -47,16 +51,21 @@ from mem0g.config import EmbedderConfig, GraphStoreConfig
 from mem0g.embed import make_embedder
 from mem0g.export import to_cypher
 from mem0g.stores import EmbeddedGraphStore, StoreError
+from mem0g.stores import neo4j as store_module
 from mem0g.stores.neo4j import Neo4jGraphStore, parse_statements, statements
 from mem0g.types import (
     AliasUpdate,
     Entity,
     Episode,
+    Fact,
+    FactChange,
+    FactEvent,
     Invalidation,
     MentionUpdate,
     Message,
     Provenance,
     Relation,
+    Summary,
     Tenant,
     Validity,
     WritePlan,
@@ -69,6 +78,7 @@ UTC = timezone.utc
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 HOSTILE = 'Bob\'}) DETACH DELETE n // `x` "q" \\ ;\n$user_id'
 Connect = Callable[..., Neo4jGraphStore]
+TENANT_PROPS = ("tenant_key", "user_id", "agent_id", "run_id")
 
 
 @pytest.fixture
@@ -115,7 +125,17 @@ def test_statement_file_convention() -> None:
     with pytest.raises(ValueError, match="empty"):
         parse_statements("// name: a\n// nothing here\n")
     library = statements()
-    assert {"plan_check", "create_entities", "edges_at", "similar_relations_scan"} <= set(library)
+    assert {
+        "plan_check",
+        "create_entities",
+        "edges_at",
+        "similar_relations_scan",
+        "lock_tenant",
+        "create_facts",
+        "fact_history",
+        "similar_facts_index",
+        "set_summary",
+    } <= set(library)
     for name, text in library.items():
         assert not text.endswith(";") and text == text.strip(), name
         assert not re.search(r"\{\d*\}|%[sd]", text), name  # nothing to format: all $params
@@ -190,8 +210,63 @@ def test_every_query_sent_is_a_file_statement(
     assert store.relations_touching(mallory, [src.id], EVERYTHING, exact=True)
     assert store.snapshot(mallory, EVERYTHING).relations[0].source == HOSTILE
     assert store.episodes(mallory)[-1].tenant == mallory
+    # the fact memory, with hostile text everywhere
+    said = Episode(tenant=mallory, messages=[Message(content=HOSTILE)], timestamp=T0)
+    kept, gone = (
+        Fact(
+            tenant=mallory,
+            text=HOSTILE,
+            embedding=unit(rng).tolist(),
+            provenance=[Provenance(episode_id=HOSTILE, timestamp=T0)],
+        )
+        for _ in range(2)
+    )
+    store.apply(
+        WritePlan(
+            tenant=mallory,
+            new_facts=[kept, gone],
+            fact_events=[
+                FactEvent(fact_id=f.id, tenant=mallory, event="ADD", new_text=HOSTILE)
+                for f in (kept, gone)
+            ],
+        )
+    )
+    store.apply(
+        WritePlan(
+            tenant=mallory,
+            episode=said,
+            fact_changes=[
+                FactChange(fact_id=kept.id, text=HOSTILE + "!", embedding=unit(rng).tolist()),
+                FactChange(fact_id=gone.id),
+            ],
+            fact_events=[
+                FactEvent(
+                    fact_id=kept.id,
+                    tenant=mallory,
+                    event="UPDATE",
+                    old_text=HOSTILE,
+                    new_text=HOSTILE + "!",
+                    episode_id=HOSTILE,
+                ),
+                FactEvent(fact_id=gone.id, tenant=mallory, event="DELETE", old_text=HOSTILE),
+            ],
+        )
+    )
+    (fact,) = store.facts(mallory)
+    assert (fact.text, fact.provenance[0].episode_id) == (HOSTILE + "!", HOSTILE)
+    assert store.get_facts(mallory, [kept.id, gone.id]) == [fact]
+    vector = np.asarray(fact.embedding, dtype=np.float32)
+    assert store.similar_facts(mallory, vector, 3, exact=True)[0][0] == fact
+    assert [e.event for e in store.fact_history(mallory, gone.id)] == ["ADD", "DELETE"]
+    assert store.fact_history(mallory, kept.id)[-1].episode_id == HOSTILE
+    assert store.message_count(mallory) == 3
+    assert store.recent_messages(mallory, 1)[0].content == HOSTILE
+    assert [m.content for m in store.messages_since(mallory, 1)] == ["hello", HOSTILE]
+    store.set_summary(Summary(tenant=mallory, text=HOSTILE, messages_covered=3))
+    assert store.get_summary(mallory).text == HOSTILE
     assert store.tenants() == [mallory] and store.stats(mallory).entities == 2
     assert store.delete_tenant(mallory) == 3
+    assert store.facts(mallory) == [] and store.fact_history(mallory, gone.id) == []
     store.reset()
     library = set(statements().values())
     assert sent and all(q in library for q in sent)
@@ -214,22 +289,33 @@ def test_schema_is_applied_once_and_idempotently(
     assert constraints["mem0g_entity_id"] == ("UNIQUENESS", ["Entity"], ["id"])
     assert constraints["mem0g_episode_id"] == ("UNIQUENESS", ["Episode"], ["id"])
     assert constraints["mem0g_relation_id"] == ("RELATIONSHIP_UNIQUENESS", ["RELATES"], ["id"])
+    for name, label, prop in (
+        ("mem0g_fact_id", "Fact", "id"),
+        ("mem0g_fact_event_id", "FactEvent", "id"),
+        ("mem0g_summary_tenant_key", "Summary", "tenant_key"),
+        ("mem0g_tenant_sequence_tenant_key", "TenantSequence", "tenant_key"),
+    ):
+        assert constraints[name] == ("UNIQUENESS", [label], [prop])
     indexes = {
         r["name"]: r
         for r in cypher(
             driver, "SHOW INDEXES YIELD name, type, labelsOrTypes, properties, options, state"
         )
     }
-    for label in ("entity", "relation", "episode"):
-        for prop in ("tenant_key", "user_id", "agent_id", "run_id"):
-            index = indexes[f"mem0g_{label}_{prop}"]
-            assert (index["type"], index["properties"], index["state"]) == (
-                "RANGE",
-                [prop],
-                "ONLINE",
-            )
-    for name, target in (("mem0g_entity_embedding", "Entity"), ("mem0g_relation_embedding",
-                                                                  "RELATES")):  # fmt: skip
+    labels = ("entity", "relation", "episode", "fact", "fact_event")
+    ranges = [(label, prop) for label in labels for prop in TENANT_PROPS]
+    ranges += [
+        (label, prop) for label in ("summary", "tenant_sequence") for prop in TENANT_PROPS[1:]
+    ]
+    ranges.append(("fact_event", "fact_id"))  # a fact's history, after the fact is gone
+    for label, prop in ranges:
+        index = indexes[f"mem0g_{label}_{prop}"]
+        assert (index["type"], index["properties"], index["state"]) == ("RANGE", [prop], "ONLINE")
+    for name, target in (
+        ("mem0g_entity_embedding", "Entity"),
+        ("mem0g_relation_embedding", "RELATES"),
+        ("mem0g_fact_embedding", "Fact"),
+    ):
         index = indexes[name]
         config = index["options"]["indexConfig"]
         assert (index["type"], index["labelsOrTypes"], index["state"]) == (
@@ -412,8 +498,16 @@ def test_failure_inside_the_transaction_writes_nothing(
     ran = _spy_statements(store, monkeypatch, after, fault)
     with pytest.raises(error):
         store.apply(doomed)
-    order = ["plan_check", "create_episode", "create_entities", "update_aliases",
-             "create_relations", "invalidate_relations", "add_mentions"]  # fmt: skip
+    order = [
+        "lock_tenant",
+        "plan_check",
+        "create_episode",
+        "create_entities",
+        "update_aliases",
+        "create_relations",
+        "invalidate_relations",
+        "add_mentions",
+    ]
     assert ran == order[: order.index(after) + 1]  # these statements did run, then rollback
     assert (store.snapshot(A, EVERYTHING), store.episodes(A), store.stats()) == before
     assert store.find_entities(A, ["al", "fresh"]) == []
@@ -456,7 +550,7 @@ def test_invalid_plan_is_rejected_inside_the_transaction(
                invalidations=[Invalidation(relation_id="nope", invalid_at=T0)])  # fmt: skip
     with pytest.raises(StoreError, match="unknown id nope"):
         store.apply(bad)
-    assert ran == ["plan_check"]  # nothing else ran
+    assert ran == ["lock_tenant", "plan_check"]  # nothing else ran
     assert store.stats().entities == 2 and store.stats().episodes == 1
 
 
@@ -771,6 +865,267 @@ def test_reset_only_touches_mem0g_labels(
         assert "mem0g_entity_id" in names  # schema stays
     finally:
         cypher(driver, "MATCH (n:Mem0gForeign {m: $m}) DETACH DELETE n", m=marker)
+
+
+# ---------------------------------------------------------------- the fact memory
+# (test_embedded_facts.py runs the store-level fact tests on both stores; these are the
+# Neo4j-specific ones)
+
+
+def _fact(tenant: Tenant, text: str, rng: np.random.Generator, **kw: Any) -> Fact:
+    return Fact(tenant=tenant, text=text, embedding=unit(rng).tolist(), **kw)
+
+
+def _added(*facts: Fact) -> list[FactEvent]:
+    return [FactEvent(fact_id=f.id, tenant=f.tenant, event="ADD", new_text=f.text) for f in facts]
+
+
+def _said(tenant: Tenant, content: str) -> Episode:
+    return Episode(tenant=tenant, messages=[Message(content=content)], timestamp=T0)
+
+
+def test_fact_memory_data_model(
+    store: Neo4jGraphStore, driver: neo4j.Driver, rng: np.random.Generator
+) -> None:
+    """Current facts are :Fact nodes (provenance as parallel lists, the embedding a vector
+    property like the entities'); every change is a :FactEvent that outlives its fact; one
+    :Summary and one :TenantSequence per exact tenant; delete_tenant and reset leave none."""
+    prov = Provenance(episode_id="ep1", timestamp=T0)
+    tea, city = _fact(A, "Likes tea", rng, provenance=[prov]), _fact(A, "Lives in Berlin", rng)
+    p = chain(A, ["Alice", "Acme"], rng)
+    p.new_facts, p.fact_events = [tea, city], _added(tea, city)
+    store.apply(p)
+    gone = FactEvent(fact_id=city.id, tenant=A, event="DELETE", old_text=city.text)
+    store.apply(WritePlan(tenant=A, fact_changes=[FactChange(fact_id=city.id)], fact_events=[gone]))
+    for text in ("first", "second"):
+        store.set_summary(Summary(tenant=A, text=text, messages_covered=1))
+    store.apply(plan(B))
+    (row,) = cypher(
+        driver,
+        "MATCH (f:Fact), (e:Entity {id: $entity}) "
+        "RETURN f {.*} AS f, valueType(f.embedding) = valueType(e.embedding) AS same_type",
+        entity=p.new_entities[0].id,
+    )
+    fact = row["f"]
+    assert sorted(fact) == sorted(
+        [
+            "id",
+            "tenant_key",
+            "user_id",
+            "text",
+            "embedding",
+            "created_at",
+            "updated_at",
+            "episode_ids",
+            "provenance_at",
+            "written",
+            "pos",
+            "seq",
+        ]
+    )
+    assert (fact["id"], fact["episode_ids"], fact["seq"]) == (tea.id, ["ep1"], 1)
+    assert fact["provenance_at"][0].to_native() == T0 and row["same_type"]
+    assert fact["embedding"] == tea.embedding  # float32 values, as the embedded store keeps
+    events = cypher(
+        driver,
+        "MATCH (ev:FactEvent) RETURN ev.fact_id AS fact, ev.event AS event, ev.seq AS seq "
+        "ORDER BY ev.seq, ev.pos",
+    )
+    assert events == [
+        {"fact": tea.id, "event": "ADD", "seq": 1},
+        {"fact": city.id, "event": "ADD", "seq": 1},
+        {"fact": city.id, "event": "DELETE", "seq": 2},
+    ]
+    summaries = cypher(driver, "MATCH (s:Summary) RETURN s.tenant_key AS key, s.text AS text")
+    assert summaries == [{"key": A.key, "text": "second"}]
+    sequences = cypher(
+        driver, "MATCH (q:TenantSequence) RETURN q.tenant_key AS key, q.seq AS seq ORDER BY key"
+    )
+    assert sequences == [{"key": A.key, "seq": 2}, {"key": B.key, "seq": 1}]
+    episodes = cypher(driver, "MATCH (ep:Episode) RETURN ep.message_count AS n, ep.seq AS seq")
+    assert episodes == [{"n": 1, "seq": 1}] * 2  # A's first plan and B's (own sequences)
+
+    store.delete_tenant(A)
+    left = "MATCH (n) WHERE n.tenant_key = $key RETURN count(n) AS n"
+    assert cypher(driver, left, key=A.key) == [{"n": 0}]
+    assert cypher(driver, left, key=B.key) == [{"n": 2}]  # B's episode and sequence
+    store.reset()
+    mem0g_nodes = (
+        "MATCH (n) WHERE n:Entity OR n:Episode OR n:Fact OR n:FactEvent OR n:Summary "
+        "OR n:TenantSequence RETURN count(n) AS n"
+    )
+    assert cypher(driver, mem0g_nodes) == [{"n": 0}]
+
+
+@pytest.mark.parametrize(
+    "after", ["delete_facts", "create_facts", "update_facts", "create_fact_events"]
+)
+def test_fact_failure_inside_the_transaction_writes_nothing(
+    store: Neo4jGraphStore,
+    neo4j_connect: Connect,
+    driver: neo4j.Driver,
+    rng: np.random.Generator,
+    monkeypatch: pytest.MonkeyPatch,
+    after: str,
+) -> None:
+    tea, city, gone = (_fact(A, t, rng) for t in ("tea", "Berlin", "gone"))
+    base = chain(A, ["Alice", "Acme"], rng)
+    base.new_facts, base.fact_events = [tea, city, gone], _added(tea, city, gone)
+    store.apply(base)
+
+    def state(s: Neo4jGraphStore) -> Any:
+        history = {f.id: s.fact_history(A, f.id) for f in (tea, city, gone)}
+        query = np.asarray(city.embedding, dtype=np.float32)
+        return (
+            s.facts(A),
+            history,
+            s.similar_facts(A, query, 3),
+            s.snapshot(A, EVERYTHING),
+            s.episodes(A),
+            s.stats(),
+            s.recent_messages(A, 5),
+        )
+
+    before = state(store)
+    doomed = chain(A, ["Fresh", "Newer"], rng)
+    new = _fact(A, "new one", rng)
+    doomed.new_facts = [new]
+    doomed.fact_changes = [
+        FactChange(fact_id=city.id, text="Paris", embedding=unit(rng).tolist()),
+        FactChange(fact_id=gone.id),
+    ]
+    doomed.fact_events = [
+        *_added(new),
+        FactEvent(fact_id=city.id, tenant=A, event="UPDATE", old_text="Berlin", new_text="Paris"),
+        FactEvent(fact_id=gone.id, tenant=A, event="DELETE", old_text="gone"),
+    ]
+    ran = _spy_statements(store, monkeypatch, after, _raise_runtime)
+    with pytest.raises(RuntimeError):
+        store.apply(doomed)
+    order = [
+        "lock_tenant",
+        "plan_check",
+        "create_episode",
+        "create_entities",
+        "create_relations",
+        "delete_facts",
+        "create_facts",
+        "update_facts",
+        "create_fact_events",
+    ]
+    assert ran == order[: order.index(after) + 1]  # graph and facts: one transaction
+    assert state(store) == before
+    with neo4j_connect() as again:  # what the server holds, through another driver
+        assert state(again) == before
+    monkeypatch.undo()
+    store.apply(doomed)  # the same plan goes through once the fault is gone
+    assert sorted(f.text for f in store.facts(A)) == ["Paris", "new one", "tea"]
+    assert [e.event for e in store.fact_history(A, gone.id)] == ["ADD", "DELETE"]
+    sequence = "MATCH (q:TenantSequence {tenant_key: $key}) RETURN q.seq AS seq"
+    assert cypher(driver, sequence, key=A.key) == [{"seq": 2}]  # the failed turn rolled back
+
+
+def test_commit_order_not_client_clocks_orders_messages_and_history(
+    store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clients' clocks (`written`) can disagree with commit order (two machines, or a plan
+    that waited for its tenant's turn); the tenant's sequence decides, as commit order does in
+    the embedded store."""
+    backwards = iter(range(10**18, 0, -(10**9)))
+    monkeypatch.setattr(store_module, "time", SimpleNamespace(time_ns=lambda: next(backwards)))
+    tea = _fact(A, "v0", rng)
+    store.apply(
+        WritePlan(tenant=A, episode=_said(A, "m0"), new_facts=[tea], fact_events=_added(tea))
+    )
+    for i in range(1, 4):
+        change = FactChange(fact_id=tea.id, text=f"v{i}")
+        event = FactEvent(fact_id=tea.id, tenant=A, event="UPDATE", new_text=f"v{i}")
+        store.apply(
+            WritePlan(
+                tenant=A, episode=_said(A, f"m{i}"), fact_changes=[change], fact_events=[event]
+            )
+        )
+    assert [m.content for m in store.recent_messages(A, 10)] == ["m0", "m1", "m2", "m3"]
+    assert [m.content for m in store.recent_messages(A, 2)] == ["m2", "m3"]
+    assert [m.content for m in store.messages_since(A, 1)] == ["m1", "m2", "m3"]
+    assert [e.new_text for e in store.fact_history(A, tea.id)] == ["v0", "v1", "v2", "v3"]
+
+
+def test_writers_of_one_tenant_take_turns(
+    neo4j_connect: Connect, driver: neo4j.Driver, rng: np.random.Generator
+) -> None:
+    """A plan's transaction locks its tenant's sequence node before checking, so writers of
+    one tenant are checked and written one at a time (as the embedded store's single writer
+    is): of concurrent deletes of one fact exactly one wins, and no number is handed out
+    twice; other tenants do not wait. delete_tenant waits for a writer in flight, and a writer
+    that waited for it starts the tenant afresh."""
+    stores = [neo4j_connect(dims=DIMS) for _ in range(3)]  # three drivers, like three processes
+    tea = _fact(A, "tea", rng)
+    stores[0].apply(WritePlan(tenant=A, new_facts=[tea], fact_events=_added(tea)))
+    deletes = [
+        WritePlan(
+            tenant=A,
+            episode=_said(A, f"delete {i}"),
+            fact_changes=[FactChange(fact_id=tea.id)],
+            fact_events=[FactEvent(fact_id=tea.id, tenant=A, event="DELETE")],
+        )
+        for i in range(6)
+    ]
+    outcome = _together(6, lambda i: stores[i % 3].apply(deletes[i]))
+    assert sum(exc is None for exc in outcome) == 1
+    assert all(
+        isinstance(exc, StoreError) and "no current fact" in str(exc)
+        for exc in outcome
+        if exc is not None
+    )
+    assert [e.event for e in stores[1].fact_history(A, tea.id)] == ["ADD", "DELETE"]
+    assert stores[1].message_count(A) == 1
+
+    adds = []
+    for i in range(12):
+        tenant = A if i % 2 else B
+        new = _fact(tenant, f"fact {i}", rng)
+        adds.append(
+            WritePlan(
+                tenant=tenant,
+                episode=_said(tenant, f"add {i}"),
+                new_facts=[new],
+                fact_events=_added(new),
+            )
+        )
+    assert _together(12, lambda i: stores[i % 3].apply(adds[i])) == [None] * 12
+    rows = cypher(
+        driver,
+        "MATCH (ep:Episode) WITH ep.tenant_key AS key, collect(ep.seq) AS seqs "
+        "MATCH (q:TenantSequence {tenant_key: key}) RETURN key, seqs, q.seq AS last",
+    )
+    numbers = {row["key"]: (sorted(row["seqs"]), row["last"]) for row in rows}
+    assert numbers == {A.key: (list(range(2, 9)), 8), B.key: (list(range(1, 7)), 6)}
+    assert len(stores[2].facts(A)) == 6 and stores[2].message_count(A) == 7
+
+    # delete_tenant beside writers of the tenant: each plan lands wholly before (and is
+    # deleted) or wholly after it (and starts a fresh sequence)
+    late = []
+    for i in range(6):
+        new = _fact(A, f"late {i}", rng)
+        late.append(
+            WritePlan(
+                tenant=A, episode=_said(A, f"late {i}"), new_facts=[new], fact_events=_added(new)
+            )
+        )
+    stores[0].set_summary(Summary(tenant=A, text="old", messages_covered=1))
+    fresh = Summary(tenant=A, text="fresh", messages_covered=1)
+    work = [lambda: stores[0].delete_tenant(A), lambda: stores[2].set_summary(fresh)]
+    work += [lambda p=p, s=stores[i % 3]: s.apply(p) for i, p in enumerate(late)]
+    assert _together(8, lambda i: work[i]()) == [None] * 8
+    assert stores[1].get_summary(A) in (None, fresh)  # deleted, or written after the delete
+    kept = stores[1].facts(A)
+    assert stores[1].message_count(A) == len(kept)
+    assert {f.text for f in kept} <= {f"late {i}" for i in range(6)}
+    for f in kept:
+        assert [e.event for e in stores[1].fact_history(A, f.id)] == ["ADD"]
+    seqs = cypher(driver, "MATCH (ep:Episode {tenant_key: $key}) RETURN ep.seq AS seq", key=A.key)
+    assert sorted(r["seq"] for r in seqs) == list(range(1, len(kept) + 1))
 
 
 # ---------------------------------------------------------------- parity details

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, GraphDatabase, ManagedTransaction, Session
-from neo4j.exceptions import ClientError, DriverError, Neo4jError
+from neo4j.exceptions import ClientError, DriverError, Neo4jError, TransientError
 
 from mem0g.config import GraphStoreConfig
 from mem0g.resources import read_text
@@ -718,6 +718,11 @@ class Neo4jGraphStore:
         of it again)."""
         (turn,), _ = self._run(tx, "lock_tenant", _tenant_props(plan.tenant))
         seq = turn["seq"]
+        if seq is None:
+            # MERGE found the sequence node, then waited for the lock while a delete_tenant
+            # deleted it (the SET was then a no-op): no turn was taken, so the driver must
+            # run the whole function again, which starts the tenant's sequence afresh.
+            raise TransientError("the tenant was deleted while this plan waited for its turn")
         facts = self._check_plan(tx, plan, rows["written"])
         updated_at = _db_time(plan.updated_at)
         if rows["episode"] is not None:
@@ -1022,7 +1027,13 @@ class Neo4jGraphStore:
             "updated_at": _db_time(summary.updated_at),
         }
         params = {"tenant_key": summary.tenant.key, "props": props}
-        self._write("set_summary", lambda tx: self._run(tx, "set_summary", params))
+
+        def work(tx: ManagedTransaction) -> None:
+            (row,), _ = self._run(tx, "set_summary", params)
+            if row["text"] is None:  # as in _write_plan: a delete_tenant got there first
+                raise TransientError("the summary was deleted while this write waited for it")
+
+        self._write("set_summary", work)
 
     # ------------------------------------------------------------------ the whole store
 
