@@ -478,9 +478,12 @@ class Memory:
     def delete_all(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> int:
-        return self.store.delete_tenant(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        self.summaries.wait_idle()  # a refresh finishing later must not bring a summary back
+        return self.store.delete_tenant(scope)
 
     def reset(self) -> None:
+        self.summaries.wait_idle()
         self.store.reset()
 
     def stats(self, **ids: str | None) -> StoreStats:

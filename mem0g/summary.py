@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from mem0g.config import MemorySection
 from mem0g.extract import payload_messages
@@ -80,8 +80,16 @@ class SummaryWorker:
         )
         answer = self._llm().call("summarize", payload, self.usage)
         summary = Summary(tenant=tenant, text=answer.summary.strip(), messages_covered=total)
+        if self._store.message_count(tenant) < total:  # deleted while we were summarising
+            return None
         self._store.set_summary(summary)
         return summary
+
+    def wait_idle(self) -> None:
+        """Let queued and running refreshes finish (before a delete, so none writes after)."""
+        with self._lock:
+            pending = list(self._pending.values())
+        wait(pending)  # a failed refresh was already logged by _run
 
     def close(self) -> None:
         """Wait for a refresh in flight; cancel the queued ones."""

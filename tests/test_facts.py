@@ -284,3 +284,18 @@ def test_context_block_is_deterministic_and_within_budget(make_memory) -> None:
     assert (len(block) + 3) // 4 <= 120
     big = m.context("what does Alice like?", user_id="alice", limit=30, max_tokens=5000)
     assert big.count("\n- [2023-05-08]") == 30
+
+
+def test_delete_all_waits_for_a_summary_refresh(make_memory, llm_server) -> None:
+    def summarize(payload):
+        time.sleep(0.5)
+        return {"summary": "Alice said things."}
+
+    llm_server.add_rule({"task": "summarize", "response": summarize})
+    m = make_memory(**FACTS_ONLY)
+    m.add("one", user_id="alice", infer=False)
+    m.refresh_summary(user_id="alice", wait=False)
+    m.delete_all(user_id="alice")
+    time.sleep(0.7)
+    assert m.summary(user_id="alice") is None
+    assert all(t.user_id != "alice" for t in m.tenants())
