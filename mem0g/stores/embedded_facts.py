@@ -177,8 +177,10 @@ class FactIndex:
 
     def out(self, fact_id: str) -> Fact:
         vector = self.vectors.get(fact_id)
-        update = {"embedding": None if vector is None else vector.tolist()}
-        return self.facts[fact_id].model_copy(deep=True, update=update)
+        fact = self.facts[fact_id]
+        provenance = [p.model_copy() for p in fact.provenance]  # no list shared with the store
+        embedding = None if vector is None else vector.tolist()
+        return fact.model_copy(update={"embedding": embedding, "provenance": provenance})
 
     def get(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
         found = (self.facts.get(i) for i in dict.fromkeys(ids))
