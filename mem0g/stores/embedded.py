@@ -97,6 +97,9 @@ _SCHEMA = (
     *(f"CREATE INDEX IF NOT EXISTS {t}_tenant ON {t} (tenant_key)"
       for t in _COLUMNS if t not in _CONFLICT),
 )  # fmt: skip
+# Deletes per table, built once from the constant table names (never from any value).
+_DELETE_TENANT = {t: f"DELETE FROM {t} WHERE tenant_key = ?" for t in _COLUMNS}
+_DELETE_ALL = {t: f"DELETE FROM {t}" for t in _COLUMNS}
 # Upserts (built from the constant column names above; values always go in as ? parameters).
 # ON CONFLICT updates in place, so a record keeps its rowid and the load order stays stable.
 _UPSERT = {
@@ -491,7 +494,7 @@ class EmbeddedGraphStore:
             keys = self._scope_keys(scope)
             for key in keys:
                 for table in _COLUMNS:  # the graph's tables and the fact memory's
-                    conn.execute(f"DELETE FROM {table} WHERE tenant_key = ?", (key,))
+                    conn.execute(_DELETE_TENANT[table], (key,))
         self._facts.drop(keys)
         removed = 0
         for key in keys:
@@ -514,7 +517,7 @@ class EmbeddedGraphStore:
         """Delete everything in this store (the file and schema stay)."""
         with self._transaction() as conn:
             for table in _COLUMNS:
-                conn.execute(f"DELETE FROM {table}")
+                conn.execute(_DELETE_ALL[table])
         self._load()
 
     def close(self) -> None:
