@@ -9,10 +9,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+from neo4j_server import free_port
+
+from mem0g.types import Entity, Tenant, WritePlan
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_search.py"
 
@@ -108,8 +113,101 @@ def test_graph_has_exactly_n_distinct_edges(bench: ModuleType) -> None:
     assert len(bench.make_queries(graph, 120, bench.random.Random(1))) == 120
 
 
-def test_neo4j_store_is_not_implemented_yet(bench: ModuleType, tmp_path: Path) -> None:
-    with pytest.raises(NotImplementedError, match="not implemented yet"):
-        bench.make_bench_store("neo4j", tmp_path, 8)
-    argv = ["--store", "neo4j", "--sizes", "200", "--quiet", "--out", str(tmp_path / "x.json")]
-    assert bench.main(argv) == 2
+def _neo4j_argv(server: Any, out: Path, *extra: str) -> list[str]:
+    return [
+        "--store",
+        "neo4j",
+        "--neo4j-uri",
+        server.uri,
+        "--sizes",
+        "150",
+        "--queries",
+        "4",
+        "--warmup",
+        "1",
+        "--adds",
+        "2",
+        "--embedder",
+        "hashing",
+        "--quiet",
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+@pytest.mark.neo4j
+def test_neo4j_run_writes_complete_report(
+    bench: ModuleType,
+    tmp_path: Path,
+    neo4j_server: Any,
+    neo4j_connect: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NEO4J_USERNAME", neo4j_server.user)
+    monkeypatch.setenv("NEO4J_PASSWORD", neo4j_server.password)
+    out = tmp_path / "neo4j.json"
+    assert bench.main(_neo4j_argv(neo4j_server, out, "--other-tenants", "40")) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+
+    assert report["store"] == "neo4j"
+    assert report["store_info"]["server"] == "external"
+    assert report["store_info"]["version"].startswith("Neo4j/5.")
+    (size,) = report["sizes"]
+    assert size["edges"] == 150 and size["other_tenant_edges"] == 40
+    _positive(size["search"])
+    assert size["avg_relations_returned"] > 0
+    add = report["add"]
+    assert add["throughput_adds_per_s"] > 0
+    assert add["unmatched_llm_requests"] == 0
+    (target,) = report["targets"]
+    assert target["name"] == "search_p95 <= 4x query_embed_p95 at 100k edges"
+    assert target["pass"] is None  # no 100k size in this run
+
+    # what the run wrote is in the server: the target tenant's edges, plus the adds'
+    stats = neo4j_connect().stats()
+    assert stats.relations >= 150 + 40
+
+
+@pytest.mark.neo4j
+def test_neo4j_run_refuses_to_wipe_a_database_without_wipe(
+    bench: ModuleType,
+    tmp_path: Path,
+    neo4j_server: Any,
+    neo4j_connect: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NEO4J_USERNAME", neo4j_server.user)
+    monkeypatch.setenv("NEO4J_PASSWORD", neo4j_server.password)
+    store = neo4j_connect(dims=8)
+    tenant = Tenant(user_id="precious")
+    now = datetime.now(timezone.utc)
+    store.apply(
+        WritePlan(
+            tenant=tenant,
+            new_entities=[
+                Entity(
+                    tenant=tenant, name="Keep Me", keys=["keep me"], created_at=now, updated_at=now
+                )
+            ],
+            updated_at=now,
+        )
+    )
+    out = tmp_path / "refused.json"
+    with pytest.raises(SystemExit, match=r"not empty.*--wipe"):
+        bench.main(_neo4j_argv(neo4j_server, out))
+    assert not out.exists()
+    assert [e.name for e in store.find_entities(tenant, ["keep me"])] == ["Keep Me"]
+
+    assert bench.main(_neo4j_argv(neo4j_server, out, "--wipe", "--adds", "0")) == 0
+    assert store.find_entities(tenant, ["keep me"]) == []
+
+
+def test_unreachable_neo4j_fails_fast_with_a_clear_error(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NEO4J_PASSWORD", "x")
+    port = free_port()  # nothing listens there
+    argv = ["--store", "neo4j", "--neo4j-uri", f"bolt://127.0.0.1:{port}", "--quiet"]
+    with pytest.raises(SystemExit, match="cannot reach Neo4j"):
+        bench.main([*argv, "--out", str(tmp_path / "x.json")])
