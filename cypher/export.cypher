@@ -14,7 +14,7 @@ CALL () {
 WITH e
 WHERE ($agent_id IS NULL OR e.agent_id = $agent_id)
   AND ($run_id IS NULL OR e.run_id = $run_id)
-RETURN e {.*} AS entity;
+RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)} AS entity;
 
 // name: snapshot_relations
 CALL () {
@@ -36,4 +36,7 @@ WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
 MATCH (s:Entity)-[r]->(d:Entity)
 RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
-          destination_name: d.name} AS relation;
+          destination_name: d.name, valid_from: toString(r.valid_from),
+          invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
+          updated_at: toString(r.updated_at),
+          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]} AS relation;

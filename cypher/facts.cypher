@@ -47,7 +47,8 @@ MATCH (f:Fact {id: $ids[i]})
 WHERE ($user_id IS NULL OR f.user_id = $user_id)
   AND ($agent_id IS NULL OR f.agent_id = $agent_id)
   AND ($run_id IS NULL OR f.run_id = $run_id)
-RETURN f {.*} AS fact
+RETURN f {.*, created_at: toString(f.created_at), updated_at: toString(f.updated_at),
+          provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact
 ORDER BY i;
 
 // The scope's current facts, oldest first; equal creation times keep write order.
@@ -63,7 +64,8 @@ CALL () {
 WITH f
 WHERE ($agent_id IS NULL OR f.agent_id = $agent_id)
   AND ($run_id IS NULL OR f.run_id = $run_id)
-RETURN f {.*} AS fact
+RETURN f {.*, created_at: toString(f.created_at), updated_at: toString(f.updated_at),
+          provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact
 ORDER BY f.created_at, f.written, f.seq, f.pos, f.id;
 
 // Every event of one fact in write order, which is the order the changes happened in even

@@ -15,7 +15,7 @@ MATCH (e:Entity {id: $ids[i]})
 WHERE ($user_id IS NULL OR e.user_id = $user_id)
   AND ($agent_id IS NULL OR e.agent_id = $agent_id)
   AND ($run_id IS NULL OR e.run_id = $run_id)
-RETURN e {.*} AS entity
+RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)} AS entity
 ORDER BY i;
 
 // name: get_relations
@@ -25,7 +25,10 @@ WHERE ($user_id IS NULL OR r.user_id = $user_id)
   AND ($agent_id IS NULL OR r.agent_id = $agent_id)
   AND ($run_id IS NULL OR r.run_id = $run_id)
 RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
-          destination_name: d.name} AS relation
+          destination_name: d.name, valid_from: toString(r.valid_from),
+          invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
+          updated_at: toString(r.updated_at),
+          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]} AS relation
 ORDER BY i;
 
 // Entities having any of $keys among their normalised name/alias keys, ordered by the first
@@ -48,7 +51,7 @@ WHERE ($user_id IS NULL OR e.user_id = $user_id)
   AND ($run_id IS NULL OR e.run_id = $run_id)
   AND any(k IN coalesce(e.keys, []) WHERE k IN $keys)
 WITH e, [i IN range(0, size($keys) - 1) WHERE $keys[i] IN e.keys][0] AS first_key
-RETURN e {.*} AS entity
+RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)} AS entity
 ORDER BY first_key, e.written, e.pos, e.created_at, e.id;
 
 // The edges at each of $ids (one hop, direction ignored) that the scope and validity accept:
@@ -76,7 +79,10 @@ WHERE ($user_id IS NULL OR r.user_id = $user_id)
            AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
 RETURN i, r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
-             destination_name: d.name} AS relation
+          destination_name: d.name, valid_from: toString(r.valid_from),
+          invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
+          updated_at: toString(r.updated_at),
+          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]} AS relation
 ORDER BY i, direction, r.written, r.pos, r.created_at, r.id;
 
 // name: episodes

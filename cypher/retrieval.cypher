@@ -13,7 +13,7 @@ WHERE ($user_id IS NULL OR e.user_id = $user_id)
   AND ($agent_id IS NULL OR e.agent_id = $agent_id)
   AND ($run_id IS NULL OR e.run_id = $run_id)
   AND (NOT $exact OR e.tenant_key = $tenant_key)
-RETURN e {.*} AS entity, score
+RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)} AS entity, score
 ORDER BY score DESC
 LIMIT $want;
 
@@ -36,7 +36,7 @@ WHERE ($user_id IS NULL OR e.user_id = $user_id)
   AND e.embedding IS NOT NULL
 WITH e, CASE WHEN $zero_query OR coalesce(e.embedding_zero, false) THEN 0.5
              ELSE vector.similarity.cosine(e.embedding, $vector) END AS score
-RETURN e {.*} AS entity, score
+RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)} AS entity, score
 ORDER BY score DESC, e.written, e.pos
 LIMIT $want;
 
@@ -54,7 +54,10 @@ WHERE ($user_id IS NULL OR r.user_id = $user_id)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
 MATCH (s:Entity)-[r]->(d:Entity)
 RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
-          destination_name: d.name} AS relation, score
+          destination_name: d.name, valid_from: toString(r.valid_from),
+          invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
+          updated_at: toString(r.updated_at),
+          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]} AS relation, score
 ORDER BY score DESC
 LIMIT $want;
 
@@ -84,7 +87,10 @@ ORDER BY score DESC, r.written, r.pos
 LIMIT $want
 MATCH (s:Entity)-[r]->(d:Entity)
 RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
-          destination_name: d.name} AS relation, score
+          destination_name: d.name, valid_from: toString(r.valid_from),
+          invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
+          updated_at: toString(r.updated_at),
+          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]} AS relation, score
 ORDER BY score DESC;
 
 // Facts: only current facts are :Fact nodes (a deleted fact's node is gone).
@@ -96,7 +102,8 @@ WHERE ($user_id IS NULL OR f.user_id = $user_id)
   AND ($agent_id IS NULL OR f.agent_id = $agent_id)
   AND ($run_id IS NULL OR f.run_id = $run_id)
   AND (NOT $exact OR f.tenant_key = $tenant_key)
-RETURN f {.*} AS fact, score
+RETURN f {.*, created_at: toString(f.created_at), updated_at: toString(f.updated_at),
+          provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact, score
 ORDER BY score DESC
 LIMIT $want;
 
@@ -119,6 +126,7 @@ WHERE ($user_id IS NULL OR f.user_id = $user_id)
   AND f.embedding IS NOT NULL
 WITH f, CASE WHEN $zero_query OR coalesce(f.embedding_zero, false) THEN 0.5
              ELSE vector.similarity.cosine(f.embedding, $vector) END AS score
-RETURN f {.*} AS fact, score
+RETURN f {.*, created_at: toString(f.created_at), updated_at: toString(f.updated_at),
+          provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact, score
 ORDER BY score DESC, f.written, f.seq, f.pos
 LIMIT $want;

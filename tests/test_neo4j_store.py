@@ -1155,3 +1155,27 @@ def test_degenerate_vectors_rank_like_the_embedded_store(
                 assert ids([e for e, _ in mine]) == ids([e for e, _ in theirs])
                 assert ids([r for r, _ in got]) == ids([r for r, _ in want])
     embedded.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2016-09-09T00:00Z", datetime(2016, 9, 9, tzinfo=timezone.utc)),
+        ("2026-11-30T11:34:13.699959Z", datetime(2026, 11, 30, 11, 34, 13, 699959, timezone.utc)),
+        ("2020-01-01T10:00:00.12+02:00", datetime(2020, 1, 1, 8, 0, 0, 120000, timezone.utc)),
+        (
+            "2020-01-01T10:00:05.123456789-01:30",
+            datetime(2020, 1, 1, 11, 30, 5, 123456, timezone.utc),
+        ),
+        ("2020-01-01T10:00:00.5", datetime(2020, 1, 1, 10, 0, 0, 500000)),  # LOCAL DATETIME
+    ],
+)
+def test_times_read_as_cypher_strings_parse_back_exactly(text: str, expected: datetime) -> None:
+    got = store_module._parse_time(text)
+    assert got == expected
+    assert got.tzinfo == expected.tzinfo  # aware ones in UTC, local ones stay naive
+
+
+def test_unparseable_time_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match="unexpected time value"):
+        store_module._parse_time("yesterday")
