@@ -756,8 +756,11 @@ def test_small_tenant_in_a_large_shared_database(
         assert [e.id for e, _ in got_e] == [
             ents[i].id for i in np.argsort(-(ent_matrix @ query))[:5]
         ]
-    # the index alone returns other tenants' edges: the exact per-tenant scan answered
-    assert read.count("similar_relations_index") == read.count("similar_relations_scan") > 0
+    # the index alone returns other tenants' edges: the exact per-tenant scan answered. The
+    # first search also tried the small over-fetch; the store remembered it was too small.
+    searches = len(rels) + 3 * 3
+    assert read.count("similar_relations_scan") == searches
+    assert read.count("similar_relations_index") == searches + 1
 
     # invalidated edges drop out of current answers, which are still k long
     gone = {rels[i].id for i in range(4)}
@@ -776,12 +779,36 @@ def test_small_tenant_in_a_large_shared_database(
         got = store.similar_relations(Tenant(user_id="big"), query, 3, CURRENT)
         assert [r.id for r, _ in got] == [big_ids[i] for i in best]
         assert [s for _, s in got] == pytest.approx((big_vectors @ query)[best], abs=1e-5)
-    assert read == ["similar_relations_index"] * 3
+    # (its first search learns that a factor of 2 leaves too few rows; then one read each)
+    assert read == ["similar_relations_index"] * 4
     searched = time.monotonic() - searched
     print(f"\n100k-edge database built in {built:.1f} s; searches took {searched:.2f} s")
     monkeypatch.undo()
     store.reset()  # batched: leave an empty database to the next test
     assert store.stats().relations == 0
+
+
+def test_a_tenant_owning_the_index_needs_one_small_fetch(
+    store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = [f"n{i}" for i in range(120)]
+    store.apply(chain(A, names, rng))
+    edges = store.snapshot(A, CURRENT).relations
+    matrix = np.array([r.embedding for r in edges], dtype=np.float32)
+    fetched: list[tuple[str, int | None]] = []
+    real_read = store._read
+
+    def spy(name: str, params: dict[str, Any]) -> Any:
+        fetched.append((name, params.get("fetch")))
+        return real_read(name, params)
+
+    monkeypatch.setattr(store, "_read", spy)
+    for _ in range(3):
+        query = unit(rng)
+        got = store.similar_relations(A, query, 5, CURRENT)
+        assert ids([r for r, _ in got]) == [edges[i].id for i in np.argsort(-(matrix @ query))[:5]]
+    # want = k + 10 = 15 rows; twice that from the index is enough when every row is A's
+    assert fetched == [("similar_relations_index", 30)] * 3
 
 
 # ---------------------------------------------------------------- dump and reset

@@ -10,7 +10,8 @@ Choices that make the two stores interchangeable:
 * Datetimes are stored as Neo4j DATETIME normalised to UTC (Cypher orders equal instants with
   different offsets as unequal, so only one offset may ever be stored) and read back as
   timezone-aware UTC datetimes, equal to what went in.
-* Vector search asks the HNSW index for ``want * overfetch`` rows (it ranks every tenant),
+* Vector search asks the HNSW index for ``want`` times a factor rows (it ranks every tenant;
+  the factor, 2 up to ``overfetch``, is learned per scope),
   filters by tenant and validity, and falls back to an exact per-tenant scan when fewer than
   ``want`` survive; the candidates are then re-ranked in Python with the embedded store's
   float32 cosine, so both stores return the same ranking and scores.
@@ -72,6 +73,8 @@ from mem0g.types import (
 UTC = timezone.utc
 _VECTOR_KINDS = ("entities", "relations", "facts")  # one vector index each
 _FIELDS = {"entities": "entity", "relations": "relation", "facts": "fact"}  # row key per kind
+# what decides how many index rows survive the filters: the over-fetch is learned per these
+_FETCH_KEY = ("user_id", "agent_id", "run_id", "exact", "tenant_key", "include_invalid")
 CYPHER_FILES = ("schema", "write", "facts", "read", "retrieval", "export", "delete")
 _HEADER = re.compile(r"//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
 _T = TypeVar("_T")
@@ -599,6 +602,7 @@ class Neo4jGraphStore:
         self._lock = threading.RLock()
         self._schema_ready = False
         self._vector_indexes = False
+        self._fetch_factor: dict[tuple[Any, ...], int] = {}  # see _from_index
 
     @classmethod
     def from_config(cls, config: GraphStoreConfig, dims: int | None = None) -> Neo4jGraphStore:
@@ -924,12 +928,11 @@ class Neo4jGraphStore:
             raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
         norm = float(np.linalg.norm(query))
         query = query / norm if norm > 0 else query
-        want = 2 * k + 10  # extra candidates absorb float differences at the k-th place
+        want = k + 10  # extra candidates absorb float differences and ties at the k-th place
         params = {**params, "vector": query.tolist(), "zero_query": not norm > 0, "want": want}
         rows: list[dict[str, Any]] = []
         if self._vector_indexes and norm > 0 and want <= self.max_fetch:
-            fetch = min(want * self.overfetch, self.max_fetch)
-            rows = self._read(f"similar_{kind}_index", {**params, "fetch": fetch})
+            rows = self._from_index(kind, params, want)
         if len(rows) < want:  # too few of this scope among the global top-`fetch`
             rows = self._read(f"similar_{kind}_scan", params)
         if not rows:
@@ -941,6 +944,25 @@ class Neo4jGraphStore:
         scores = matrix @ query
         order = sorted(range(len(rows)), key=lambda i: -scores[i])[:k]
         return [(rows[i][column], float(scores[i])) for i in order]
+
+    def _from_index(self, kind: str, params: dict[str, Any], want: int) -> list[dict[str, Any]]:
+        """Ask the index for `want` times a factor rows and keep the scope's: the factor starts
+        small (a tenant that owns most of the index needs little over-fetch, and the HNSW
+        search costs more the more rows it returns), grows to `overfetch` when too few
+        survive, and is remembered per scope, so a small tenant goes straight to the large
+        fetch (then, if still short, the caller's exact scan) next time."""
+        key = (kind, params.get("as_of") is None, *(params.get(name) for name in _FETCH_KEY))
+        factor = self._fetch_factor.get(key, min(2, self.overfetch))
+        while True:
+            fetch = min(want * factor, self.max_fetch)
+            rows = self._read(f"similar_{kind}_index", {**params, "fetch": fetch})
+            if len(rows) >= want or factor >= self.overfetch or fetch >= self.max_fetch:
+                break
+            factor = self.overfetch
+        if len(self._fetch_factor) >= 4096:  # many scopes: forget, relearn as they come back
+            self._fetch_factor.clear()
+        self._fetch_factor[key] = factor
+        return rows
 
     def relations_touching(
         self, scope: Tenant, entity_ids: Sequence[str], validity: Validity, *, exact: bool = False
