@@ -50,6 +50,10 @@ CALL () {
 WITH e
 WHERE ($agent_id IS NULL OR e.agent_id = $agent_id)
   AND ($run_id IS NULL OR e.run_id = $run_id)
+CALL (e) {
+  MATCH (k:EntityKey)-[:KEY_OF]->(e)
+  DETACH DELETE k
+}
 DETACH DELETE e
 RETURN count(e) AS deleted;
 
@@ -126,7 +130,8 @@ CALL (r) {
 
 // name: reset_nodes
 MATCH (n)
-WHERE n:Entity OR n:Episode OR n:Fact OR n:FactEvent OR n:Summary OR n:TenantSequence
+WHERE n:Entity OR n:EntityKey OR n:Episode OR n:Fact OR n:FactEvent OR n:Summary
+   OR n:TenantSequence
 CALL (n) {
   DETACH DELETE n
 } IN TRANSACTIONS OF $batch ROWS;

@@ -32,25 +32,31 @@ RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
 ORDER BY i;
 
 // Entities having any of $keys among their normalised name/alias keys, ordered by the first
-// key they match, then by write order.
+// key they match, then by write order. Seeks the (:EntityKey) index per key: the cost follows
+// the matches, not the size of the tenant.
 // name: find_entities
-CALL () {
-  MATCH (e:Entity) WHERE $exact AND e.tenant_key = $tenant_key RETURN e
+UNWIND range(0, size($keys) - 1) AS i
+CALL (i) {
+  MATCH (k:EntityKey) WHERE $exact AND k.tenant_key = $tenant_key AND k.key = $keys[i]
+  RETURN k
   UNION ALL
-  MATCH (e:Entity) WHERE NOT $exact AND e.user_id = $user_id RETURN e
+  MATCH (k:EntityKey) WHERE NOT $exact AND k.user_id = $user_id AND k.key = $keys[i]
+  RETURN k
   UNION ALL
-  MATCH (e:Entity) WHERE NOT $exact AND $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  MATCH (k:EntityKey)
+  WHERE NOT $exact AND $user_id IS NULL AND k.agent_id = $agent_id AND k.key = $keys[i]
+  RETURN k
   UNION ALL
-  MATCH (e:Entity)
-  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
-  RETURN e
+  MATCH (k:EntityKey)
+  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND k.run_id = $run_id
+    AND k.key = $keys[i]
+  RETURN k
 }
-WITH e
+MATCH (k)-[:KEY_OF]->(e:Entity)
 WHERE ($user_id IS NULL OR e.user_id = $user_id)
   AND ($agent_id IS NULL OR e.agent_id = $agent_id)
   AND ($run_id IS NULL OR e.run_id = $run_id)
-  AND any(k IN coalesce(e.keys, []) WHERE k IN $keys)
-WITH e, [i IN range(0, size($keys) - 1) WHERE $keys[i] IN e.keys][0] AS first_key
+WITH e, min(i) AS first_key
 RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)} AS entity
 ORDER BY first_key, e.written, e.pos, e.created_at, e.id;
 

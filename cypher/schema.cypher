@@ -2,6 +2,10 @@
 // statement is idempotent (IF NOT EXISTS), so concurrent or repeated stores agree.
 // Data model, shared with `mem0g dump --format cypher`:
 //   (:Entity {id, name, type, aliases, keys, embedding, ...})
+//   (:EntityKey {key, tenant_key, user_id, agent_id, run_id})-[:KEY_OF]->(:Entity)
+//       one per normalised name/alias key of an entity (e.keys stays the record): Neo4j
+//       cannot index the elements of a list, so find_entities seeks these instead of
+//       reading every entity of the tenant
 //   (:Entity)-[:RELATES {id, name: <relation>, valid_from, invalid_at, ...}]->(:Entity)
 //   (:Episode {id, messages: <JSON>, message_count, timestamp, seq, ...})
 // and the fact memory beside the graph (cypher/facts.cypher):
@@ -38,6 +42,18 @@ CREATE CONSTRAINT mem0g_tenant_sequence_tenant_key IF NOT EXISTS
 FOR (q:TenantSequence) REQUIRE q.tenant_key IS UNIQUE;
 
 // Range indexes behind every tenant-scoped scan (see the anchored unions in read.cypher).
+// name: index_entity_key_tenant_key
+CREATE INDEX mem0g_entity_key_tenant_key IF NOT EXISTS FOR (k:EntityKey) ON (k.tenant_key, k.key);
+
+// name: index_entity_key_user_id
+CREATE INDEX mem0g_entity_key_user_id IF NOT EXISTS FOR (k:EntityKey) ON (k.user_id, k.key);
+
+// name: index_entity_key_agent_id
+CREATE INDEX mem0g_entity_key_agent_id IF NOT EXISTS FOR (k:EntityKey) ON (k.agent_id, k.key);
+
+// name: index_entity_key_run_id
+CREATE INDEX mem0g_entity_key_run_id IF NOT EXISTS FOR (k:EntityKey) ON (k.run_id, k.key);
+
 // name: index_entity_tenant_key
 CREATE INDEX mem0g_entity_tenant_key IF NOT EXISTS FOR (e:Entity) ON (e.tenant_key);
 

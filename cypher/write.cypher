@@ -71,6 +71,9 @@ SET ep = $props, ep.seq = $seq;
 UNWIND $rows AS row
 CREATE (e:Entity)
 SET e = row.props
+FOREACH (key IN row.props.keys |
+  CREATE (:EntityKey {key: key, tenant_key: e.tenant_key, user_id: e.user_id,
+                      agent_id: e.agent_id, run_id: e.run_id})-[:KEY_OF]->(e))
 WITH e, row
 WHERE row.embedding IS NOT NULL
 CALL db.create.setNodeVectorProperty(e, 'embedding', row.embedding);
@@ -78,14 +81,19 @@ CALL db.create.setNodeVectorProperty(e, 'embedding', row.embedding);
 // One row per entity (Python merges a plan's updates of one entity). The reduce keeps the
 // first occurrence of every name, like dict.fromkeys; reading e.aliases on the right-hand
 // side of SET makes Cypher lock the node first, so concurrent updates are not lost.
+// Keys new to the entity get their :EntityKey (the plan's tenant lock keeps two writers from
+// adding the same key at once; a duplicate would only be read once anyway).
 // name: update_aliases
 UNWIND $rows AS row
 MATCH (e:Entity {id: row.id})
 SET e.aliases = reduce(acc = [], a IN coalesce(e.aliases, []) + row.aliases |
                        CASE WHEN a IN acc THEN acc ELSE acc + a END),
-    e.keys = reduce(acc = [], k IN coalesce(e.keys, []) + row.keys |
-                    CASE WHEN k IN acc THEN acc ELSE acc + k END),
-    e.updated_at = $updated_at;
+    e.updated_at = $updated_at
+WITH e, row, coalesce(e.keys, []) AS had
+SET e.keys = reduce(acc = [], k IN had + row.keys | CASE WHEN k IN acc THEN acc ELSE acc + k END)
+FOREACH (key IN [k IN e.keys WHERE NOT k IN had] |
+  CREATE (:EntityKey {key: key, tenant_key: e.tenant_key, user_id: e.user_id,
+                      agent_id: e.agent_id, run_id: e.run_id})-[:KEY_OF]->(e));
 
 // name: create_relations
 UNWIND $rows AS row

@@ -311,6 +311,14 @@ def test_schema_is_applied_once_and_idempotently(
     for label, prop in ranges:
         index = indexes[f"mem0g_{label}_{prop}"]
         assert (index["type"], index["properties"], index["state"]) == ("RANGE", [prop], "ONLINE")
+    for prop in ("tenant_key", *TENANT_PROPS[1:]):  # find_entities seeks (scope, key)
+        index = indexes[f"mem0g_entity_key_{prop}"]
+        assert (index["type"], index["labelsOrTypes"], index["properties"], index["state"]) == (
+            "RANGE",
+            ["EntityKey"],
+            [prop, "key"],
+            "ONLINE",
+        )
     for name, target in (
         ("mem0g_entity_embedding", "Entity"),
         ("mem0g_relation_embedding", "RELATES"),
@@ -978,8 +986,8 @@ def test_fact_memory_data_model(
     assert cypher(driver, left, key=B.key) == [{"n": 2}]  # B's episode and sequence
     store.reset()
     mem0g_nodes = (
-        "MATCH (n) WHERE n:Entity OR n:Episode OR n:Fact OR n:FactEvent OR n:Summary "
-        "OR n:TenantSequence RETURN count(n) AS n"
+        "MATCH (n) WHERE n:Entity OR n:EntityKey OR n:Episode OR n:Fact OR n:FactEvent "
+        "OR n:Summary OR n:TenantSequence RETURN count(n) AS n"
     )
     assert cypher(driver, mem0g_nodes) == [{"n": 0}]
 

@@ -3,7 +3,8 @@
 Every statement lives in ``cypher/*.cypher`` as a named block (``// name: x``), read once at
 run time; values only ever travel as parameters, and labels are fixed (``:Entity``,
 ``:Episode``, ``:RELATES`` with the relation in its ``name`` property, as in the Cypher dump;
-the fact memory's ``:Fact``, ``:FactEvent`` and ``:Summary``, and ``:TenantSequence``).
+``:EntityKey`` nodes that index an entity's name/alias keys; the fact memory's ``:Fact``,
+``:FactEvent`` and ``:Summary``, and ``:TenantSequence``).
 
 Choices that make the two stores interchangeable:
 
@@ -782,7 +783,8 @@ class Neo4jGraphStore:
                 raise StoreError("the episode was not created")
         if rows["entities"]:
             _, counters = self._run(tx, "create_entities", {"rows": rows["entities"]})
-            if counters.nodes_created != len(rows["entities"]):
+            keys = sum(len(row["props"]["keys"]) for row in rows["entities"])
+            if counters.nodes_created != len(rows["entities"]) + keys:  # entities, their keys
                 raise StoreError("not every entity was created")
         if rows["aliases"]:
             self._run(tx, "update_aliases", {"rows": rows["aliases"], "updated_at": updated_at})
