@@ -548,6 +548,28 @@ def test_transient_errors_are_retried_as_a_whole(
     assert store.get_entities(A, [base.new_entities[0].id])[0].aliases == ["Al"]
 
 
+def test_reads_retry_transient_errors_and_report_lasting_ones(
+    store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = chain(A, ["Alice", "Acme"], rng)
+    store.apply(base)
+    real = neo4j.Session.run
+    failures: list[Exception] = [TransientError("injected"), neo4j.exceptions.SessionExpired()]
+
+    def flaky(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        if failures:
+            raise failures.pop(0)
+        return real(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(neo4j.Session, "run", flaky)
+    assert ids(store.get_entities(A, [base.new_entities[0].id])) == [base.new_entities[0].id]
+    assert failures == []  # two transient failures, then the answer
+
+    failures.extend([TransientError("still busy")] * 3)
+    with pytest.raises(StoreError, match=r"read get_entities failed: .*still busy"):
+        store.get_entities(A, [base.new_entities[0].id])
+
+
 def test_invalid_plan_is_rejected_inside_the_transaction(
     store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
 ) -> None:

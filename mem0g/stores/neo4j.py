@@ -51,7 +51,14 @@ from neo4j import (
     Result,
     Session,
 )
-from neo4j.exceptions import ClientError, DriverError, Neo4jError, TransientError
+from neo4j.exceptions import (
+    ClientError,
+    DriverError,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+    TransientError,
+)
 
 from mem0g.config import GraphStoreConfig
 from mem0g.resources import read_text
@@ -79,6 +86,7 @@ _FETCH_KEY = ("user_id", "agent_id", "run_id", "exact", "tenant_key", "include_i
 CYPHER_FILES = ("schema", "write", "facts", "read", "retrieval", "export", "delete")
 _HEADER = re.compile(r"//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
 _T = TypeVar("_T")
+_READ_ATTEMPTS = 3  # auto-commit reads: tries on a transient error (see _read)
 
 
 # ---------------------------------------------------------------- statements
@@ -719,7 +727,22 @@ class Neo4jGraphStore:
         self._vector_indexes = True
 
     def _read(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        return self._read_tx(name, lambda tx: _rows(tx.run(statements()[name], params)))
+        """One statement as an auto-commit read: one round trip, where a managed transaction
+        takes two (BEGIN with RUN, then COMMIT), and a search makes several reads. A read is
+        idempotent, so transient failures are retried here as execute_read would."""
+        driver = self._ready()
+        text = statements()[name]
+        for attempt in range(_READ_ATTEMPTS):
+            try:
+                with self._session(driver, READ_ACCESS) as session:
+                    return _rows(session.run(text, params))  # type: ignore[arg-type]
+            except (TransientError, SessionExpired, ServiceUnavailable) as exc:
+                if attempt + 1 == _READ_ATTEMPTS:
+                    raise StoreError(f"read {name} failed: {exc}") from exc
+                time.sleep(0.05 * 2**attempt)
+            except (Neo4jError, DriverError) as exc:
+                raise StoreError(f"read {name} failed: {exc}") from exc
+        raise AssertionError("unreachable")
 
     def _read_tx(self, what: str, work: Callable[[ManagedTransaction], _T]) -> _T:
         """One managed read transaction, for reads that need more than one statement to see
