@@ -279,6 +279,50 @@ def test_similar_facts_matches_brute_force_within_scope(
         store.similar_facts(A, np.ones(DIMS + 1, dtype=np.float32), 3)
 
 
+def test_similar_facts_follow_adds_updates_and_deletes(
+    store: Store, rng: np.random.Generator, reopen: Reopen
+) -> None:
+    """Searches between writes see every add, re-embedding update and delete (the embedded
+    store updates its fact matrix in place), and agree with a store opened afresh."""
+    live: dict[str, tuple[Tenant, np.ndarray]] = {}  # fact id -> tenant, current vector
+
+    def check(s: Store) -> None:
+        query = unit(rng)
+        for scope, exact, tenants in ((A, True, {A}), (USER_A, False, {A, A_BOT})):
+            pool = [(i, v) for i, (t, v) in live.items() if t in tenants]
+            scores = np.array([v for _, v in pool], dtype=np.float32).reshape(-1, DIMS) @ query
+            order = np.argsort(-scores)[:10]
+            got = s.similar_facts(scope, query, 10, exact=exact)
+            assert ids([f for f, _ in got]) == [pool[i][0] for i in order]
+            assert [sc for _, sc in got] == pytest.approx([scores[i] for i in order], abs=1e-5)
+
+    step = 0
+    for round_ in range(6):
+        for tenant in (A, A_BOT):
+            new = [fact(tenant, f"fact {round_} {i}", rng) for i in range(8)]
+            store.apply(fact_plan(tenant, new))
+            live.update((f.id, (tenant, np.asarray(f.embedding, dtype=np.float32))) for f in new)
+            check(store)
+            mine = [i for i, (t, _) in live.items() if t == tenant]
+            moved = [mine[j] for j in range(0, len(mine), 3)]
+            changes = []
+            for fact_id in moved:
+                vec = unit(rng)
+                changes.append(FactChange(fact_id=fact_id, text=f"moved {step}",
+                                          embedding=vec.tolist()))  # fmt: skip
+                live[fact_id] = (tenant, vec)
+                step += 1
+            gone = [i for i in mine if i not in moved][: 3 + round_]
+            changes += [FactChange(fact_id=i) for i in gone]
+            for fact_id in gone:
+                del live[fact_id]
+            store.apply(fact_plan(tenant, changes=changes, events=[]))
+            check(store)
+    with reopen(store) as again:
+        check(again)
+        check(store)
+
+
 # ---------------------------------------------------------------- validation and atomicity
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from mem0g.stores import EmbeddedGraphStore, GraphStore, StoreError
+from mem0g.stores.base import EdgeRef, edge_score
 from mem0g.stores.neo4j import Neo4jGraphStore
 from mem0g.types import (
     AliasUpdate,
@@ -339,6 +340,110 @@ def test_expand_hops_direction_and_validity(store: Store, rng: np.random.Generat
     assert [(r.id, h) for r, h in store.expand(A, [b.id, c.id], 1, CURRENT, 10)] == [
         (ab.id, 1), (bc.id, 1), (cd.id, 1),
     ]  # fmt: skip
+
+
+def _hub_graph(store: EmbeddedGraphStore, rng: np.random.Generator) -> list[Relation]:
+    """A hub with 30 spokes (three relation names), spokes linked in pairs, some edges
+    invalidated, one edge without an embedding, and another tenant's graph beside it."""
+    hub = entity(A, "hub", rng)
+    spokes = [entity(A, f"s{i}", rng) for i in range(30)]
+    rels = [
+        relation(A, s, f"r{i % 3}", hub, rng, valid_from=T0 + timedelta(days=i))
+        for i, s in enumerate(spokes)
+    ]
+    rels += [relation(A, spokes[i], "knows", spokes[i + 1], rng) for i in range(0, 29, 2)]
+    rels[4].embedding = None
+    store.apply(plan(A, [hub, *spokes], rels))
+    cut = [Invalidation(relation_id=rels[i].id, invalid_at=T0 + timedelta(days=i + 5))
+           for i in (2, 7, 31)]  # fmt: skip
+    store.apply(plan(A, invalidations=cut))
+    store.apply(chain(A_BOT, ["x", "y", "z"], rng))
+    return rels
+
+
+def test_expand_with_a_vector_scores_the_same_walk(
+    embedded_store: EmbeddedGraphStore, rng: np.random.Generator
+) -> None:
+    """`expand(..., vector=q)` walks exactly like `expand` and scores each edge the way the
+    retriever scores a copied record (`edge_score`), to the bit."""
+    rels = _hub_graph(embedded_store, rng)
+    hub, spokes = rels[0].destination_id, [r.source_id for r in rels[:30]]
+    cases = [([hub], 1, 100), ([hub], 2, 100), ([spokes[0]], 3, 100), ([hub], 2, 7),
+             ([spokes[3], hub], 1, 10), ([hub], 1, 0), (["missing"], 2, 10)]  # fmt: skip
+    scored_zero = False
+    for validity in (CURRENT, EVERYTHING, Validity(as_of=T0 + timedelta(days=10))):
+        for scope in (A, Tenant(user_id="a"), A_BOT):
+            for seeds, hops, limit in cases:
+                query = unit(rng)
+                walked = embedded_store.expand(scope, seeds, hops, validity, limit)
+                refs = embedded_store.expand(scope, seeds, hops, validity, limit, vector=query)
+                assert all(isinstance(ref, EdgeRef) for ref in refs)
+                want = [(r.id, r.source_id, r.relation, r.destination_id, h) for r, h in walked]
+                assert [
+                    (f.id, f.source_id, f.relation, f.destination_id, f.hop) for f in refs
+                ] == want
+                assert [f.score for f in refs] == [
+                    edge_score(query, r.embedding) for r, _ in walked
+                ]
+                scored_zero |= any(f.id == rels[4].id and f.score == 0.0 for f in refs)
+    assert scored_zero  # the edge without an embedding is walked, scored 0
+
+
+def test_similar_relations_refs_are_the_same_hits(
+    embedded_store: EmbeddedGraphStore, rng: np.random.Generator
+) -> None:
+    _hub_graph(embedded_store, rng)
+    for validity in (CURRENT, EVERYTHING, Validity(as_of=T0 + timedelta(days=12))):
+        for k in (0, 1, 5, 100):
+            query = unit(rng)
+            hits = embedded_store.similar_relations(Tenant(user_id="a"), query, k, validity)
+            refs = embedded_store.similar_relations(
+                Tenant(user_id="a"), query, k, validity, refs=True
+            )
+            assert [(r.id, r.source_id, r.relation, r.destination_id, 0, s) for r, s in hits] == [
+                tuple(ref) for ref in refs
+            ]  # fmt: skip
+
+
+def test_as_of_search_follows_writes(
+    embedded_store: EmbeddedGraphStore, rng: np.random.Generator
+) -> None:
+    """The edge matrix keeps its validity intervals in step with new edges and invalidations
+    (and rebuilds them the same after a reopen); boundaries as in `Relation.valid_at`."""
+    store = embedded_store
+    ents = [entity(A, f"n{i}", rng) for i in range(12)]
+    rels = [
+        relation(A, ents[i % 12], f"r{i}", ents[(i + 1) % 12], rng,
+                 valid_from=T0 + timedelta(days=i))
+        for i in range(70)
+    ]  # fmt: skip
+    rels[5].valid_from = None
+    store.apply(plan(A, ents, rels[:25]))
+    query = unit(rng)
+    store.similar_relations(A, query, 1, CURRENT)  # builds the matrix, without intervals
+    store.apply(plan(A, relations=rels[25:30]))  # the matrix grows: room for more rows
+    whens = [T0 + timedelta(days=d, hours=h) for d in (0, 3, 12, 30, 45) for h in (0, 1)]
+    whens.append(T0 - timedelta(microseconds=1))
+
+    def check(s: EmbeddedGraphStore) -> None:
+        stored = s.get_relations(A, ids(rels))
+        for when in whens:
+            validity = Validity(as_of=when)
+            accepted = [r for r in stored if r.valid_at(when)]
+            scores = np.array([r.embedding for r in accepted], dtype=np.float32) @ query
+            expected = [accepted[i].id for i in np.argsort(-scores)]
+            got = s.similar_relations(A, query, 100, validity)
+            assert ids([r for r, _ in got]) == expected, when
+
+    check(store)  # builds the intervals
+    store.apply(plan(A, relations=rels[30:]))  # the matrix and its intervals grow
+    cut = [Invalidation(relation_id=rels[i].id, invalid_at=T0 + timedelta(days=d))
+           for i, d in ((1, 12), (5, 3), (26, 30), (30, 45))]  # fmt: skip
+    store.apply(plan(A, invalidations=cut))
+    assert len(store.similar_relations(A, query, 100, Validity(as_of=T0 + timedelta(days=12)))) < 13
+    check(store)
+    with EmbeddedGraphStore(store.path) as again:
+        check(again)
 
 
 # ---------------------------------------------------------------- plan contents

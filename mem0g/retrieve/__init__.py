@@ -3,19 +3,25 @@
 (a) link the query to entities by exact n-gram / alias match and by name-embedding similarity,
 walk their edges (`hops`), score each edge by cosine to the query; (b) nearest triples by
 embedding; (c) fuse the two rankings with the recipe in `FusionConfig` (data, not branches).
+
+Candidates are ranked as light `EdgeRef`s; only the `limit` edges returned are read as records.
+A store whose `expand`/`similar_relations` take `vector=`/`refs=` scores them itself; for any
+other store the retriever copies the records and scores them with the same `edge_score`.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from mem0g.config import FusionConfig, RetrievalConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.resolve.names import normalize_name
-from mem0g.stores.base import GraphStore
+from mem0g.stores.base import EdgeRef, GraphStore, edge_ref, edge_score
 from mem0g.types import EntityHit, Relation, RelationHit, SearchResult, Tenant, Validity
 
 _STOP = frozenset(
@@ -57,11 +63,58 @@ def fuse(
     return fused
 
 
+def _takes(method: Callable[..., Any], keyword: str) -> bool:
+    try:
+        return keyword in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class DualRetriever:
     def __init__(self, store: GraphStore, embedder: CachedEmbedder, config: RetrievalConfig):
         self.store = store
         self.embedder = embedder
         self.config = config
+        # stores that score candidates themselves (GraphStore's `vector=` / `refs=` keywords)
+        self.scored_reads = _takes(store.expand, "vector") and _takes(
+            store.similar_relations, "refs"
+        )
+
+    def _expand(
+        self,
+        scope: Tenant,
+        seeds: Sequence[str],
+        hops: int,
+        validity: Validity,
+        limit: int,
+        qvec: np.ndarray,
+        records: dict[str, Relation],
+    ) -> list[EdgeRef]:
+        """`store.expand` as scored refs; records a store copied anyway are kept in `records`."""
+        if self.scored_reads:
+            return self.store.expand(scope, seeds, hops, validity, limit, vector=qvec)
+        refs = []
+        for rel, hop in self.store.expand(scope, seeds, hops, validity, limit):
+            records.setdefault(rel.id, rel)
+            refs.append(edge_ref(rel, hop, edge_score(qvec, rel.embedding)))
+        return refs
+
+    def _nearest(
+        self,
+        scope: Tenant,
+        qvec: np.ndarray,
+        k: int,
+        validity: Validity,
+        records: dict[str, Relation],
+    ) -> list[tuple[str, float]]:
+        if self.scored_reads:
+            hits = self.store.similar_relations(scope, qvec, k, validity, refs=True)
+            return [(ref.id, float(ref.score)) for ref in hits]
+        nearest = []
+        for rel, score in self.store.similar_relations(scope, qvec, k, validity):
+            records[rel.id] = rel
+            nearest.append((rel.id, float(score)))
+        return nearest
 
     def link(self, query: str, qvec: np.ndarray, scope: Tenant) -> list[EntityHit]:
         """Entities the query names: exact name/alias n-grams first, then close name embeddings."""
@@ -91,14 +144,16 @@ class DualRetriever:
         self,
         scope: Tenant,
         seeds: set[str],
-        walked: list[tuple[Relation, int]],
+        walked: list[EdgeRef],
         validity: Validity,
-    ) -> list[tuple[Relation, int]]:
+        qvec: np.ndarray,
+        records: dict[str, Relation],
+    ) -> list[EdgeRef]:
         """Edges sharing a relation and an endpoint with a seed's edge (X works_at C -> Y
         works_at C): how "who works with X" reaches coworkers without a full second hop."""
         hubs: dict[tuple[str, str, bool], None] = {}
-        for rel, hop in walked:
-            if hop != 1:
+        for rel in walked:
+            if rel.hop != 1:
                 continue
             if rel.source_id in seeds:
                 hubs[(rel.destination_id, rel.relation, True)] = None
@@ -109,51 +164,52 @@ class DualRetriever:
         hub_ids = sorted({hub for hub, _, _ in hubs})
         found = []
         # bounded walk: a hub such as a big employer may hold thousands of edges
-        for rel, _ in self.store.expand(scope, hub_ids, 1, validity, self.config.sibling_limit):
+        limit = self.config.sibling_limit
+        for rel in self._expand(scope, hub_ids, 1, validity, limit, qvec, records):
             if (rel.destination_id, rel.relation, True) in hubs or (
                 rel.source_id,
                 rel.relation,
                 False,
             ) in hubs:
-                found.append((rel, 2))
+                found.append(rel._replace(hop=2))
         return found
 
     def search(self, query: str, scope: Tenant, limit: int, validity: Validity) -> SearchResult:
         qvec = self.embedder.embed([query])[0]
         linked = self.link(query, qvec, scope)
-        relations: dict[str, Relation] = {}
+        records: dict[str, Relation] = {}  # only filled by stores without scored reads
 
         expanded = []
         if linked and self.config.hops > 0:
-            walked = self.store.expand(
-                scope,
-                [h.id for h in linked],
-                self.config.hops,
-                validity,
-                self.config.expansion_limit,
+            seeds = [h.id for h in linked]
+            walked = self._expand(
+                scope, seeds, self.config.hops, validity, self.config.expansion_limit, qvec, records
             )
             if self.config.siblings:
-                walked += self._siblings(scope, {h.id for h in linked}, walked, validity)
-            for rel, hop in walked:
-                if rel.id in relations:
+                walked += self._siblings(scope, set(seeds), walked, validity, qvec, records)
+            seen: set[str] = set()
+            for rel in walked:
+                if rel.id in seen:
                     continue
-                relations[rel.id] = rel
-                score = float(np.dot(qvec, np.asarray(rel.embedding, dtype=np.float32)))
-                expanded.append((rel.id, score / hop))
+                seen.add(rel.id)
+                expanded.append((rel.id, rel.score / rel.hop))
             expanded.sort(key=lambda item: -item[1])
 
-        nearest = []
-        for rel, score in self.store.similar_relations(
-            scope, qvec, max(self.config.triple_top_k, limit), validity
-        ):
-            relations[rel.id] = rel
-            nearest.append((rel.id, float(score)))
+        k = max(self.config.triple_top_k, limit)
+        nearest = self._nearest(scope, qvec, k, validity, records)
 
         recipe = self.config.fusion
         fused = fuse([(expanded, recipe.entity_weight), (nearest, recipe.triple_weight)], recipe)
         ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
+        missing = [rid for rid, _ in ranked if rid not in records]
+        if missing:  # the few records returned, read once (scored reads copied none)
+            records.update((rel.id, rel) for rel in self.store.get_relations(scope, missing))
         return SearchResult(
             query=query,
-            relations=[RelationHit.from_relation(relations[rid], score) for rid, score in ranked],
+            relations=[
+                RelationHit.from_relation(records[rid], score)
+                for rid, score in ranked
+                if rid in records  # an edge deleted meanwhile (delete_tenant) is left out
+            ],
             entities=linked,
         )

@@ -6,12 +6,18 @@ match anything), unless `exact=True`, where the record's tenant must equal the s
 `WritePlan`, applied all-or-nothing.
 
 Vectors are unit-length float32 numpy arrays, so cosine similarity is a dot product.
+
+Scored reads: `expand(..., vector=q)` and `similar_relations(..., refs=True)` return light
+`EdgeRef`s (ids, ends, relation, hop, score) instead of copied records, so the retriever can rank
+hundreds of candidate edges and copy only the few it returns (`get_relations`). Both keywords
+default to the old behaviour; a store without them still works (the retriever then scores the
+copied records itself, with the same arithmetic, so results do not depend on the store).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, overload, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
@@ -44,6 +50,40 @@ class StoreError(RuntimeError):
     """A store could not do what was asked; nothing was written."""
 
 
+class EdgeRef(NamedTuple):
+    """An edge as a scored read returns it: enough to rank it and to find its siblings; the
+    record itself comes from `get_relations` (only for the edges a search returns)."""
+
+    id: str
+    source_id: str
+    relation: str
+    destination_id: str
+    hop: int  # hop distance from the seeds (`expand`); 0 from `similar_relations`
+    score: float  # see `edge_score` (`expand`); the store's cosine (`similar_relations`)
+
+
+def row_scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine of each unit row with a unit query, as every store computes it: `matrix @ query`
+    in numpy's own single-threaded loop rather than BLAS. BLAS splits a matrix-vector product
+    of a few thousand rows across threads that wait on one another (and on the embedding
+    model's threads right after a query was embedded): 2-4x slower on 2 cores. And BLAS rounds
+    a row differently depending on where it sits in the matrix; this scores a row the same in
+    a tenant's whole matrix as among a few candidates, so two stores agree to the bit."""
+    return np.einsum("ij,j->i", matrix, query)
+
+
+def edge_score(vector: np.ndarray, embedding: np.ndarray | Sequence[float] | None) -> float:
+    """How `expand(..., vector=)` scores an edge: float32 `np.dot(vector, embedding)`, exactly
+    the arithmetic the retriever applies to a copied record (0.0 for an edge without one)."""
+    if embedding is None:
+        return 0.0
+    return float(np.dot(vector, np.asarray(embedding, dtype=np.float32)))
+
+
+def edge_ref(rel: Relation, hop: int, score: float) -> EdgeRef:
+    return EdgeRef(rel.id, rel.source_id, rel.relation, rel.destination_id, hop, score)
+
+
 @runtime_checkable
 class GraphStore(Protocol):
     def apply(self, plan: WritePlan) -> None:
@@ -68,16 +108,66 @@ class GraphStore(Protocol):
     ) -> list[Relation]:
         """Edges with either endpoint in `entity_ids` (one hop, both directions)."""
 
+    @overload
     def expand(
-        self, scope: Tenant, entity_ids: Sequence[str], hops: int, validity: Validity, limit: int
-    ) -> list[tuple[Relation, int]]:
+        self,
+        scope: Tenant,
+        entity_ids: Sequence[str],
+        hops: int,
+        validity: Validity,
+        limit: int,
+        *,
+        vector: None = None,
+    ) -> list[tuple[Relation, int]]: ...
+
+    @overload
+    def expand(
+        self,
+        scope: Tenant,
+        entity_ids: Sequence[str],
+        hops: int,
+        validity: Validity,
+        limit: int,
+        *,
+        vector: np.ndarray,
+    ) -> list[EdgeRef]: ...
+
+    def expand(
+        self,
+        scope: Tenant,
+        entity_ids: Sequence[str],
+        hops: int,
+        validity: Validity,
+        limit: int,
+        *,
+        vector: np.ndarray | None = None,
+    ) -> list[tuple[Relation, int]] | list[EdgeRef]:
         """Edges reachable within `hops` from the seeds (ignoring direction), with their hop
-        distance (1 = touches a seed). Traversal walks only edges that `validity` accepts."""
+        distance (1 = touches a seed). Traversal walks only edges that `validity` accepts.
+        With `vector`: the same edges in the same order, as `EdgeRef`s scored by `edge_score`
+        against it (no record is copied)."""
+
+    @overload
+    def similar_relations(
+        self,
+        scope: Tenant,
+        vector: np.ndarray,
+        k: int,
+        validity: Validity,
+        *,
+        refs: Literal[False] = False,
+    ) -> list[tuple[Relation, float]]: ...
+
+    @overload
+    def similar_relations(
+        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity, *, refs: Literal[True]
+    ) -> list[EdgeRef]: ...
 
     def similar_relations(
-        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity
-    ) -> list[tuple[Relation, float]]:
-        """Top-k edges by triple-embedding cosine among those `validity` accepts, best first."""
+        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity, *, refs: bool = False
+    ) -> list[tuple[Relation, float]] | list[EdgeRef]:
+        """Top-k edges by triple-embedding cosine among those `validity` accepts, best first.
+        With `refs`: the same edges, order and scores as `EdgeRef`s (hop 0), no record copied."""
 
     def snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
         """All entities of the scope and the edges `validity` accepts."""

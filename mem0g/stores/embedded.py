@@ -17,14 +17,15 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import networkx as nx
 import numpy as np
 
-from mem0g.stores.base import StoreError, StoreStats
-from mem0g.stores.embedded_facts import FactIndex, unit_rows
+from mem0g.stores.base import EdgeRef, StoreError, StoreStats, row_scores
+from mem0g.stores.embedded_facts import FactIndex, VectorBlock
 from mem0g.stores.embedded_facts import as_vector as _vec
 from mem0g.types import (
     Entity,
@@ -154,6 +155,24 @@ def _from_row(table: str, row: sqlite3.Row) -> Any:
     return _MODELS[table].model_validate(data)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
+_OPEN = np.iinfo(np.int64)  # an open end of a validity interval: .min / .max
+
+
+def _micros(when: datetime) -> int:
+    """Exact microseconds since the epoch (naive times taken as UTC, as everywhere in mem0g)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return (when - _EPOCH) // _MICROSECOND
+
+
+def _span(rel: Relation) -> tuple[int, int]:
+    """`Relation.valid_at(t)` is `start <= micros(t) < end` on this interval."""
+    start = _OPEN.min if rel.valid_from is None else _micros(rel.valid_from)
+    return start, _OPEN.max if rel.invalid_at is None else _micros(rel.invalid_at)
+
+
 def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k best scores in no particular order (O(n), no full sort)."""
     return np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(len(scores))
@@ -178,43 +197,6 @@ def _locked(
 
 
 @dataclass
-class _Block:
-    """A tenant's embedding matrix: row i is the unit vector of record ids[i]. It grows in
-    place (capacity doubling) as records are added, instead of being rebuilt after a write."""
-
-    ids: list[str]
-    rows: np.ndarray  # capacity x dims; the first len(ids) rows are in use
-    flags: np.ndarray  # bool per row: the record has no invalid_at (the default Validity())
-    index: dict[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.index = {record_id: row for row, record_id in enumerate(self.ids)}
-
-    @property
-    def matrix(self) -> np.ndarray:
-        return self.rows[: len(self.ids)]
-
-    @property
-    def current(self) -> np.ndarray:
-        return self.flags[: len(self.ids)]
-
-    def upsert(self, record_id: str, vector: np.ndarray, current: bool) -> None:
-        row = self.index.get(record_id)
-        if row is not None:  # embeddings never change; only validity does
-            self.flags[row] = current
-            return
-        size = len(self.ids)
-        if size == self.rows.shape[0]:
-            grown = max(16, size * 2)
-            self.rows = np.resize(self.rows, (grown, self.rows.shape[1]))
-            self.flags = np.resize(self.flags, grown)
-        self.rows[size] = unit_rows([vector], vector.shape[0])[0]
-        self.flags[size] = current
-        self.ids.append(record_id)
-        self.index[record_id] = size
-
-
-@dataclass
 class _Bucket:
     """Everything of one exact tenant key; dicts are insertion-ordered sets of ids."""
 
@@ -223,7 +205,7 @@ class _Bucket:
     relations: dict[str, None] = field(default_factory=dict)
     episodes: dict[str, None] = field(default_factory=dict)
     keys: dict[str, dict[str, None]] = field(default_factory=dict)  # entity key -> entity ids
-    blocks: dict[str, _Block] = field(default_factory=dict)  # "entities"/"relations", lazy
+    blocks: dict[str, VectorBlock] = field(default_factory=dict)  # "entities"/"relations"
 
 
 class EmbeddedGraphStore:
@@ -351,7 +333,7 @@ class EmbeddedGraphStore:
         bucket.entities[entity.id] = None
         for key in entity.keys:
             bucket.keys.setdefault(key, {})[entity.id] = None
-        self._index_vector(bucket, "entities", entity.id, vector, True)
+        self._index_vector(bucket, "entities", entity)
 
     def _add_relation(self, rel: Relation, vector: np.ndarray | None) -> None:
         self._relations[rel.id] = rel
@@ -360,20 +342,22 @@ class EmbeddedGraphStore:
             self._vectors[rel.id] = vector
         bucket = self._bucket(rel.tenant)
         bucket.relations[rel.id] = None
-        self._index_vector(bucket, "relations", rel.id, vector, rel.invalid_at is None)
+        self._index_vector(bucket, "relations", rel)
 
-    def _index_vector(
-        self, bucket: _Bucket, table: str, record_id: str, vector: np.ndarray | None, current: bool
-    ) -> None:
+    def _index_vector(self, bucket: _Bucket, table: str, record: Entity | Relation) -> None:
         """Keep a built matrix in step with a write (or drop it when it can't be)."""
         block = bucket.blocks.get(table)
         if block is None:
             return
-        stored = self._vectors.get(record_id)
+        stored = self._vectors.get(record.id)
         if stored is None or stored.shape[0] != block.rows.shape[1]:
             bucket.blocks.pop(table, None)
             return
-        block.upsert(record_id, stored, current)
+        if isinstance(record, Relation):
+            span = None if block.spans is None else _span(record)
+            block.upsert(record.id, stored, record.invalid_at is None, span=span)
+        else:
+            block.upsert(record.id, stored, True)
 
     def _out(self, record: Entity | Relation) -> Any:
         """A copy with its embedding re-attached that shares no mutable list with the store
@@ -560,28 +544,43 @@ class EmbeddedGraphStore:
 
     @_locked
     def similar_relations(
-        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity
-    ) -> list[tuple[Relation, float]]:
+        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity, *, refs: bool = False
+    ) -> Any:
+        """Top-k edges by cosine; with `refs`, as `EdgeRef`s (hop 0) without copying records."""
         blocks = [self._block(key, "relations") for key in self._scope_keys(scope)]
         hits = self._search(blocks, vector, k, validity)
+        if refs:
+            rels = self._relations
+            return [EdgeRef(i, (r := rels[i]).source_id, r.relation, r.destination_id, 0, score)
+                    for i, score in hits]  # fmt: skip
         return [(self._out(self._relations[i]), score) for i, score in hits]
 
-    def _block(self, tenant_key: str, table: str) -> _Block:
-        """The tenant's matrix for `table`, rebuilt on first use after a write touched it."""
+    def _block(self, tenant_key: str, table: str) -> VectorBlock:
+        """The tenant's matrix for `table`, built on first use, then kept in step with writes."""
         bucket = self._buckets[tenant_key]
         block = bucket.blocks.get(table)
         if block is None:
             records: dict[str, Any] = self._entities if table == "entities" else self._relations
             ids = [i for i in getattr(bucket, table) if i in self._vectors]
-            matrix = unit_rows([self._vectors[i] for i in ids], self.dims)
+            vectors = [self._vectors[i] for i in ids]
             current = [getattr(records[i], "invalid_at", None) is None for i in ids]
-            block = bucket.blocks[table] = _Block(ids, matrix, np.array(current, dtype=bool))
+            block = bucket.blocks[table] = VectorBlock.build(ids, vectors, current, self.dims)
         return block
 
+    def _spans(self, block: VectorBlock) -> np.ndarray:
+        """The validity intervals of an edge block's rows, built on the first `as_of` search."""
+        if block.spans is None:
+            spans = np.empty((block.rows.shape[0], 2), dtype=np.int64)  # as many as rows fit
+            for row, rel_id in enumerate(block.ids):
+                spans[row] = _span(self._relations[rel_id])
+            block.spans = spans
+        return block.spans[: len(block.ids)]
+
     def _search(
-        self, blocks: Iterable[_Block], vector: np.ndarray, k: int, validity: Validity | None
+        self, blocks: Iterable[VectorBlock], vector: np.ndarray, k: int, validity: Validity | None
     ) -> list[tuple[str, float]]:
-        """Top-k within each block among the rows `validity` accepts, merged across blocks."""
+        """Top-k within each block among the rows `validity` accepts (None: the flagged rows),
+        merged across blocks."""
         if k <= 0:
             return []
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -593,15 +592,19 @@ class EmbeddedGraphStore:
                 continue
             if block.matrix.shape[1] != query.shape[0]:
                 raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
-            scores = block.matrix @ query
-            if validity is None or validity.include_invalid:
-                rows = np.arange(len(block.ids))
-            elif validity.as_of is None:
-                rows = np.flatnonzero(block.current)
+            scores = row_scores(block.matrix, query)
+            if validity is not None and validity.include_invalid:
+                rows = None
+            elif validity is None or validity.as_of is None:
+                rows = block.selected()
             else:
-                accepted = [validity.accepts(self._relations[i]) for i in block.ids]
-                rows = np.flatnonzero(np.array(accepted, dtype=bool))
-            best = rows[_top_k(scores[rows], k)]
+                spans = self._spans(block)
+                when = _micros(validity.as_of)
+                rows = np.flatnonzero((spans[:, 0] <= when) & (spans[:, 1] > when))
+            if rows is None:
+                best = _top_k(scores, k)
+            else:
+                best = rows[_top_k(scores[rows], k)]
             candidates.extend((block.ids[r], float(scores[r])) for r in best)
         candidates.sort(key=lambda hit: -hit[1])  # best first, across all blocks
         return candidates[:k]
@@ -619,34 +622,69 @@ class EmbeddedGraphStore:
         return [self._out(r) for r in found.values()]
 
     def _edges_of(self, entity_id: str) -> Iterator[Relation]:
-        """Every edge at a node, outgoing then incoming (a self-loop only once)."""
-        if entity_id not in self._graph:
+        """Every edge at a node, outgoing then incoming (a self-loop only once), in the order of
+        `out_edges`/`in_edges(keys=True)`; read from the graph's adjacency dicts, which costs a
+        third of those views per edge (a walk passes hundreds of edges at hub nodes)."""
+        graph = self._graph
+        if entity_id not in graph:
             return
-        for _, _, key in self._graph.out_edges(entity_id, keys=True):
-            yield self._relations[key]
-        for src, _, key in self._graph.in_edges(entity_id, keys=True):
-            if src != entity_id:
-                yield self._relations[key]
+        relations = self._relations
+        for keys in graph._succ[entity_id].values():
+            for key in keys:
+                yield relations[key]
+        for source, keys in graph._pred[entity_id].items():
+            if source != entity_id:
+                for key in keys:
+                    yield relations[key]
 
     @_locked
     def expand(
+        self,
+        scope: Tenant,
+        entity_ids: Sequence[str],
+        hops: int,
+        validity: Validity,
+        limit: int,
+        *,
+        vector: np.ndarray | None = None,
+    ) -> Any:
+        """Breadth-first, direction ignored, walking only accepted in-scope edges. With
+        `vector`, the walked edges come back as scored `EdgeRef`s and no record is copied."""
+        walked = self._walk(scope, entity_ids, hops, validity, limit)
+        if vector is None:
+            return [(self._out(rel), hop) for rel, hop in walked]
+        dot = np.asarray(vector, dtype=np.float32).reshape(-1).dot  # `edge_score`, inlined
+        vectors = self._vectors
+        return [EdgeRef(rel.id, rel.source_id, rel.relation, rel.destination_id, hop,
+                        0.0 if (v := vectors.get(rel.id)) is None else float(dot(v)))
+                for rel, hop in walked]  # fmt: skip
+
+    def _walk(
         self, scope: Tenant, entity_ids: Sequence[str], hops: int, validity: Validity, limit: int
     ) -> list[tuple[Relation, int]]:
-        """Breadth-first, direction ignored, walking only accepted in-scope edges."""
+        """`expand`'s walk over the stored records themselves (callers copy what they return)."""
         result: list[tuple[Relation, int]] = []
         seen: set[str] = set()
         frontier = list(dict.fromkeys(entity_ids))
         visited = set(frontier)
+        # scope.matches per distinct tenant object (records share few); ids are stable here,
+        # as the store lock keeps every record alive for the whole call
+        in_scope: dict[int, bool] = {}
         for hop in range(1, hops + 1):
             next_frontier: list[str] = []
             for node in frontier:
                 for rel in self._edges_of(node):
-                    if rel.id in seen or not (scope.matches(rel.tenant) and validity.accepts(rel)):
+                    if rel.id in seen:
+                        continue
+                    matched = in_scope.get(id(rel.tenant))
+                    if matched is None:
+                        matched = in_scope[id(rel.tenant)] = scope.matches(rel.tenant)
+                    if not (matched and validity.accepts(rel)):
                         continue
                     if len(result) >= limit:
                         return result
                     seen.add(rel.id)
-                    result.append((self._out(rel), hop))
+                    result.append((rel, hop))
                     other = rel.destination_id if rel.source_id == node else rel.source_id
                     if other not in visited:
                         visited.add(other)
@@ -686,10 +724,7 @@ class EmbeddedGraphStore:
         self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
     ) -> list[tuple[Fact, float]]:
         """Numpy top-k over the rows of the scope's tenants only, like `similar_entities`."""
-        blocks = []
-        for key in self._scope_keys(scope, exact):
-            ids, matrix = self._facts.matrix(key, self.dims)
-            blocks.append(_Block(ids, matrix, np.ones(len(ids), dtype=bool)))
+        blocks = [self._facts.block(key, self.dims) for key in self._scope_keys(scope, exact)]
         return [(self._facts.out(i), score) for i, score in self._search(blocks, vector, k, None)]
 
     @_locked

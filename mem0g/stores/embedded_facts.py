@@ -32,6 +32,89 @@ def unit_rows(vectors: Sequence[np.ndarray], dims: int | None) -> np.ndarray:
 
 
 @dataclass
+class VectorBlock:
+    """A tenant's embedding matrix: row i is the unit vector of record ids[i], and flags[i] says
+    whether the row is selected by default (an edge without invalid_at, a fact not deleted).
+    It changes in place (capacity doubling) as records are written, instead of being rebuilt.
+    An edge block may also hold `spans`: per row the [valid_from, invalid_at) interval as int64
+    microseconds, so an `as_of` search selects rows with one comparison instead of a loop."""
+
+    ids: list[str]
+    rows: np.ndarray  # capacity x dims; the first len(ids) rows are in use
+    flags: np.ndarray  # bool per row
+    index: dict[str, int] = field(default_factory=dict)
+    unflagged: int = 0  # rows whose flag is False
+    spans: np.ndarray | None = None  # capacity x 2 int64, set by the owner when first needed
+
+    def __post_init__(self) -> None:
+        self.index = {record_id: row for row, record_id in enumerate(self.ids)}
+        self.unflagged = len(self.ids) - int(np.count_nonzero(self.flags[: len(self.ids)]))
+
+    @classmethod
+    def build(
+        cls, ids: list[str], vectors: Sequence[np.ndarray], flags: Sequence[bool], dims: int | None
+    ) -> VectorBlock:
+        return cls(ids, unit_rows(vectors, dims), np.array(flags, dtype=bool).reshape(-1))
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self.rows[: len(self.ids)]
+
+    @property
+    def current(self) -> np.ndarray:
+        return self.flags[: len(self.ids)]
+
+    def selected(self) -> np.ndarray | None:
+        """Indices of the flagged rows; None when that is every row."""
+        return None if self.unflagged == 0 else np.flatnonzero(self.current)
+
+    def _flag(self, row: int, flag: bool) -> None:
+        if bool(self.flags[row]) != flag:
+            self.unflagged += -1 if flag else 1
+            self.flags[row] = flag
+
+    def upsert(
+        self,
+        record_id: str,
+        vector: np.ndarray,
+        flag: bool,
+        *,
+        replace: bool = False,
+        span: tuple[int, int] | None = None,
+    ) -> None:
+        """Add a row, or set an existing row's flag and span (and, with `replace`, its vector:
+        a fact's text and embedding may change; an entity's or edge's embedding never does).
+        Without a `span`, held spans are dropped (the owner rebuilds them when needed)."""
+        row = self.index.get(record_id)
+        if row is None:
+            row = len(self.ids)
+            if row == self.rows.shape[0]:
+                grown = max(16, row * 2)
+                self.rows = np.resize(self.rows, (grown, self.rows.shape[1]))
+                self.flags = np.resize(self.flags, grown)
+                if self.spans is not None:
+                    self.spans = np.resize(self.spans, (grown, 2))
+            self.flags[row] = True
+            self.ids.append(record_id)
+            self.index[record_id] = row
+            replace = True
+        if replace:
+            self.rows[row] = unit_rows([vector], vector.shape[0])[0]
+        self._flag(row, flag)
+        if self.spans is not None:
+            if span is None:
+                self.spans = None
+            else:
+                self.spans[row] = span
+
+    def unflag(self, record_id: str) -> None:
+        """The record is gone or has no vector any more: its row is never selected again."""
+        row = self.index.get(record_id)
+        if row is not None:
+            self._flag(row, False)
+
+
+@dataclass
 class FactWrites:
     """A plan's fact part after validation: the rows to write, and the memory change after."""
 
@@ -53,7 +136,7 @@ class FactIndex:
         self.vectors: dict[str, np.ndarray] = {}
         self.tenants: dict[str, Tenant] = {}  # every key with a fact, an event or a summary
         self._current: dict[str, dict[str, None]] = {}  # key -> current fact ids, write order
-        self._matrices: dict[str, tuple[list[str], np.ndarray]] = {}  # key -> lazy unit rows
+        self._blocks: dict[str, VectorBlock] = {}  # key -> unit rows, built lazily, then kept
         self._events: dict[str, list[FactEvent]] = {}  # fact id -> its events, write order
         self._event_ids: set[str] = set()
         self._summaries: dict[str, Summary] = {}
@@ -74,14 +157,30 @@ class FactIndex:
         else:
             self.vectors[fact.id] = vector
         self._current.setdefault(key, {})[fact.id] = None
-        self._matrices.pop(key, None)
+        self._index_vector(key, fact.id, vector)
 
     def remove_fact(self, fact_id: str) -> None:
         fact = self.facts.pop(fact_id)
         self.vectors.pop(fact_id, None)
         key = fact.tenant.key
         del self._current[key][fact_id]
-        self._matrices.pop(key, None)
+        self._index_vector(key, fact_id, None)
+
+    def _index_vector(self, key: str, fact_id: str, vector: np.ndarray | None) -> None:
+        """Keep a built block in step with a write (or drop it when it can't be, or when more
+        than half its rows are dead; it is rebuilt on the next search)."""
+        block = self._blocks.get(key)
+        if block is None:
+            return
+        if vector is None:
+            block.unflag(fact_id)
+        elif vector.shape[0] == block.rows.shape[1]:
+            block.upsert(fact_id, vector, True, replace=True)
+        else:
+            del self._blocks[key]
+            return
+        if block.unflagged > max(16, len(block.ids) // 2):
+            del self._blocks[key]
 
     def add_event(self, event: FactEvent) -> None:
         self._key(event.tenant)
@@ -106,7 +205,7 @@ class FactIndex:
             for fact_id in self._current.pop(key, {}):
                 del self.facts[fact_id]
                 self.vectors.pop(fact_id, None)
-            self._matrices.pop(key, None)
+            self._blocks.pop(key, None)
             self._summaries.pop(key, None)
             self.tenants.pop(key, None)
         for fact_id, events in list(self._events.items()):
@@ -192,13 +291,14 @@ class FactIndex:
         facts.sort(key=lambda f: f.created_at)
         return [self.out(f.id) for f in facts]
 
-    def matrix(self, key: str, dims: int | None) -> tuple[list[str], np.ndarray]:
-        """The unit rows of the tenant's current facts that have a vector, built on first use
-        after a write touched the tenant."""
-        found = self._matrices.get(key)
+    def block(self, key: str, dims: int | None) -> VectorBlock:
+        """The unit rows of the tenant's current facts that have a vector (flagged; a deleted
+        fact's row stays, unflagged), built on first use and then kept in step with writes."""
+        found = self._blocks.get(key)
         if found is None:
             ids = [i for i in self._current.get(key, {}) if i in self.vectors]
-            found = self._matrices[key] = (ids, unit_rows([self.vectors[i] for i in ids], dims))
+            vectors = [self.vectors[i] for i in ids]
+            found = self._blocks[key] = VectorBlock.build(ids, vectors, [True] * len(ids), dims)
         return found
 
     def history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:
