@@ -62,7 +62,9 @@ ORDER BY first_key, e.written, e.pos, e.created_at, e.id;
 
 // The edges at each of $ids (one hop, direction ignored) that the scope and validity accept:
 // per seed in the given order, outgoing before incoming, a self-loop once. Both
-// relations_touching and each breadth-first step of expand read this.
+// relations_touching and each breadth-first step of expand read this. $vector set: each edge
+// comes back light (ids, relation, score = cosine to $vector; 0 without an embedding) for
+// expand(vector=), which ranks hundreds of them and reads only the winners in full.
 // name: edges_at
 UNWIND range(0, size($ids) - 1) AS i
 MATCH (n:Entity {id: $ids[i]})
@@ -84,11 +86,17 @@ WHERE ($user_id IS NULL OR r.user_id = $user_id)
        OR ($as_of IS NOT NULL
            AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
-RETURN i, r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
-          destination_name: d.name, valid_from: toString(r.valid_from),
-          invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
-          updated_at: toString(r.updated_at),
-          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]} AS relation
+RETURN i, CASE WHEN $vector IS NULL
+            THEN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
+                   destination_name: d.name, valid_from: toString(r.valid_from),
+                   invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
+                   updated_at: toString(r.updated_at),
+                   provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]}
+            ELSE r {.id, .name, source_id: s.id, destination_id: d.id,
+                    score: CASE WHEN coalesce(r.embedding_zero, false) THEN 0.0
+                                ELSE coalesce(2 * vector.similarity.cosine(r.embedding, $vector)
+                                              - 1, 0.0) END}
+            END AS relation
 ORDER BY i, direction, r.written, r.pos, r.created_at, r.id;
 
 // name: episodes

@@ -4,6 +4,8 @@
 // Both return candidates only: Python re-ranks them with the same float32 cosine as the
 // embedded store, so the two stores rank identically. Scores here are Neo4j's normalised
 // cosine, (1 + cos) / 2. $zero_query: the query vector has no direction (cosine undefined).
+// $light (relations): rows carry ids and the relation only, ranked by Neo4j's own score, for
+// similar_relations(refs=True), whose caller reads only the edges it keeps.
 
 // name: similar_entities_index
 CALL db.index.vector.queryNodes('mem0g_entity_embedding', $fetch, $vector)
@@ -53,12 +55,14 @@ WHERE ($user_id IS NULL OR r.user_id = $user_id)
            AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
 MATCH (s:Entity)-[r]->(d:Entity)
-RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
-          destination_name: d.name, valid_from: toString(r.valid_from),
-          invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
-          updated_at: toString(r.updated_at),
-          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]} AS relation, score
-ORDER BY score DESC
+RETURN CASE WHEN $light THEN r {.id, .name, source_id: s.id, destination_id: d.id}
+            ELSE r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
+                   destination_name: d.name, valid_from: toString(r.valid_from),
+                   invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
+                   updated_at: toString(r.updated_at),
+                   provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]}
+            END AS relation, score
+ORDER BY score DESC, r.written, r.pos
 LIMIT $want;
 
 // name: similar_relations_scan
@@ -86,12 +90,14 @@ WITH r, CASE WHEN $zero_query OR coalesce(r.embedding_zero, false) THEN 0.5
 ORDER BY score DESC, r.written, r.pos
 LIMIT $want
 MATCH (s:Entity)-[r]->(d:Entity)
-RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
-          destination_name: d.name, valid_from: toString(r.valid_from),
-          invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
-          updated_at: toString(r.updated_at),
-          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]} AS relation, score
-ORDER BY score DESC;
+RETURN CASE WHEN $light THEN r {.id, .name, source_id: s.id, destination_id: d.id}
+            ELSE r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
+                   destination_name: d.name, valid_from: toString(r.valid_from),
+                   invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
+                   updated_at: toString(r.updated_at),
+                   provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]}
+            END AS relation, score
+ORDER BY score DESC, r.written, r.pos;
 
 // Facts: only current facts are :Fact nodes (a deleted fact's node is gone).
 // name: similar_facts_index

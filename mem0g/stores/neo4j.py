@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 from neo4j import (
@@ -62,7 +62,7 @@ from neo4j.exceptions import (
 
 from mem0g.config import GraphStoreConfig
 from mem0g.resources import read_text
-from mem0g.stores.base import StoreError, StoreStats
+from mem0g.stores.base import EdgeRef, StoreError, StoreStats, row_scores
 from mem0g.types import (
     Entity,
     Episode,
@@ -933,17 +933,42 @@ class Neo4jGraphStore:
         hits = self._nearest("entities", _scope(scope, exact), vector, k)
         return [(_entity(props), score) for props, score in hits]
 
+    @overload
     def similar_relations(
-        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity
-    ) -> list[tuple[Relation, float]]:
-        params = {**_scope(scope), **_validity(validity)}
-        hits = self._nearest("relations", params, vector, k)
+        self,
+        scope: Tenant,
+        vector: np.ndarray,
+        k: int,
+        validity: Validity,
+        *,
+        refs: Literal[False] = False,
+    ) -> list[tuple[Relation, float]]: ...
+
+    @overload
+    def similar_relations(
+        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity, *, refs: Literal[True]
+    ) -> list[EdgeRef]: ...
+
+    def similar_relations(
+        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity, *, refs: bool = False
+    ) -> list[tuple[Relation, float]] | list[EdgeRef]:
+        """With `refs`: light rows ranked by Neo4j's own cosine (the same order; scores agree
+        with the embedded store's float32 ones to ~1e-7), no embeddings sent."""
+        params = {**_scope(scope), **_validity(validity), "light": refs}
+        hits = self._nearest("relations", params, vector, k, light=refs)
+        if refs:
+            return [
+                EdgeRef(p["id"], p["source_id"], p["name"], p["destination_id"], 0, score)
+                for p, score in hits
+            ]
         return [(_relation(props), score) for props, score in hits]
 
     def _nearest(
-        self, kind: str, params: dict[str, Any], vector: np.ndarray, k: int
+        self, kind: str, params: dict[str, Any], vector: np.ndarray, k: int, light: bool = False
     ) -> list[tuple[dict[str, Any], float]]:
-        """Candidates from the index (over-fetched) or an exact tenant scan, re-ranked here."""
+        """Candidates from the index (over-fetched) or an exact tenant scan, re-ranked here
+        with the embedded store's arithmetic; `light` rows carry no embedding, so they keep
+        Neo4j's order and score, mapped from (1 + cos) / 2 back to the cosine."""
         self._ready()
         if k <= 0:
             return []
@@ -953,7 +978,8 @@ class Neo4jGraphStore:
             raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
         norm = float(np.linalg.norm(query))
         query = query / norm if norm > 0 else query
-        want = k + 10  # extra candidates absorb float differences and ties at the k-th place
+        # re-ranked: extra candidates absorb float differences and ties at the k-th place
+        want = k if light else k + 10
         params = {**params, "vector": query.tolist(), "zero_query": not norm > 0, "want": want}
         rows: list[dict[str, Any]] = []
         if self._vector_indexes and norm > 0 and want <= self.max_fetch:
@@ -963,10 +989,12 @@ class Neo4jGraphStore:
         if not rows:
             return []
         column = _FIELDS[kind]
+        if light:
+            return [(row[column], 2.0 * float(row["score"]) - 1.0) for row in rows[:k]]
         matrix = np.array([row[column]["embedding"] for row in rows], dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix /= np.where(norms == 0, np.float32(1), norms)
-        scores = matrix @ query
+        scores = row_scores(matrix, query)
         order = sorted(range(len(rows)), key=lambda i: -scores[i])[:k]
         return [(rows[i][column], float(scores[i])) for i in order]
 
@@ -996,7 +1024,7 @@ class Neo4jGraphStore:
         ids = list(dict.fromkeys(entity_ids))
         if not ids:
             return []
-        params = {**_scope(scope, exact), **_validity(validity), "ids": ids}
+        params = {**_scope(scope, exact), **_validity(validity), "ids": ids, "vector": None}
         found: dict[str, Relation] = {}
         for row in self._read("edges_at", params):
             rel_id = row["relation"]["id"]
@@ -1004,19 +1032,53 @@ class Neo4jGraphStore:
                 found[rel_id] = _relation(row["relation"])
         return list(found.values())
 
+    @overload
     def expand(
-        self, scope: Tenant, entity_ids: Sequence[str], hops: int, validity: Validity, limit: int
-    ) -> list[tuple[Relation, int]]:
+        self,
+        scope: Tenant,
+        entity_ids: Sequence[str],
+        hops: int,
+        validity: Validity,
+        limit: int,
+        *,
+        vector: None = None,
+    ) -> list[tuple[Relation, int]]: ...
+
+    @overload
+    def expand(
+        self,
+        scope: Tenant,
+        entity_ids: Sequence[str],
+        hops: int,
+        validity: Validity,
+        limit: int,
+        *,
+        vector: np.ndarray,
+    ) -> list[EdgeRef]: ...
+
+    def expand(
+        self,
+        scope: Tenant,
+        entity_ids: Sequence[str],
+        hops: int,
+        validity: Validity,
+        limit: int,
+        *,
+        vector: np.ndarray | None = None,
+    ) -> list[tuple[Relation, int]] | list[EdgeRef]:
         """Breadth-first, direction ignored, walking only accepted in-scope edges; one query
-        per hop, the bookkeeping as in the embedded store so both return the same order."""
+        per hop, the bookkeeping as in the embedded store so both return the same order.
+        With `vector`: light `EdgeRef`s scored in Cypher by the cosine to `vector` (equal to
+        `edge_score` for unit vectors, to ~1e-7), so a hub's edges cost no embedding transfer."""
         self._ready()
-        result: list[tuple[Relation, int]] = []
+        result: list[Any] = []
         if limit <= 0:
             return result
         seen: set[str] = set()
         frontier = list(dict.fromkeys(entity_ids))
         visited = set(frontier)
-        base = {**_scope(scope), **_validity(validity)}
+        query = None if vector is None else np.asarray(vector, dtype=np.float32).ravel().tolist()
+        base = {**_scope(scope), **_validity(validity), "vector": query}
         for hop in range(1, hops + 1):
             if not frontier:
                 break
@@ -1028,7 +1090,19 @@ class Neo4jGraphStore:
                 if len(result) >= limit:
                     return result
                 seen.add(props["id"])
-                result.append((_relation(props), hop))
+                if query is None:
+                    result.append((_relation(props), hop))
+                else:
+                    result.append(
+                        EdgeRef(
+                            props["id"],
+                            props["source_id"],
+                            props["name"],
+                            props["destination_id"],
+                            hop,
+                            float(props["score"]),
+                        )
+                    )
                 node = frontier[row["i"]]
                 other = (
                     props["destination_id"] if props["source_id"] == node else props["source_id"]
