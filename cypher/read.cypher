@@ -65,6 +65,7 @@ ORDER BY first_key, e.written, e.pos, e.created_at, e.id;
 // relations_touching and each breadth-first step of expand read this. $vector set: each edge
 // comes back light (ids, relation, score = cosine to $vector; 0 without an embedding) for
 // expand(vector=), which ranks hundreds of them and reads only the winners in full.
+// $row_limit: expand needs only the first rows of a hop (a hub holds thousands of edges).
 // name: edges_at
 UNWIND range(0, size($ids) - 1) AS i
 MATCH (n:Entity {id: $ids[i]})
@@ -86,6 +87,9 @@ WHERE ($user_id IS NULL OR r.user_id = $user_id)
        OR ($as_of IS NOT NULL
            AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
+WITH i, direction, r, s, d
+ORDER BY i, direction, r.written, r.pos, r.created_at, r.id
+LIMIT $row_limit
 RETURN i, CASE WHEN $vector IS NULL
             THEN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
                    destination_name: d.name, valid_from: toString(r.valid_from),

@@ -86,6 +86,7 @@ _FETCH_KEY = ("user_id", "agent_id", "run_id", "exact", "tenant_key", "include_i
 CYPHER_FILES = ("schema", "write", "facts", "read", "retrieval", "export", "delete")
 _HEADER = re.compile(r"//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
 _T = TypeVar("_T")
+_ALL_ROWS = 2**62  # LIMIT for reads that want every row
 _READ_ATTEMPTS = 3  # auto-commit reads: tries on a transient error (see _read)
 
 
@@ -1024,7 +1025,13 @@ class Neo4jGraphStore:
         ids = list(dict.fromkeys(entity_ids))
         if not ids:
             return []
-        params = {**_scope(scope, exact), **_validity(validity), "ids": ids, "vector": None}
+        params = {
+            **_scope(scope, exact),
+            **_validity(validity),
+            "ids": ids,
+            "vector": None,
+            "row_limit": _ALL_ROWS,
+        }
         found: dict[str, Relation] = {}
         for row in self._read("edges_at", params):
             rel_id = row["relation"]["id"]
@@ -1083,7 +1090,11 @@ class Neo4jGraphStore:
             if not frontier:
                 break
             next_frontier: list[str] = []
-            for row in self._read("edges_at", {**base, "ids": frontier}):
+            # An edge comes at most twice in a hop (both ends in the frontier), and so may each
+            # edge already taken: these rows hold every edge the bookkeeping below can take.
+            row_limit = 2 * (limit - len(result)) + 2 * len(seen)
+            params = {**base, "ids": frontier, "row_limit": row_limit}
+            for row in self._read("edges_at", params):
                 props = row["relation"]
                 if props["id"] in seen:
                     continue
