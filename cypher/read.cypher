@@ -103,6 +103,45 @@ RETURN i, CASE WHEN $vector IS NULL
             END AS relation
 ORDER BY i, direction, r.written, r.pos, r.created_at, r.id;
 
+// The sibling edges of the retriever ("who works with X" -> X's coworkers): per key
+// {hub_id, relation, hub_is_destination}, in key order, the edges (x)-[relation]->(hub)
+// (hub_is_destination) or (hub)-[relation]->(x) (not), that the scope and validity accept.
+// The hub is sought by its unique id and only the needed direction is expanded (the other
+// branch is switched off by its key alone), the relation name is compared before anything
+// else; an edge two keys match counts for the first. Rows are cut to $limit in key and write
+// order before the light projection (ids, relation, score = cosine to $vector; 0 without an
+// embedding, as edges_at scores for expand(vector=)).
+// name: sibling_edges
+UNWIND range(0, size($keys) - 1) AS i
+WITH i, $keys[i] AS key
+MATCH (h:Entity {id: key.hub_id})
+CALL (h, key) {
+  MATCH (h)<-[r:RELATES]-(x:Entity)
+  WHERE key.hub_is_destination AND r.name = key.relation
+  RETURN r, x AS s, h AS d
+  UNION ALL
+  MATCH (h)-[r:RELATES]->(x:Entity)
+  WHERE NOT key.hub_is_destination AND r.name = key.relation
+  RETURN r, h AS s, x AS d
+}
+WITH i, r, s, d
+WHERE ($user_id IS NULL OR r.user_id = $user_id)
+  AND ($agent_id IS NULL OR r.agent_id = $agent_id)
+  AND ($run_id IS NULL OR r.run_id = $run_id)
+  AND ($include_invalid
+       OR ($as_of IS NULL AND r.invalid_at IS NULL)
+       OR ($as_of IS NOT NULL
+           AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
+           AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
+WITH r, s, d, min(i) AS first_key
+ORDER BY first_key, r.written, r.pos, r.created_at, r.id
+LIMIT $limit
+RETURN r {.id, .name, source_id: s.id, destination_id: d.id,
+          score: CASE WHEN coalesce(r.embedding_zero, false) THEN 0.0
+                      ELSE coalesce(2 * vector.similarity.cosine(r.embedding, $vector) - 1, 0.0)
+                 END} AS relation
+ORDER BY first_key, r.written, r.pos, r.created_at, r.id;
+
 // name: episodes
 CALL () {
   MATCH (ep:Episode) WHERE ep.user_id = $user_id RETURN ep

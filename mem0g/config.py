@@ -105,7 +105,12 @@ class RetrievalConfig(_Section):
     siblings: bool = Field(
         default=True, description="also walk edges sharing a relation and hub with a seed's edge"
     )
-    sibling_limit: int = Field(default=200, ge=0, description="edges read around hub nodes")
+    sibling_limit: int = Field(
+        default=200,
+        ge=0,
+        description="sibling edges read at most (a store without `siblings`: edges read "
+        "around hub nodes)",
+    )
     link_threshold: float = Field(
         default=0.55, description="query/entity-name cosine needed to link by embedding"
     )

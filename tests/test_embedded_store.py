@@ -203,6 +203,10 @@ def test_tenant_isolation_for_every_read(store: Store, rng: np.random.Generator)
     assert all(r.tenant == B for r, _ in store.similar_relations(B, query, 10, EVERYTHING))
     assert store.relations_touching(B, a_ents, EVERYTHING) == []
     assert store.expand(B, a_ents, 3, EVERYTHING, 100) == []
+    assert store.siblings(B, [(a_ents[1], "r0", True)], EVERYTHING, 100, vector=query) == []
+    assert ids(store.siblings(A, [(a_ents[1], "r0", True)], EVERYTHING, 100, vector=query)) == [
+        a_rels[0]
+    ]
     snap = store.snapshot(B, EVERYTHING)
     assert ids(snap.entities) == ids(pb.new_entities)
     assert ids(snap.relations) == ids(pb.new_relations)
@@ -412,6 +416,111 @@ def test_similar_relations_refs_are_the_same_hits(store: Store, rng: np.random.G
             assert [ref.score for ref in refs] == pytest.approx(
                 [score for _, score in hits], abs=tol, rel=0
             )
+
+
+def test_siblings_read_one_relation_on_one_side_of_each_hub(
+    store: Store, rng: np.random.Generator
+) -> None:
+    """`siblings`: per key (hub, relation, hub_is_destination) the edges into (True) or out of
+    (False) the hub with that relation, in key order, then write order; each edge once (its
+    first key); only in-scope edges the validity accepts; cut to `limit`; hop 2; scored by
+    `edge_score` (to the bit on the embedded store)."""
+    tol = _score_tolerance(store)
+    rels = _hub_graph(store, rng)
+    hub, spokes = rels[0].destination_id, [r.source_id for r in rels[:30]]
+    hub_e, s0 = store.get_entities(A, [hub, spokes[0]])
+    # s0's second edge into the hub comes last in write order, though s0 is the hub's first
+    # neighbour (the embedded store's adjacency lists a neighbour's edges together)
+    late = relation(A, s0, "r1", hub_e, rng)
+    store.apply(plan(A, relations=[late]))
+    (bot_xy, bot_yz) = store.snapshot(A_BOT, EVERYTHING).relations
+    # another tenant's look-alike hub: same name, same relation names
+    b_hub = entity(B, "hub", rng)
+    b_spokes = [entity(B, f"s{i}", rng) for i in range(4)]
+    b_rels = [relation(B, s, f"r{i % 2}", b_hub, rng) for i, s in enumerate(b_spokes)]
+    store.apply(plan(B, [b_hub, *b_spokes], b_rels))
+    written = [*rels, bot_xy, bot_yz, late, *b_rels]  # write order
+    stored = {r.id: r for r in store.get_relations(A, ids(written))}
+    stored |= {r.id: r for r in store.get_relations(B, ids(b_rels))}
+    assert len(stored) == len(written)
+
+    def expected(
+        scope: Tenant, keys: list[tuple[str, str, bool]], validity: Validity, limit: int
+    ) -> list[Relation]:
+        out: dict[str, Relation] = {}
+        for hub_id, name, hub_is_destination in keys:
+            for rel in (stored[r.id] for r in written):
+                end = rel.destination_id if hub_is_destination else rel.source_id
+                if (end == hub_id and rel.relation == name and rel.id not in out
+                        and scope.matches(rel.tenant) and validity.accepts(rel)):  # fmt: skip
+                    out[rel.id] = rel
+        return list(out.values())[:limit]
+
+    key_sets: list[list[tuple[str, str, bool]]] = [
+        [(hub, "r1", True)],
+        [(hub, "r1", True), (hub, "r0", True)],  # key order, then write order
+        [(hub, "r0", False)],  # the hub has no outgoing edges
+        [(spokes[0], "r0", False), (hub, "r0", True)],  # s0's edge once, for the first key
+        [(spokes[0], "knows", False), (spokes[1], "knows", True)],  # the same edge twice
+        [(spokes[1], "knows", False)],  # s1 -knows-> nobody
+        [(spokes[2], "knows", False), (spokes[2], "r2", False), (hub, "r2", True)],
+        [(b_hub.id, "r0", True), (hub, "r0", True)],  # two tenants' hubs
+        [(bot_xy.destination_id, "r0", True), (bot_xy.source_id, "r0", False)],
+        [("missing", "r0", True), (hub, "r0", True), (hub, "r0", True)],
+        [],
+    ]
+    validities = (CURRENT, EVERYTHING, Validity(as_of=T0 + timedelta(days=10)),
+                  Validity(as_of=T0 + timedelta(days=40)))  # fmt: skip
+    scopes = (A, A_BOT, B, Tenant(agent_id="bot"), Tenant(user_id="nobody"))
+    found = 0
+    for validity in validities:
+        for scope in scopes:
+            for keys in key_sets:
+                for limit in (0, 1, 3, 100):
+                    query = unit(rng)
+                    got = store.siblings(scope, keys, validity, limit, vector=query)
+                    want = expected(scope, keys, validity, limit)
+                    assert all(isinstance(ref, EdgeRef) for ref in got)
+                    assert [tuple(ref)[:5] for ref in got] == [
+                        (r.id, r.source_id, r.relation, r.destination_id, 2) for r in want
+                    ], (validity, scope, keys, limit)
+                    assert [ref.score for ref in got] == pytest.approx(
+                        [edge_score(query, r.embedding) for r in want], abs=tol, rel=0
+                    )
+                    found += len(got)
+    assert found > 300
+
+    # the cases above, spelled out
+    query = unit(rng)
+    r1_current = [rels[i].id for i in range(1, 30, 3) if i != 7] + [late.id]
+    got = store.siblings(A, [(hub, "r1", True)], CURRENT, 100, vector=query)
+    assert ids(got) == r1_current
+    assert next(ref.score for ref in got if ref.id == rels[4].id) == 0.0  # no embedding
+    got = store.siblings(A, [(hub, "r1", True)], EVERYTHING, 100, vector=query)
+    assert ids(got) == [rels[i].id for i in range(1, 30, 3)] + [late.id]
+    as_of = Validity(as_of=T0 + timedelta(days=10))  # valid from day i; rels[7] cut on day 12
+    got = store.siblings(A, [(hub, "r1", True)], as_of, 100, vector=query)
+    assert ids(got) == [rels[i].id for i in (1, 4, 7, 10)] + [late.id]
+    got = store.siblings(A, [(hub, "r1", True), (hub, "r0", True)], CURRENT, 12, vector=query)
+    assert ids(got) == [*r1_current, rels[0].id, rels[3].id]
+    got = store.siblings(A, [(spokes[0], "knows", False), (spokes[1], "knows", True)],
+                         CURRENT, 10, vector=query)  # fmt: skip
+    assert ids(got) == [rels[30].id]
+    assert store.siblings(A, [(hub, "r0", False)], EVERYTHING, 10, vector=query) == []
+    assert store.siblings(A, [(hub, "r0", True)], CURRENT, 0, vector=query) == []
+    mixed = [(b_hub.id, "r0", True), (hub, "r0", True)]
+    assert {r.tenant for r in store.get_relations(
+        B, ids(store.siblings(B, mixed, EVERYTHING, 100, vector=query)))} == {B}  # fmt: skip
+    assert ids(store.siblings(B, mixed, EVERYTHING, 100, vector=query)) == [
+        b_rels[0].id, b_rels[2].id
+    ]  # fmt: skip
+    a_side = ids(store.siblings(A, mixed, EVERYTHING, 100, vector=query))
+    assert a_side == [rels[i].id for i in range(0, 30, 3)]
+    bot_keys = [(bot_xy.destination_id, "r0", True), (hub, "r0", True)]
+    assert ids(store.siblings(A_BOT, bot_keys, EVERYTHING, 100, vector=query)) == [bot_xy.id]
+    assert ids(store.siblings(A, bot_keys, EVERYTHING, 3, vector=query)) == [
+        bot_xy.id, rels[0].id, rels[3].id
+    ]  # fmt: skip
 
 
 def test_as_of_search_follows_writes(
@@ -811,6 +920,7 @@ def test_closed_store_raises(store: Store, rng: np.random.Generator) -> None:
         lambda: store.similar_relations(A, vec, 3, CURRENT),
         lambda: store.relations_touching(A, ids(p.new_entities), CURRENT),
         lambda: store.expand(A, ids(p.new_entities), 1, CURRENT, 5),
+        lambda: store.siblings(A, [(p.new_entities[1].id, "r0", True)], CURRENT, 5, vector=vec),
         lambda: store.snapshot(A, CURRENT),
         lambda: store.episodes(A),
         lambda: store.delete_tenant(A),

@@ -207,6 +207,9 @@ def test_every_query_sent_is_a_file_statement(
     assert store.similar_relations(mallory, query, 3, EVERYTHING)[0][0].id == rel.id
     assert store.similar_entities(mallory, query, 3, exact=True)
     assert store.expand(mallory, [dst.id], 2, EVERYTHING, 10)[0][0].id == rel.id
+    assert store.siblings(mallory, [(dst.id, HOSTILE, True)], EVERYTHING, 5, vector=query)[0] == (
+        rel.id, src.id, HOSTILE, dst.id, 2, pytest.approx(1.0, abs=1e-6)
+    )  # fmt: skip
     assert store.relations_touching(mallory, [src.id], EVERYTHING, exact=True)
     assert store.snapshot(mallory, EVERYTHING).relations[0].source == HOSTILE
     assert store.episodes(mallory)[-1].tenant == mallory
@@ -787,10 +790,10 @@ def test_small_tenant_in_a_large_shared_database(
             ents[i].id for i in np.argsort(-(ent_matrix @ query))[:5]
         ]
     # the index alone returns other tenants' edges: the exact per-tenant scan answered. The
-    # first search also tried the small over-fetch; the store remembered it was too small.
+    # first search also tried smaller over-fetches; the store remembered they were too small.
     searches = len(rels) + 3 * 3
     assert read.count("similar_relations_scan") == searches
-    assert read.count("similar_relations_index") == searches + 1
+    assert searches + 1 <= read.count("similar_relations_index") <= searches + 3
 
     # invalidated edges drop out of current answers, which are still k long
     gone = {rels[i].id for i in range(4)}
@@ -809,8 +812,13 @@ def test_small_tenant_in_a_large_shared_database(
         got = store.similar_relations(Tenant(user_id="big"), query, 3, CURRENT)
         assert [r.id for r, _ in got] == [big_ids[i] for i in best]
         assert [s for _, s in got] == pytest.approx((big_vectors @ query)[best], abs=1e-5)
-    # (its first search learns that a factor of 2 leaves too few rows; then one read each)
-    assert read == ["similar_relations_index"] * 4
+    # its first search learns from the survival rate how much to over-fetch (a read or two
+    # more); every later search is one read
+    assert set(read) == {"similar_relations_index"} and 3 < len(read) <= 5
+    read.clear()
+    for _ in range(3):
+        store.similar_relations(Tenant(user_id="big"), _units(rng, 1)[0], 3, CURRENT)
+    assert read == ["similar_relations_index"] * 3
     searched = time.monotonic() - searched
     print(f"\n100k-edge database built in {built:.1f} s; searches took {searched:.2f} s")
     monkeypatch.undo()
@@ -837,8 +845,8 @@ def test_a_tenant_owning_the_index_needs_one_small_fetch(
         query = unit(rng)
         got = store.similar_relations(A, query, 5, CURRENT)
         assert ids([r for r, _ in got]) == [edges[i].id for i in np.argsort(-(matrix @ query))[:5]]
-    # want = k + 10 = 15 rows; twice that from the index is enough when every row is A's
-    assert fetched == [("similar_relations_index", 30)] * 3
+    # want = k + 10 = 15 rows: no over-fetch is needed when every row is A's
+    assert fetched == [("similar_relations_index", 15)] * 3
 
 
 # ---------------------------------------------------------------- dump and reset

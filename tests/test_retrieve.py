@@ -1,7 +1,9 @@
 """The dual retriever on a store that scores candidates itself (`expand(..., vector=)`,
 `similar_relations(..., refs=True)`) and on one without those keywords (a store written before
 them): the same rankings, scores and records either way, and the scored path copies only the
-records it returns."""
+records it returns. Sibling edges come from `store.siblings` (only the edges with the seed
+edge's relation and direction at each hub); for a store without it, from a walk around the
+hubs that is cut before that filter: the two differ only where that cut dropped siblings."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from mem0g.embed import CachedEmbedder, HashingEmbedder
 from mem0g.resolve.names import normalize_name
 from mem0g.retrieve import DualRetriever
 from mem0g.stores import EmbeddedGraphStore
+from mem0g.stores.base import EdgeRef
 from mem0g.types import (
     Entity,
     Episode,
@@ -42,10 +45,12 @@ SLOTS = [("lives_in", CITIES), ("works_at", COMPANIES), ("plays", HOBBIES), ("bo
 
 
 class RecordsOnly:
-    """The embedded store seen through a `GraphStore` without the scored-read keywords."""
+    """A store seen through a `GraphStore` without the scored-read keywords, and without
+    `siblings` unless `siblings=True` (a store written before them)."""
 
-    def __init__(self, inner: EmbeddedGraphStore) -> None:
+    def __init__(self, inner: Any, *, siblings: bool = False) -> None:
         self.inner = inner
+        self.with_siblings = siblings
 
     def expand(
         self, scope: Tenant, entity_ids: Sequence[str], hops: int, validity: Validity, limit: int
@@ -58,6 +63,8 @@ class RecordsOnly:
         return self.inner.similar_relations(scope, vector, k, validity)
 
     def __getattr__(self, name: str) -> Any:
+        if name == "siblings" and not self.with_siblings:
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
 
@@ -168,8 +175,11 @@ def test_scored_reads_rank_exactly_like_copied_records(
 ) -> None:
     config = CONFIGS[config_name]
     scored = DualRetriever(graph, embedder, config)
-    copied = DualRetriever(RecordsOnly(graph), embedder, config)  # type: ignore[arg-type]
+    # both read siblings through `store.siblings`, whose refs carry no record: the copied
+    # side still copies and scores every expanded and nearest edge itself
+    copied = DualRetriever(RecordsOnly(graph, siblings=True), embedder, config)  # type: ignore[arg-type]
     assert scored.scored_reads and not copied.scored_reads
+    assert scored.sibling_reads and copied.sibling_reads
     found = 0
     for query in QUERIES:
         for scope in (A, A_RUN, B, Tenant(user_id="nobody")):
@@ -201,3 +211,143 @@ def test_only_the_returned_edges_are_copied(
         copies.clear()
         result = retriever.search(query, A, 5, Validity())
         assert copies == [h.id for h in result.relations]
+
+
+def _walk(
+    retriever: DualRetriever, query: str, scope: Tenant, validity: Validity
+) -> tuple[np.ndarray, set[str], list[EdgeRef]]:
+    """What `search` has before it looks for siblings: the query vector, seeds, walked edges."""
+    qvec = retriever.embedder.embed([query])[0]
+    seeds = [h.id for h in retriever.link(query, qvec, scope)]
+    config = retriever.config
+    walked = retriever._expand(scope, seeds, config.hops, validity, config.expansion_limit, qvec,
+                               {})  # fmt: skip
+    return qvec, set(seeds), walked
+
+
+@pytest.mark.parametrize("hops", [1, 2])
+def test_sibling_reads_differ_from_the_hub_walk_only_where_it_was_cut(
+    graph: EmbeddedGraphStore, embedder: CachedEmbedder, hops: int
+) -> None:
+    """Unbounded, `store.siblings` and the old walk around the hubs find the same sibling
+    edges (hop 2, the same scores); bounded, `siblings` returns the first `sibling_limit` of
+    them (key order, then write order), and the old walk a subset: all of them (then the
+    same as `siblings`) unless its cut, which fell before the relation filter, dropped some."""
+
+    def retriever(store: Any, sibling_limit: int) -> DualRetriever:
+        config = RetrievalConfig(hops=hops, link_threshold=0.3, sibling_limit=sibling_limit)
+        return DualRetriever(store, embedder, config)
+
+    unbounded = 10**6
+    new_all, old_all = retriever(graph, unbounded), retriever(RecordsOnly(graph), unbounded)
+    assert new_all.sibling_reads and not old_all.sibling_reads
+    cut_short = compared = 0
+    for query in QUERIES:
+        for scope in (A, A_RUN, B):
+            for validity in VALIDITIES:
+                qvec, seeds, walked = _walk(new_all, query, scope, validity)
+                every = new_all._siblings(scope, seeds, walked, validity, qvec, {})
+                assert all(ref.hop == 2 for ref in every)
+                assert len({ref.id for ref in every}) == len(every)
+                old_every = old_all._siblings(scope, seeds, walked, validity, qvec, {})
+                assert sorted(old_every) == sorted(every)  # ids, ends, hop and score
+                for limit in (7, 50):
+                    new = retriever(graph, limit)._siblings(scope, seeds, walked, validity, qvec,
+                                                            {})  # fmt: skip
+                    assert new == every[:limit]
+                    old = retriever(RecordsOnly(graph), limit)._siblings(
+                        scope, seeds, walked, validity, qvec, {}
+                    )
+                    assert set(old) <= set(every) and len(old) <= len(new)
+                    if set(old) == set(every):  # the old walk's cut hid no sibling
+                        assert new == every
+                    else:
+                        cut_short += 1
+                    compared += bool(every)
+    assert compared > 100 and cut_short > 50
+
+
+class SiblingsById(DualRetriever):
+    """Sibling edges in id order: edges of equal score keep the order a read returns them in,
+    which differs between `store.siblings` (key order, then write order) and the old walk
+    (hubs in id order, then their adjacency)."""
+
+    def _siblings(self, *args: Any, **kwargs: Any) -> list[EdgeRef]:
+        return sorted(super()._siblings(*args, **kwargs), key=lambda ref: ref.id)
+
+
+@pytest.mark.parametrize("config_name", [name for name in CONFIGS if name != "tight limits"])
+def test_search_is_unchanged_where_the_hub_walk_was_not_cut(
+    graph: EmbeddedGraphStore, embedder: CachedEmbedder, config_name: str
+) -> None:
+    """Where the old walk around the hubs kept every sibling (sibling_limit 200 here, against
+    hubs of a few dozen edges), `store.siblings` changes no search result, up to the order of
+    siblings of equal score (the hashing embedder scores many alike)."""
+    config = CONFIGS[config_name]
+    new = SiblingsById(graph, embedder, config)
+    old = SiblingsById(RecordsOnly(graph), embedder, config)  # type: ignore[arg-type]
+    assert new.sibling_reads and not old.sibling_reads
+    for query in QUERIES:
+        for scope in (A, A_RUN, B):
+            for validity in VALIDITIES:
+                for limit in (1, 4, 10, 40):
+                    want = old.search(query, scope, limit, validity)
+                    assert new.search(query, scope, limit, validity) == want
+
+
+@pytest.fixture
+def any_store(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """An empty store of the kind under test (see conftest.py), 64 dimensions."""
+    if store_kind == "neo4j":
+        store = request.getfixturevalue("neo4j_connect")(dims=64)
+    else:
+        store = EmbeddedGraphStore(tmp_path / "hub", dims=64)
+    yield store
+    store.close()
+
+
+def test_a_big_hub_no_longer_hides_the_siblings(any_store: Any, embedder: CachedEmbedder) -> None:
+    """Acme holds 300 unrelated edges written before its 3 real siblings of Xavier's edge
+    (Yann, Zoe, Walter work at Acme). The old walk read the hub's first `sibling_limit` edges
+    and then kept the works_at ones: none. `siblings` reads only works_at edges into Acme."""
+    store = any_store
+    query = "who works with Xavier?"
+    qvec = embedder.embed([query])[0]
+    rng = np.random.default_rng(3)
+
+    def unrelated_to_query() -> list[float]:
+        vec = rng.standard_normal(64).astype(np.float32)
+        vec -= np.dot(vec, qvec) * qvec  # cosine ~0 with the query: nothing links by embedding
+        return (vec / np.linalg.norm(vec)).tolist()
+
+    def entity(name: str) -> Entity:
+        return Entity(tenant=A, name=name, keys=[normalize_name(name)],
+                      embedding=unrelated_to_query())  # fmt: skip
+
+    def edge(source: Entity, relation: str, destination: Entity, vector: Any) -> Relation:
+        return Relation(tenant=A, source_id=source.id, source=source.name, relation=relation,
+                        destination_id=destination.id, destination=destination.name,
+                        embedding=list(vector))  # fmt: skip
+
+    acme = entity("Acme")
+    clients = [entity(f"Client {i}") for i in range(300)]
+    # the unrelated edges are the query's nearest triples, so they fill the triple search
+    # and do not bring the siblings in by that route
+    supplied = [edge(c, "buys_from", acme, qvec.tolist()) for c in clients]
+    store.apply(WritePlan(tenant=A, new_entities=[acme, *clients], new_relations=supplied))
+    people = [entity(n) for n in ("Xavier", "Yann", "Zoe", "Walter")]
+    works = [edge(p, "works_at", acme, unrelated_to_query()) for p in people]
+    store.apply(WritePlan(tenant=A, new_entities=people, new_relations=works))
+    siblings = {r.id for r in works[1:]}
+
+    def found(store: Any, sibling_limit: int) -> set[str]:
+        config = RetrievalConfig(sibling_limit=sibling_limit)
+        result = DualRetriever(store, embedder, config).search(query, A, 10, Validity())
+        assert [e.name for e in result.entities] == ["Xavier"]
+        assert works[0].id in {h.id for h in result.relations}
+        return {h.id for h in result.relations}
+
+    assert siblings <= found(store, 50)
+    assert not siblings & found(RecordsOnly(store), 50)  # the old walk around the hub
+    # the limit counts siblings only, in write order (Xavier's own edge is the first)
+    assert found(store, 2) & siblings == {works[1].id}

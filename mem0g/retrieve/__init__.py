@@ -7,6 +7,8 @@ embedding; (c) fuse the two rankings with the recipe in `FusionConfig` (data, no
 Candidates are ranked as light `EdgeRef`s; only the `limit` edges returned are read as records.
 A store whose `expand`/`similar_relations` take `vector=`/`refs=` scores them itself; for any
 other store the retriever copies the records and scores them with the same `edge_score`.
+Sibling edges come from `store.siblings` (only the edges with the seed edge's relation and
+direction at each hub); a store without it is walked with `expand` around the hubs instead.
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ def fuse(
     return fused
 
 
-def _takes(method: Callable[..., Any], keyword: str) -> bool:
+def _takes(method: Callable[..., Any] | None, keyword: str) -> bool:
+    if method is None:
+        return False
     try:
         return keyword in inspect.signature(method).parameters
     except (TypeError, ValueError):
@@ -79,6 +83,8 @@ class DualRetriever:
         self.scored_reads = _takes(store.expand, "vector") and _takes(
             store.similar_relations, "refs"
         )
+        # stores that read sibling edges per hub, relation and direction (`GraphStore.siblings`)
+        self.sibling_reads = _takes(getattr(store, "siblings", None), "vector")
 
     def _expand(
         self,
@@ -150,7 +156,8 @@ class DualRetriever:
         records: dict[str, Relation],
     ) -> list[EdgeRef]:
         """Edges sharing a relation and an endpoint with a seed's edge (X works_at C -> Y
-        works_at C): how "who works with X" reaches coworkers without a full second hop."""
+        works_at C): how "who works with X" reaches coworkers without a full second hop.
+        At most `sibling_limit` of them; hop 2 (the caller divides scores by the hop)."""
         hubs: dict[tuple[str, str, bool], None] = {}
         for rel in walked:
             if rel.hop != 1:
@@ -161,10 +168,13 @@ class DualRetriever:
                 hubs[(rel.source_id, rel.relation, False)] = None
         if not hubs:
             return []
+        limit = self.config.sibling_limit
+        if self.sibling_reads:  # only the matching edges of each hub are read
+            return self.store.siblings(scope, list(hubs), validity, limit, vector=qvec)
+        # a store without `siblings`: a bounded walk around the hubs (a hub such as a big
+        # employer may hold thousands of edges), cut before the relation filter
         hub_ids = sorted({hub for hub, _, _ in hubs})
         found = []
-        # bounded walk: a hub such as a big employer may hold thousands of edges
-        limit = self.config.sibling_limit
         for rel in self._expand(scope, hub_ids, 1, validity, limit, qvec, records):
             if (rel.destination_id, rel.relation, True) in hubs or (
                 rel.source_id,

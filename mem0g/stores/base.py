@@ -12,6 +12,9 @@ Scored reads: `expand(..., vector=q)` and `similar_relations(..., refs=True)` re
 hundreds of candidate edges and copy only the few it returns (`get_relations`). Both keywords
 default to the old behaviour; a store without them still works (the retriever then scores the
 copied records itself, with the same arithmetic, so results do not depend on the store).
+`siblings` is the scored read behind "who works with X": it reads, at each hub next to a seed,
+only the edges with one relation name on one side, instead of every edge of the hub (a city
+or an employer holds hundreds); the retriever falls back to `expand` for a store without it.
 """
 
 from __future__ import annotations
@@ -146,6 +149,28 @@ class GraphStore(Protocol):
         distance (1 = touches a seed). Traversal walks only edges that `validity` accepts.
         With `vector`: the same edges in the same order, as `EdgeRef`s scored by `edge_score`
         against it (no record is copied)."""
+
+    def siblings(
+        self,
+        scope: Tenant,
+        keys: Sequence[tuple[str, str, bool]],
+        validity: Validity,
+        limit: int,
+        *,
+        vector: np.ndarray,
+    ) -> list[EdgeRef]:
+        """Edges at each hub with the given relation name, on the given side: key
+        (hub_id, relation, hub_is_destination) -> edges (x)-[relation]->(hub) when True,
+        (hub)-[relation]->(x) when False; in key order, then write order; hop=2; scored by
+        `edge_score` against `vector`; at most `limit` in total; only edges the scope and
+        validity accept; an edge matched by two keys appears once (first key).
+
+        Why: the retriever reaches "who works with X" through X's hubs (X works_at C ->
+        Y works_at C). Walking each hub with `expand` reads and sorts every edge of it (a city
+        or a hobby holds hundreds, thousands in a large graph) to keep the few with the seed
+        edge's relation and direction, and a limit on that walk cuts before the filter, so a
+        big hub's other edges crowd out the real siblings. Here the filter comes first and the
+        limit counts siblings only."""
 
     @overload
     def similar_relations(

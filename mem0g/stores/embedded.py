@@ -11,6 +11,7 @@ the same transactions; its in-memory side is `embedded_facts.FactIndex`.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import sqlite3
 import threading
@@ -289,6 +290,11 @@ class EmbeddedGraphStore:
         self._graph: nx.MultiDiGraph = nx.MultiDiGraph()
         self._entities: dict[str, Entity] = {}
         self._relations: dict[str, Relation] = {}
+        # relation id -> its place in write order (rowid order on load, then each new edge);
+        # a hub's adjacency lists edges by neighbour, which is not write order when one
+        # neighbour has several edges to it
+        self._written: dict[str, int] = {}
+        self._next_written = itertools.count()
         self._episodes: dict[str, Episode] = {}
         self._vectors: dict[str, np.ndarray] = {}  # entity/relation id -> raw float32 embedding
         self._buckets: dict[str, _Bucket] = {}
@@ -336,6 +342,8 @@ class EmbeddedGraphStore:
         self._index_vector(bucket, "entities", entity)
 
     def _add_relation(self, rel: Relation, vector: np.ndarray | None) -> None:
+        if rel.id not in self._relations:  # an update keeps the edge's place in write order
+            self._written[rel.id] = next(self._next_written)
         self._relations[rel.id] = rel
         self._graph.add_edge(rel.source_id, rel.destination_id, key=rel.id)
         if vector is not None:
@@ -486,6 +494,7 @@ class EmbeddedGraphStore:
             removed += len(bucket.entities) + len(bucket.relations)
             for rel_id in bucket.relations:
                 rel = self._relations.pop(rel_id)
+                del self._written[rel_id]
                 self._graph.remove_edge(rel.source_id, rel.destination_id, key=rel_id)
                 self._vectors.pop(rel_id, None)
             for entity_id in bucket.entities:
@@ -658,6 +667,53 @@ class EmbeddedGraphStore:
         return [EdgeRef(rel.id, rel.source_id, rel.relation, rel.destination_id, hop,
                         0.0 if (v := vectors.get(rel.id)) is None else float(dot(v)))
                 for rel, hop in walked]  # fmt: skip
+
+    @_locked
+    def siblings(
+        self,
+        scope: Tenant,
+        keys: Sequence[tuple[str, str, bool]],
+        validity: Validity,
+        limit: int,
+        *,
+        vector: np.ndarray,
+    ) -> list[EdgeRef]:
+        """The edges with one relation name on one side of each hub (see `GraphStore`): only
+        the hub's in- or out-adjacency is walked, the relation name is compared before anything
+        else, and each key's matches come in write order. Scored as `expand(vector=)` scores."""
+        result: list[EdgeRef] = []
+        if limit <= 0:
+            return result
+        graph, relations, written = self._graph, self._relations, self._written
+        dot = np.asarray(vector, dtype=np.float32).reshape(-1).dot  # `edge_score`, inlined
+        seen: set[str] = set()
+        in_scope: dict[int, bool] = {}  # as in `_walk`
+        for hub, name, hub_is_destination in keys:
+            if hub not in graph:
+                continue
+            adjacency = graph._pred[hub] if hub_is_destination else graph._succ[hub]
+            found: list[Relation] = []
+            for edge_keys in adjacency.values():
+                for rel_id in edge_keys:
+                    rel = relations[rel_id]
+                    if rel.relation != name or rel_id in seen:
+                        continue
+                    matched = in_scope.get(id(rel.tenant))
+                    if matched is None:
+                        matched = in_scope[id(rel.tenant)] = scope.matches(rel.tenant)
+                    if matched and validity.accepts(rel):
+                        found.append(rel)
+            found.sort(key=lambda rel: written[rel.id])
+            for rel in found:
+                seen.add(rel.id)
+                vec = self._vectors.get(rel.id)
+                score = 0.0 if vec is None else float(dot(vec))
+                result.append(
+                    EdgeRef(rel.id, rel.source_id, rel.relation, rel.destination_id, 2, score)
+                )
+                if len(result) >= limit:
+                    return result
+        return result
 
     def _walk(
         self, scope: Tenant, entity_ids: Sequence[str], hops: int, validity: Validity, limit: int

@@ -12,7 +12,7 @@ Choices that make the two stores interchangeable:
   different offsets as unequal, so only one offset may ever be stored) and read back as
   timezone-aware UTC datetimes, equal to what went in.
 * Vector search asks the HNSW index for ``want`` times a factor rows (it ranks every tenant;
-  the factor, 2 up to ``overfetch``, is learned per scope),
+  the factor, 1 up to ``overfetch``, is learned per scope),
   filters by tenant and validity, and falls back to an exact per-tenant scan when fewer than
   ``want`` survive; the candidates are then re-ranked in Python with the embedded store's
   float32 cosine, so both stores return the same ranking and scores.
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import re
 import threading
@@ -612,7 +613,7 @@ class Neo4jGraphStore:
         self._lock = threading.RLock()
         self._schema_ready = False
         self._vector_indexes = False
-        self._fetch_factor: dict[tuple[Any, ...], int] = {}  # see _from_index
+        self._fetch_factor: dict[tuple[Any, ...], float] = {}  # see _from_index
 
     @classmethod
     def from_config(cls, config: GraphStoreConfig, dims: int | None = None) -> Neo4jGraphStore:
@@ -1000,19 +1001,21 @@ class Neo4jGraphStore:
         return [(rows[i][column], float(scores[i])) for i in order]
 
     def _from_index(self, kind: str, params: dict[str, Any], want: int) -> list[dict[str, Any]]:
-        """Ask the index for `want` times a factor rows and keep the scope's: the factor starts
-        small (a tenant that owns most of the index needs little over-fetch, and the HNSW
-        search costs more the more rows it returns), grows to `overfetch` when too few
-        survive, and is remembered per scope, so a small tenant goes straight to the large
-        fetch (then, if still short, the caller's exact scan) next time."""
+        """Ask the index for `want` times a factor rows and keep the scope's. The factor starts
+        at 1 (a tenant that owns the index needs no over-fetch, and the HNSW search costs more
+        the more rows it returns); when too few survive it grows to what the survival rate
+        observed asks for, with a margin (at least doubling, at most `overfetch`), and is
+        remembered per scope: a small tenant goes straight to its large fetch (then, if still
+        short, the caller's exact scan) next time."""
         key = (kind, params.get("as_of") is None, *(params.get(name) for name in _FETCH_KEY))
-        factor = self._fetch_factor.get(key, min(2, self.overfetch))
+        factor = self._fetch_factor.get(key, 1.0)
         while True:
-            fetch = min(want * factor, self.max_fetch)
+            fetch = min(math.ceil(want * factor), self.max_fetch)
             rows = self._read(f"similar_{kind}_index", {**params, "fetch": fetch})
             if len(rows) >= want or factor >= self.overfetch or fetch >= self.max_fetch:
                 break
-            factor = self.overfetch
+            needed = 1.25 * want * fetch / len(rows) if rows else math.inf
+            factor = min(float(self.overfetch), max(2 * factor, needed / want))
         if len(self._fetch_factor) >= 4096:  # many scopes: forget, relearn as they come back
             self._fetch_factor.clear()
         self._fetch_factor[key] = factor
@@ -1123,6 +1126,46 @@ class Neo4jGraphStore:
                     next_frontier.append(other)
             frontier = next_frontier
         return result
+
+    def siblings(
+        self,
+        scope: Tenant,
+        keys: Sequence[tuple[str, str, bool]],
+        validity: Validity,
+        limit: int,
+        *,
+        vector: np.ndarray,
+    ) -> list[EdgeRef]:
+        """One read (`sibling_edges`): per key, the hub is sought by id and only the edges in
+        the key's direction with the key's relation name are read; cut to `limit` in Cypher
+        and returned light, scored by Cypher's cosine as `expand(vector=)` is."""
+        self._ready()
+        if limit <= 0 or not keys:
+            return []
+        params = {
+            **_scope(scope),
+            **_validity(validity),
+            "keys": [
+                {"hub_id": hub, "relation": name, "hub_is_destination": bool(hub_is_destination)}
+                for hub, name, hub_is_destination in keys
+            ],
+            "limit": limit,
+            "vector": np.asarray(vector, dtype=np.float32).ravel().tolist(),
+        }
+        refs = []
+        for row in self._read("sibling_edges", params):
+            props = row["relation"]
+            refs.append(
+                EdgeRef(
+                    props["id"],
+                    props["source_id"],
+                    props["name"],
+                    props["destination_id"],
+                    2,
+                    float(props["score"]),
+                )
+            )
+        return refs
 
     def snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
         params = {**_scope(scope), **_validity(validity)}
