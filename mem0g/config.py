@@ -118,6 +118,12 @@ class RetrievalConfig(_Section):
     triple_top_k: int = 50
     expansion_limit: int = 500
     fusion: FusionConfig = Field(default_factory=FusionConfig)
+    concurrent_reads: bool | None = Field(
+        default=None,
+        description="run a search's independent store reads (entity linking, triple search, "
+        "fact search) at once; None = when the store's reads are round trips to a server "
+        "(Neo4j), not for the in-process embedded store, where threads only add overhead",
+    )
 
 
 class MemorySection(_Section):

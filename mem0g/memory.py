@@ -107,7 +107,17 @@ class Memory:
         self._llm = llm
         self.embedder = embedder or make_embedder(self.config.embedder)
         self.store = store or make_store(self.config, self.embedder.dims)
-        self.retriever = DualRetriever(self.store, self.embedder, self.config.retrieval)
+        concurrent = self.config.retrieval.concurrent_reads
+        if concurrent is None:
+            concurrent = bool(getattr(self.store, "concurrent_reads", False))
+        self._reads = (
+            ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-read")
+            if concurrent
+            else None
+        )
+        self.retriever = DualRetriever(
+            self.store, self.embedder, self.config.retrieval, reads=self._reads
+        )
         self._tenant_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._paths = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-path")
@@ -138,6 +148,8 @@ class Memory:
         self._closed = True
         self.summaries.close()
         self._paths.shutdown(wait=True)
+        if self._reads is not None:
+            self._reads.shutdown(wait=True)
         self.store.close()
 
     def _lock(self, tenant: Tenant) -> threading.Lock:
@@ -388,9 +400,12 @@ class Memory:
             raise ValueError("limit must be at least 1")
         scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
         validity = Validity(as_of=to_utc(as_of), include_invalid=include_invalid)
-        result = self.retriever.search(query, scope, limit, validity)
+        facts = None
         if self.config.memory.facts:
-            qvec = self.embedder.embed([query])[0]  # cached by the retriever's call
+            qvec = self.embedder.embed([query])[0]  # cached for the retriever's call
+            facts = self.retriever.submit(self.store.similar_facts, scope, qvec, limit)
+        result = self.retriever.search(query, scope, limit, validity)
+        if facts is not None:
             result.facts = [
                 FactHit(
                     id=f.id,
@@ -400,7 +415,7 @@ class Memory:
                     updated_at=f.updated_at,
                     provenance=f.provenance,
                 )
-                for f, score in self.store.similar_facts(scope, qvec, limit)
+                for f, score in facts.result()
             ]
         return result
 

@@ -713,8 +713,9 @@ STAGES = (
     "find_entities",
     "similar_entities",
     "expand",
-    "relations_touching",
+    "siblings",
     "similar_relations",
+    "get_relations",
     "similar_facts",
 )
 

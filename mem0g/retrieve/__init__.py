@@ -16,7 +16,8 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from concurrent.futures import Executor, Future
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -31,6 +32,7 @@ _STOP = frozenset(
     its me my of on or our she so that the their them they this to was we were what when where
     which who whom whose why will with you your before after now still ever""".split()
 )
+_T = TypeVar("_T")
 _TOKEN = re.compile(r"[\w'&.-]+", re.UNICODE)
 
 
@@ -75,10 +77,17 @@ def _takes(method: Callable[..., Any] | None, keyword: str) -> bool:
 
 
 class DualRetriever:
-    def __init__(self, store: GraphStore, embedder: CachedEmbedder, config: RetrievalConfig):
+    def __init__(
+        self,
+        store: GraphStore,
+        embedder: CachedEmbedder,
+        config: RetrievalConfig,
+        reads: Executor | None = None,
+    ):
         self.store = store
         self.embedder = embedder
         self.config = config
+        self.reads = reads  # a pool for reads that can overlap (see `submit`), or None
         # stores that score candidates themselves (GraphStore's `vector=` / `refs=` keywords)
         self.scored_reads = _takes(store.expand, "vector") and _takes(
             store.similar_relations, "refs"
@@ -125,6 +134,7 @@ class DualRetriever:
     def link(self, query: str, qvec: np.ndarray, scope: Tenant) -> list[EntityHit]:
         """Entities the query names: exact name/alias n-grams first, then close name embeddings."""
         hits: dict[str, EntityHit] = {}
+        similar = self.submit(self.store.similar_entities, scope, qvec, self.config.link_top_k)
         for entity in self.store.find_entities(scope, query_ngrams(query)):
             hits[entity.id] = EntityHit(
                 id=entity.id,
@@ -134,7 +144,7 @@ class DualRetriever:
                 score=1.0,
                 matched_by="name",
             )
-        for entity, score in self.store.similar_entities(scope, qvec, self.config.link_top_k):
+        for entity, score in similar.result():
             if score >= self.config.link_threshold and entity.id not in hits:
                 hits[entity.id] = EntityHit(
                     id=entity.id,
@@ -184,8 +194,23 @@ class DualRetriever:
                 found.append(rel._replace(hop=2))
         return found
 
+    def submit(self, fn: Callable[..., _T], /, *args: Any) -> Future[_T]:
+        """`fn(*args)` on the read pool when there is one (a store whose reads wait on a
+        server: the waits overlap), else now, in this thread."""
+        if self.reads is not None:
+            return self.reads.submit(fn, *args)
+        future: Future[_T] = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # re-raised by .result(), where the caller waits
+            future.set_exception(exc)
+        return future
+
     def search(self, query: str, scope: Tenant, limit: int, validity: Validity) -> SearchResult:
         qvec = self.embedder.embed([query])[0]
+        k = max(self.config.triple_top_k, limit)
+        nearest_records: dict[str, Relation] = {}  # its own dict: it may run on another thread
+        nearest_ref = self.submit(self._nearest, scope, qvec, k, validity, nearest_records)
         linked = self.link(query, qvec, scope)
         records: dict[str, Relation] = {}  # only filled by stores without scored reads
 
@@ -205,8 +230,8 @@ class DualRetriever:
                 expanded.append((rel.id, rel.score / rel.hop))
             expanded.sort(key=lambda item: -item[1])
 
-        k = max(self.config.triple_top_k, limit)
-        nearest = self._nearest(scope, qvec, k, validity, records)
+        nearest = nearest_ref.result()
+        records.update(nearest_records)
 
         recipe = self.config.fusion
         fused = fuse([(expanded, recipe.entity_weight), (nearest, recipe.triple_weight)], recipe)

@@ -589,6 +589,10 @@ class Neo4jGraphStore:
     `neo4j.Driver` the caller keeps owning. Schema is applied on first use.
     """
 
+    # A read is a round trip to the server: a search may run its independent reads at once
+    # (RetrievalConfig.concurrent_reads); the waits overlap, the GIL is free meanwhile.
+    concurrent_reads = True
+
     def __init__(
         self,
         driver_or_uri: str | Driver,

@@ -1,0 +1,175 @@
+"""A search's independent reads (entity linking, triple search, fact search) may run at once on
+a read pool: on by default for Neo4j, whose reads wait on the server. The answers must be the
+same as when they run one after another, and a failing read must still reach the caller."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mem0g import Memory
+from mem0g.embed import CachedEmbedder
+from mem0g.stores import EmbeddedGraphStore, StoreError
+from mem0g.types import (
+    Entity,
+    Episode,
+    Fact,
+    FactEvent,
+    Message,
+    Relation,
+    Tenant,
+    WritePlan,
+    triple_text,
+)
+
+ALICE = Tenant(user_id="alice")
+NOW = datetime(2024, 5, 1, tzinfo=timezone.utc)
+TRIPLES = [
+    ("Alice", "works_at", "Acme"),
+    ("Bob", "works_at", "Acme"),
+    ("Carol", "works_at", "Acme"),
+    ("Alice", "lives_in", "Paris"),
+    ("Bob", "lives_in", "London"),
+    ("Acme", "located_in", "Berlin"),
+    ("Carol", "enjoys", "chess"),
+    ("Alice", "friend_of", "Dave"),
+]
+FACTS = ["Alice is vegetarian", "Bob drinks tea", "Carol plays chess on Sundays"]
+QUERIES = [
+    "who works with Alice?",
+    "where does Bob live?",
+    "what does Carol enjoy?",
+    "where is Acme based?",
+    "who are Alice's friends?",
+    "what does Alice eat?",
+]
+
+
+def _fill(store: Any, embedder: CachedEmbedder) -> None:
+    """A small tenant graph and facts, written straight through the store (no LLM)."""
+    names = sorted({n for s, _, d in TRIPLES for n in (s, d)})
+    vectors = dict(zip(names, embedder.embed(names), strict=True))
+    entities = {
+        n: Entity(tenant=ALICE, name=n, keys=[n.lower()], embedding=vectors[n].tolist())
+        for n in names
+    }
+    texts = [triple_text(*t) for t in TRIPLES]
+    relations = [
+        Relation(
+            tenant=ALICE,
+            source_id=entities[s].id,
+            source=s,
+            relation=r,
+            destination_id=entities[d].id,
+            destination=d,
+            embedding=v.tolist(),
+            valid_from=NOW,
+        )
+        for (s, r, d), v in zip(TRIPLES, embedder.embed(texts), strict=True)
+    ]
+    facts = [
+        Fact(tenant=ALICE, text=t, embedding=v.tolist())
+        for t, v in zip(FACTS, embedder.embed(FACTS), strict=True)
+    ]
+    episode = Episode(tenant=ALICE, messages=[Message(content="seed")], timestamp=NOW)
+    store.apply(
+        WritePlan(
+            tenant=ALICE,
+            episode=episode,
+            new_entities=list(entities.values()),
+            new_relations=relations,
+            new_facts=facts,
+            fact_events=[
+                FactEvent(fact_id=f.id, tenant=ALICE, event="ADD", new_text=f.text) for f in facts
+            ],
+        )
+    )
+
+
+@pytest.fixture
+def open_memory(
+    store_kind: str, tmp_path: Path, hashing: CachedEmbedder, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Memory]]:
+    """Memories over one filled store of the kind under test, each with its own settings."""
+    made: list[Memory] = []
+    if store_kind == "neo4j":
+        connect = request.getfixturevalue("neo4j_connect")
+        open_store: Callable[[], Any] = lambda: connect(dims=hashing.dims)  # noqa: E731
+    else:
+        open_store = lambda: EmbeddedGraphStore(tmp_path / "g", dims=hashing.dims)  # noqa: E731
+    first = open_store()
+    _fill(first, hashing)
+    first.close()
+
+    def memory(**retrieval: Any) -> Memory:
+        m = Memory({"retrieval": retrieval}, embedder=hashing, store=open_store())
+        made.append(m)
+        return m
+
+    yield memory
+    for m in made:
+        m.close()
+
+
+def _answers(memory: Memory) -> list[Any]:
+    out = []
+    for query in QUERIES:
+        hits = memory.search(query, user_id="alice", limit=5)
+        out.append(
+            (
+                [(r.id, round(r.score, 9)) for r in hits.relations],
+                [(e.id, e.matched_by) for e in hits.entities],
+                [(f.id, round(f.score, 6)) for f in hits.facts],
+            )
+        )
+    return out
+
+
+def test_concurrent_reads_answer_like_sequential_ones(
+    open_memory: Callable[..., Memory], store_kind: str
+) -> None:
+    default = open_memory()
+    # on by default where reads are server round trips, off for the in-process store
+    assert (default._reads is not None) == (store_kind == "neo4j")
+    concurrent = open_memory(concurrent_reads=True)
+    sequential = open_memory(concurrent_reads=False)
+    assert concurrent._reads is not None and sequential._reads is None
+
+    expected = _answers(sequential)
+    assert all(relations for relations, _, _ in expected)  # the queries do find edges
+    assert all(facts for _, _, facts in expected)
+    assert _answers(concurrent) == expected
+    assert _answers(default) == expected
+
+
+def test_reads_run_on_the_pool_and_errors_reach_the_caller(
+    open_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = open_memory(concurrent_reads=True)
+    threads: dict[str, str] = {}
+    for name in ("similar_relations", "similar_entities", "similar_facts", "find_entities"):
+        real = getattr(memory.store, name)
+
+        def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            threads[_name] = threading.current_thread().name
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(memory.store, name, spy)
+    memory.search("who works with Alice?", user_id="alice")
+    for name in ("similar_relations", "similar_entities", "similar_facts"):
+        assert threads[name].startswith("mem0g-read"), (name, threads[name])
+    assert threads["find_entities"] == threading.current_thread().name
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError("the triple index is gone")
+
+    monkeypatch.setattr(memory.store, "similar_relations", broken)
+    with pytest.raises(StoreError, match="triple index is gone"):
+        memory.search("who works with Alice?", user_id="alice")
+    memory.close()
+    assert memory._reads is not None and memory._reads._shutdown  # the pool went with it
