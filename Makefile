@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint unit bench neo4j-start neo4j-stop clean
+.PHONY: install demo test lint unit bench bench-neo4j neo4j-start neo4j-stop clean
 
 install: $(STAMP)
 
@@ -31,6 +31,10 @@ unit: install
 
 bench: install
 	$(BIN)/python scripts/bench_search.py --out bench-results/search.json
+
+bench-neo4j: install
+	$(BIN)/python scripts/bench_search.py --store neo4j --sizes 10000,100000 --pool-size 20000 \
+		--vector-cache bench-results/vectors-minilm.npz --out bench-results/search-neo4j.json
 
 neo4j-start: install
 	$(BIN)/python scripts/neo4j start
