@@ -181,3 +181,23 @@ DROP INDEX mem0g_fact_embedding IF EXISTS;
 
 // name: await_indexes
 CALL db.awaitIndexes($seconds);
+
+// The data layout version lives in one (:Mem0gSchema {version}) node. Version 2 added the
+// (:EntityKey) lookup nodes: a store that finds a lower version (a database written by an
+// earlier mem0g) gives every entity its key nodes once, in batches, then records version 2.
+// name: schema_version
+OPTIONAL MATCH (m:Mem0gSchema)
+RETURN max(m.version) AS version;
+
+// name: backfill_entity_keys
+MATCH (e:Entity)
+WHERE size(coalesce(e.keys, [])) > 0 AND NOT EXISTS { (e)<-[:KEY_OF]-(:EntityKey) }
+CALL (e) {
+  FOREACH (key IN e.keys |
+    CREATE (:EntityKey {key: key, tenant_key: e.tenant_key, user_id: e.user_id,
+                        agent_id: e.agent_id, run_id: e.run_id})-[:KEY_OF]->(e))
+} IN TRANSACTIONS OF $batch ROWS;
+
+// name: set_schema_version
+MERGE (m:Mem0gSchema)
+SET m.version = $version;

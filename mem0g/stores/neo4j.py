@@ -87,6 +87,7 @@ _FETCH_KEY = ("user_id", "agent_id", "run_id", "exact", "tenant_key", "include_i
 CYPHER_FILES = ("schema", "write", "facts", "read", "retrieval", "export", "delete")
 _HEADER = re.compile(r"//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
 _T = TypeVar("_T")
+SCHEMA_VERSION = 2  # the data layout (cypher/schema.cypher): 2 = with :EntityKey nodes
 _ALL_ROWS = 2**62  # LIMIT for reads that want every row
 _READ_ATTEMPTS = 3  # auto-commit reads: tries on a transient error (see _read)
 
@@ -694,6 +695,10 @@ class Neo4jGraphStore:
         for name in statements():
             if name.startswith(("constraint_", "index_")):
                 self._ddl(driver, name)
+        (row,) = self._auto(driver, "schema_version")
+        if (row["version"] or 0) < SCHEMA_VERSION:  # an empty or older database
+            self._auto(driver, "backfill_entity_keys", {"batch": self.reset_batch})
+            self._auto(driver, "set_schema_version", {"version": SCHEMA_VERSION})
         found = {r["name"]: r["dims"] for r in self._auto(driver, "vector_index_dims")}
         if self.dims is None and found:
             sizes = set(found.values())
@@ -905,8 +910,8 @@ class Neo4jGraphStore:
         return self._write("delete_tenant", work)
 
     def reset(self) -> None:
-        """Delete every node of mem0g's labels (and the edges between entities); schema stays,
-        and nodes of other labels are left alone. Batched, so a
+        """Delete every node of mem0g's labels (and the edges between entities); schema and
+        the layout version (:Mem0gSchema) stay, and nodes of other labels are left alone. Batched, so a
         large store does not need one huge transaction: unlike `apply` it is not atomic, and
         a failure midway leaves part of the data (run it again)."""
         driver = self._ready()
