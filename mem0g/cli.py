@@ -152,11 +152,9 @@ class _State:
             config = config.model_copy(
                 update={"memory": config.memory.model_copy(update={"summary": False})}
             )
-        if embeddings or config.graph_store.provider != "embedded":
+        if embeddings:
             return Memory(config)
-        from mem0g.stores.embedded import EmbeddedGraphStore
-
-        store = EmbeddedGraphStore(config.graph_store.resolved_path())
+        store = make_store(config, None)
         embedder = cast(CachedEmbedder, _DeferredEmbedder(config.embedder))
         return Memory(config, embedder=embedder, store=store)
 
@@ -785,14 +783,8 @@ def _settings_line(config: MemoryConfig) -> str:
 
 
 def _open_store(config: MemoryConfig, dims: int | None) -> GraphStore:
-    """The embedded store opens without knowing the dimensions (it reads them from its data)."""
-    if dims is not None:
-        return make_store(config, dims)
-    if config.graph_store.provider != "embedded":
-        raise StoreError("not checked: opening this store needs a working embedder")
-    from mem0g.stores.embedded import EmbeddedGraphStore
-
-    return EmbeddedGraphStore(config.graph_store.resolved_path())
+    """Either store opens without knowing the dimensions (it reads them from its data)."""
+    return make_store(config, dims)
 
 
 @app.command()

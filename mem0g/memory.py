@@ -59,7 +59,10 @@ def parse_messages(messages: MessagesIn) -> list[Message]:
     return parsed
 
 
-def make_store(config: MemoryConfig, dims: int) -> GraphStore:
+def make_store(config: MemoryConfig, dims: int | None) -> GraphStore:
+    """The configured store. `dims=None` (no embedder loaded): both stores take the size from
+    the data they hold (the embedded store's matrices, Neo4j's vector indexes), so reads,
+    dumps and deletes need no model."""
     settings = config.graph_store
     if settings.provider == "neo4j":
         from mem0g.stores.neo4j import Neo4jGraphStore  # imported lazily: optional server

@@ -141,6 +141,7 @@ class Cli:
 
     def __init__(self, store: Path, env: dict[str, str | None]) -> None:
         self.store = store
+        self.env = env
         self.runner = CliRunner(env=env)
 
     def __call__(self, *args: str, input: str | None = None) -> Result:
@@ -661,8 +662,22 @@ def test_update_with_empty_text_is_bad_input(cli: Cli) -> None:
 
 
 @pytest.fixture
-def history(cli: Cli) -> Cli:
-    """A tenant whose Paris fact ended when Alice moved to Berlin."""
+def history(
+    store_kind: str, tmp_path: Path, server: ScriptedLLMServer, request: pytest.FixtureRequest
+) -> Cli:
+    """A tenant whose Paris fact ended when Alice moved to Berlin, on each kind of store (the
+    Neo4j one configured through MEM0G_GRAPH_STORE__* as a user would, database emptied)."""
+    env = _env(tmp_path, server.base_url)
+    if store_kind == "neo4j":
+        neo4j = request.getfixturevalue("neo4j_server")
+        request.getfixturevalue("neo4j_connect")  # empties the database
+        env |= {
+            "MEM0G_GRAPH_STORE__PROVIDER": "neo4j",
+            "MEM0G_GRAPH_STORE__URL": neo4j.uri,
+            "MEM0G_GRAPH_STORE__USERNAME": neo4j.user,
+            "MEM0G_GRAPH_STORE__PASSWORD": neo4j.password,
+        }
+    cli = Cli(tmp_path / "store", env)
     for text, when in [
         ("Alice lives in Paris", "2024-01-01"),
         ("Alice works at Acme", "2024-02-01"),
@@ -737,6 +752,28 @@ def test_dump_mermaid_to_file(history: Cli, tmp_path: Path) -> None:
     assert text.startswith("flowchart LR\n")
     assert re.search(r'n\d+ -\.->\|"lives_in \(until 2024-06-01\)"\| n\d+', text)
     assert len(re.findall(r"n\d+ -->\|", text)) == 2
+
+
+def test_reads_dumps_and_deletes_load_no_model(history: Cli) -> None:
+    """stats, dump, history and delete open either store without an embedder (both read the
+    vector size from their data): a model that cannot load does not stop them."""
+    broken = Cli(
+        history.store,
+        history.env
+        | {
+            "MEM0G_EMBEDDER__PROVIDER": "sentence-transformers",
+            "MEM0G_EMBEDDER__MODEL": "/no/model",
+        },
+    )
+    assert broken.stats()["relations"] == 4
+    dumped = broken("dump", "-u", "alice")
+    assert dumped.exit_code == 0, dumped.output
+    assert len(from_json(dumped.stdout).relations) == 3
+    assert broken("delete", "--user", "bob").exit_code == 0
+    assert broken.stats()["tenants"] == 1
+    searched = broken("search", "Alice", "-u", "alice")  # a search needs the model: clear error
+    assert searched.exit_code != 0
+    assert "/no/model" in _error_line(searched)
 
 
 def test_dump_rejects_unknown_format(history: Cli) -> None:
