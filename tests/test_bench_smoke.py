@@ -136,16 +136,19 @@ def _neo4j_argv(server: Any, out: Path, *extra: str) -> list[str]:
     ]
 
 
-@pytest.mark.neo4j
-def test_neo4j_run_writes_complete_report(
-    bench: ModuleType,
-    tmp_path: Path,
-    neo4j_server: Any,
-    neo4j_connect: Any,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def bench_neo4j(neo4j_server: Any, neo4j_connect: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The test server, its database emptied, its credentials where the benchmark looks."""
     monkeypatch.setenv("NEO4J_USERNAME", neo4j_server.user)
     monkeypatch.setenv("NEO4J_PASSWORD", neo4j_server.password)
+    return neo4j_server
+
+
+@pytest.mark.neo4j
+def test_neo4j_run_writes_complete_report(
+    bench: ModuleType, tmp_path: Path, bench_neo4j: Any, neo4j_connect: Any
+) -> None:
+    neo4j_server = bench_neo4j
     out = tmp_path / "neo4j.json"
     assert bench.main(_neo4j_argv(neo4j_server, out, "--other-tenants", "40")) == 0
     report = json.loads(out.read_text(encoding="utf-8"))
@@ -171,14 +174,9 @@ def test_neo4j_run_writes_complete_report(
 
 @pytest.mark.neo4j
 def test_neo4j_run_refuses_to_wipe_a_database_without_wipe(
-    bench: ModuleType,
-    tmp_path: Path,
-    neo4j_server: Any,
-    neo4j_connect: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    bench: ModuleType, tmp_path: Path, bench_neo4j: Any, neo4j_connect: Any
 ) -> None:
-    monkeypatch.setenv("NEO4J_USERNAME", neo4j_server.user)
-    monkeypatch.setenv("NEO4J_PASSWORD", neo4j_server.password)
+    neo4j_server = bench_neo4j
     store = neo4j_connect(dims=8)
     tenant = Tenant(user_id="precious")
     now = datetime.now(timezone.utc)
