@@ -911,9 +911,9 @@ class Neo4jGraphStore:
 
     def reset(self) -> None:
         """Delete every node of mem0g's labels (and the edges between entities); schema and
-        the layout version (:Mem0gSchema) stay, and nodes of other labels are left alone. Batched, so a
-        large store does not need one huge transaction: unlike `apply` it is not atomic, and
-        a failure midway leaves part of the data (run it again)."""
+        the layout version (:Mem0gSchema) stay, and nodes of other labels are left alone.
+        Batched, so a large store does not need one huge transaction: unlike `apply` it is not
+        atomic, and a failure midway leaves part of the data (run it again)."""
         driver = self._ready()
         with _errors("reset failed"):
             self._auto(driver, "reset_relations", {"batch": self.reset_batch})
