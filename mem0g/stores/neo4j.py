@@ -989,8 +989,9 @@ class Neo4jGraphStore:
             raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
         norm = float(np.linalg.norm(query))
         query = query / norm if norm > 0 else query
-        # re-ranked: extra candidates absorb float differences and ties at the k-th place
-        want = k if light else k + 10
+        # Extra candidates absorb float differences and ties at the k-th place when re-ranked,
+        # and either way a larger k widens the HNSW search (its recall at k=5 is not exact)
+        want = k + 10
         params = {**params, "vector": query.tolist(), "zero_query": not norm > 0, "want": want}
         rows: list[dict[str, Any]] = []
         if self._vector_indexes and norm > 0 and want <= self.max_fetch:
