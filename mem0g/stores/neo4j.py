@@ -602,6 +602,7 @@ class Neo4jGraphStore:
         dims: int | None = None,
         *,
         overfetch: int = 10,
+        min_fetch: int = 50,
         max_fetch: int = 10_000,
         reset_batch: int = 10_000,
     ) -> None:
@@ -614,6 +615,7 @@ class Neo4jGraphStore:
         self.dims = _check_dims(dims)
         self.overfetch = max(1, overfetch)
         self.max_fetch = max(1, max_fetch)
+        self.min_fetch = min(max(1, min_fetch), self.max_fetch)
         self.reset_batch = max(1, reset_batch)
         self._lock = threading.RLock()
         self._schema_ready = False
@@ -1013,19 +1015,19 @@ class Neo4jGraphStore:
     def _from_index(self, kind: str, params: dict[str, Any], want: int) -> list[dict[str, Any]]:
         """Ask the index for `want` times a factor rows and keep the scope's. The factor starts
         at 1 (a tenant that owns the index needs no over-fetch, and the HNSW search costs more
-        the more rows it returns); when too few survive it grows to what the survival rate
-        observed asks for, with a margin (at least doubling, at most `overfetch`), and is
-        remembered per scope: a small tenant goes straight to its large fetch (then, if still
-        short, the caller's exact scan) next time."""
+        the more rows it returns); when too few survive it becomes `overfetch`, and is
+        remembered per scope: a tenant that shares the index goes straight to the large fetch
+        (then, if still short, the caller's exact scan) next time. Never fewer than
+        `min_fetch` rows: the HNSW search widens with the rows asked for, and its recall at
+        k=15 is not exact."""
         key = (kind, params.get("as_of") is None, *(params.get(name) for name in _FETCH_KEY))
         factor = self._fetch_factor.get(key, 1.0)
         while True:
-            fetch = min(math.ceil(want * factor), self.max_fetch)
+            fetch = min(max(math.ceil(want * factor), self.min_fetch), self.max_fetch)
             rows = self._read(f"similar_{kind}_index", {**params, "fetch": fetch})
             if len(rows) >= want or factor >= self.overfetch or fetch >= self.max_fetch:
                 break
-            needed = 1.25 * want * fetch / len(rows) if rows else math.inf
-            factor = min(float(self.overfetch), max(2 * factor, needed / want))
+            factor = float(self.overfetch)
         if len(self._fetch_factor) >= 4096:  # many scopes: forget, relearn as they come back
             self._fetch_factor.clear()
         self._fetch_factor[key] = factor
