@@ -931,3 +931,15 @@ def test_closed_store_raises(store: Store, rng: np.random.Generator) -> None:
     for call in calls:
         with pytest.raises(StoreError, match="closed"):
             call()
+
+
+def test_every_table_has_its_tenant_index_and_deletes() -> None:
+    """The SQLite statements are literal text; a table added later must get all of them."""
+    from mem0g.stores import embedded
+
+    tables = set(embedded._COLUMNS)
+    assert set(embedded._DELETE_TENANT) == set(embedded._DELETE_ALL) == tables
+    indexed = {s.split(" ON ")[1].split()[0] for s in embedded._SCHEMA if "CREATE INDEX" in s}
+    assert indexed == tables - {"summaries"}  # summaries is keyed by tenant_key
+    for table in tables:
+        assert embedded._DELETE_TENANT[table] == f"DELETE FROM {table} WHERE tenant_key = ?"

@@ -96,12 +96,30 @@ _SCHEMA = (
         episode_id TEXT, at TEXT NOT NULL)""",
     f"""CREATE TABLE IF NOT EXISTS summaries ({_TENANT_SQL}, text TEXT NOT NULL,
         messages_covered INTEGER NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (tenant_key))""",
-    *(f"CREATE INDEX IF NOT EXISTS {t}_tenant ON {t} (tenant_key)"
-      for t in _COLUMNS if t not in _CONFLICT),
+    "CREATE INDEX IF NOT EXISTS episodes_tenant ON episodes (tenant_key)",
+    "CREATE INDEX IF NOT EXISTS entities_tenant ON entities (tenant_key)",
+    "CREATE INDEX IF NOT EXISTS relations_tenant ON relations (tenant_key)",
+    "CREATE INDEX IF NOT EXISTS facts_tenant ON facts (tenant_key)",
+    "CREATE INDEX IF NOT EXISTS fact_events_tenant ON fact_events (tenant_key)",
+    # summaries: its primary key is tenant_key already
 )  # fmt: skip
-# Deletes per table, built once from the constant table names (never from any value).
-_DELETE_TENANT = {t: f"DELETE FROM {t} WHERE tenant_key = ?" for t in _COLUMNS}
-_DELETE_ALL = {t: f"DELETE FROM {t}" for t in _COLUMNS}
+# Deletes per table, written out in full: statements are literal text, values go in as ?.
+_DELETE_TENANT = {
+    "episodes": "DELETE FROM episodes WHERE tenant_key = ?",
+    "entities": "DELETE FROM entities WHERE tenant_key = ?",
+    "relations": "DELETE FROM relations WHERE tenant_key = ?",
+    "facts": "DELETE FROM facts WHERE tenant_key = ?",
+    "fact_events": "DELETE FROM fact_events WHERE tenant_key = ?",
+    "summaries": "DELETE FROM summaries WHERE tenant_key = ?",
+}
+_DELETE_ALL = {
+    "episodes": "DELETE FROM episodes",
+    "entities": "DELETE FROM entities",
+    "relations": "DELETE FROM relations",
+    "facts": "DELETE FROM facts",
+    "fact_events": "DELETE FROM fact_events",
+    "summaries": "DELETE FROM summaries",
+}
 # Upserts (built from the constant column names above; values always go in as ? parameters).
 # ON CONFLICT updates in place, so a record keeps its rowid and the load order stays stable.
 _UPSERT = {
