@@ -111,6 +111,12 @@ class RetrievalConfig(_Section):
         description="sibling edges read at most (a store without `siblings`: edges read "
         "around hub nodes)",
     )
+    sibling_hubs: int = Field(
+        default=8,
+        ge=0,
+        description="hubs whose siblings are read: those of the best-scoring hop-1 edges (a "
+        "seed such as a city has hundreds of edges, each naming a hub)",
+    )
     link_threshold: float = Field(
         default=0.55, description="query/entity-name cosine needed to link by embedding"
     )

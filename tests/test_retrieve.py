@@ -351,3 +351,61 @@ def test_a_big_hub_no_longer_hides_the_siblings(any_store: Any, embedder: Cached
     assert not siblings & found(RecordsOnly(store), 50)  # the old walk around the hub
     # the limit counts siblings only, in write order (Xavier's own edge is the first)
     assert found(store, 2) & siblings == {works[1].id}
+
+
+def test_siblings_come_from_the_hubs_of_the_best_scoring_edges(
+    any_store: Any, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Xavier has 40 edges to 40 hubs; only the hubs of the `sibling_hubs` edges that best
+    match the query are read, best first, so "who works with Xavier?" still reaches his
+    coworkers while a seed with hundreds of edges no longer reads hundreds of hubs."""
+    store = any_store
+    query = "who works with Xavier?"
+
+    def entity(name: str) -> Entity:
+        return Entity(tenant=A, name=name, keys=[normalize_name(name)],
+                      embedding=embedder.embed([name])[0].tolist())  # fmt: skip
+
+    def edge(source: Entity, relation: str, destination: Entity) -> Relation:
+        text = f"{source.name} {relation.replace('_', ' ')} {destination.name}"
+        return Relation(tenant=A, source_id=source.id, source=source.name, relation=relation,
+                        destination_id=destination.id, destination=destination.name,
+                        embedding=embedder.embed([text])[0].tolist())  # fmt: skip
+
+    xavier, acme = entity("Xavier"), entity("Acme")
+    hobbies = [entity(f"Hobby {i}") for i in range(40)]
+    fans = [entity(f"Fan {i}") for i in range(40)]
+    coworkers = [entity(n) for n in ("Yann", "Zoe")]
+    edges = [edge(xavier, f"enjoys_{i}", h) for i, h in enumerate(hobbies)]  # written first
+    edges += [edge(f, f"enjoys_{i}", h) for i, (f, h) in enumerate(zip(fans, hobbies, strict=True))]
+    works = [edge(p, "works_at", acme) for p in (xavier, *coworkers)]
+    entities = [xavier, acme, *hobbies, *fans, *coworkers]
+    store.apply(WritePlan(tenant=A, new_entities=entities, new_relations=edges + works))
+
+    calls: list[list[tuple[str, str, bool]]] = []
+    siblings = store.siblings
+
+    def recording(scope: Tenant, keys: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(list(keys))
+        return siblings(scope, keys, *args, **kwargs)
+
+    def search(config: RetrievalConfig) -> set[str]:
+        calls.clear()
+        retriever = DualRetriever(store, embedder, config)
+        monkeypatch.setattr(store, "siblings", recording)  # after the retriever checked it
+        try:
+            result = retriever.search(query, A, 10, Validity())
+        finally:
+            monkeypatch.undo()
+        assert [e.name for e in result.entities] == ["Xavier"]
+        return {h.id for h in result.relations}
+
+    found = search(RetrievalConfig(link_threshold=0.99))
+    assert len(calls) == 1 and len(calls[0]) == RetrievalConfig().sibling_hubs == 8
+    assert calls[0][0] == (acme.id, "works_at", True)  # the best-matching edge's hub first
+    assert {w.id for w in works} <= found
+    # every hub read (the cap above all 40): the same coworkers, at 5x the hubs
+    assert {w.id for w in works} <= search(RetrievalConfig(link_threshold=0.99, sibling_hubs=100))
+    assert len(calls[0]) == 41
+    search(RetrievalConfig(link_threshold=0.99, sibling_hubs=0))
+    assert calls == []

@@ -167,14 +167,19 @@ class DualRetriever:
     ) -> list[EdgeRef]:
         """Edges sharing a relation and an endpoint with a seed's edge (X works_at C -> Y
         works_at C): how "who works with X" reaches coworkers without a full second hop.
-        At most `sibling_limit` of them; hop 2 (the caller divides scores by the hop)."""
+        Only the hubs of the `sibling_hubs` best-scoring hop-1 edges, best first (a seed such
+        as a city has hundreds of edges, and the query names the relation it asks about);
+        at most `sibling_limit` edges, hop 2 (the caller divides scores by the hop)."""
+        cap = self.config.sibling_hubs
         hubs: dict[tuple[str, str, bool], None] = {}
-        for rel in walked:
-            if rel.hop != 1:
-                continue
+        # stable sort on rounded scores: near-equal ones (the stores agree to ~1e-7) keep the
+        # walk's order, so both stores pick the same hubs
+        for rel in sorted((r for r in walked if r.hop == 1), key=lambda r: -round(r.score, 5)):
+            if len(hubs) >= cap:
+                break
             if rel.source_id in seeds:
                 hubs[(rel.destination_id, rel.relation, True)] = None
-            if rel.destination_id in seeds:
+            if rel.destination_id in seeds and len(hubs) < cap:
                 hubs[(rel.source_id, rel.relation, False)] = None
         if not hubs:
             return []
