@@ -819,10 +819,11 @@ def test_small_tenant_in_a_large_shared_database(
             ents[i].id for i in np.argsort(-(ent_matrix @ query))[:5]
         ]
     # the index alone returns other tenants' edges: the exact per-tenant scan answered. The
-    # first search also tried the small fetch; the store remembered it was too small.
+    # first search tried the index (the small fetch, then the over-fetch); the scan found
+    # fewer than `want` edges in all, so every later search went straight to it.
     searches = len(rels) + 3 * 3
     assert read.count("similar_relations_scan") == searches
-    assert read.count("similar_relations_index") == searches + 1
+    assert read.count("similar_relations_index") == 2
 
     # invalidated edges drop out of current answers, which are still k long
     gone = {rels[i].id for i in range(4)}
@@ -877,6 +878,43 @@ def test_a_tenant_owning_the_index_needs_one_small_fetch(
     # want = k + 10 = 15 rows: no over-fetch is needed when every row is A's (the index is
     # still asked for min_fetch = 50, for its recall)
     assert fetched == [("similar_relations_index", 50)] * 3
+
+
+def test_a_small_scope_is_scanned_until_it_grows(
+    store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scope with fewer candidates than a search wants (k + 10) is answered by its exact
+    scan, and after the first search without asking the index; once the scan finds enough,
+    the index answers again."""
+    store.apply(chain(A, [f"n{i}" for i in range(6)], rng))
+    fetched: list[str] = []
+    real_read, real_snapshot = store._read, store.snapshot
+
+    def spy(name: str, params: dict[str, Any]) -> Any:
+        fetched.append(name)
+        return real_read(name, params)
+
+    def nearest(k: int) -> list[str]:
+        edges = real_snapshot(A, CURRENT).relations
+        matrix = np.array([r.embedding for r in edges], dtype=np.float32)
+        query = unit(rng)
+        fetched.clear()
+        got = store.similar_relations(A, query, k, CURRENT)
+        assert ids([r for r, _ in got]) == [edges[i].id for i in np.argsort(-(matrix @ query))[:k]]
+        names, fetched[:] = list(fetched), []
+        return names
+
+    monkeypatch.setattr(store, "_read", spy)
+    index, scan = "similar_relations_index", "similar_relations_scan"
+    assert nearest(3) == [index, index, scan]  # 5 edges: short at 1x and at the over-fetch
+    assert nearest(3) == [scan]
+    assert nearest(5) == [scan]
+    monkeypatch.undo()
+    store.apply(chain(A, [f"m{i}" for i in range(20)], rng))  # 24 edges now
+    monkeypatch.setattr(store, "_read", spy)
+    assert nearest(3) == [scan]  # it finds want = 13 rows: the scope is no longer small
+    assert nearest(3) == [index]
+    assert nearest(3) == [index]
 
 
 # ---------------------------------------------------------------- dump and reset

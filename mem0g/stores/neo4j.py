@@ -14,7 +14,8 @@ Choices that make the two stores interchangeable:
 * Vector search asks the HNSW index for ``want`` times a factor rows (it ranks every tenant;
   the factor, 1 up to ``overfetch``, is learned per scope),
   filters by tenant and validity, and falls back to an exact per-tenant scan when fewer than
-  ``want`` survive; the candidates are then re-ranked in Python with the embedded store's
+  ``want`` survive (a scope whose scan found fewer than ``want`` in all goes straight to the
+  scan next time); the candidates are then re-ranked in Python with the embedded store's
   float32 cosine, so both stores return the same ranking and scores.
 * Rows carry ``written`` (the apply call, ns) and ``pos`` (position in its plan), so reads can
   return records in write order, as the embedded store does.
@@ -84,6 +85,8 @@ _VECTOR_KINDS = ("entities", "relations", "facts")  # one vector index each
 _FIELDS = {"entities": "entity", "relations": "relation", "facts": "fact"}  # row key per kind
 # what decides how many index rows survive the filters: the over-fetch is learned per these
 _FETCH_KEY = ("user_id", "agent_id", "run_id", "exact", "tenant_key", "include_invalid")
+# a scope with fewer than `want` candidates in all (see `_nearest`): answered by the exact scan
+_SMALL_SCOPE = 0.0
 CYPHER_FILES = ("schema", "write", "facts", "read", "retrieval", "export", "delete")
 _HEADER = re.compile(r"//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
 _T = TypeVar("_T")
@@ -995,11 +998,16 @@ class Neo4jGraphStore:
         # and either way a larger k widens the HNSW search (its recall at k=5 is not exact)
         want = k + 10
         params = {**params, "vector": query.tolist(), "zero_query": not norm > 0, "want": want}
+        key = (kind, params.get("as_of") is None, *(params.get(name) for name in _FETCH_KEY))
+        small = self._fetch_factor.get(key) == _SMALL_SCOPE
         rows: list[dict[str, Any]] = []
-        if self._vector_indexes and norm > 0 and want <= self.max_fetch:
-            rows = self._from_index(kind, params, want)
+        if not small and self._vector_indexes and norm > 0 and want <= self.max_fetch:
+            rows = self._from_index(kind, key, params, want)
         if len(rows) < want:  # too few of this scope among the global top-`fetch`
             rows = self._read(f"similar_{kind}_scan", params)
+            # fewer than `want` in the whole scope: its exact scan is cheap, so the next
+            # search skips the index; once it holds `want`, the index is tried again
+            self._remember(key, _SMALL_SCOPE if len(rows) < want else None)
         if not rows:
             return []
         column = _FIELDS[kind]
@@ -1012,7 +1020,9 @@ class Neo4jGraphStore:
         order = sorted(range(len(rows)), key=lambda i: -scores[i])[:k]
         return [(rows[i][column], float(scores[i])) for i in order]
 
-    def _from_index(self, kind: str, params: dict[str, Any], want: int) -> list[dict[str, Any]]:
+    def _from_index(
+        self, kind: str, key: tuple[Any, ...], params: dict[str, Any], want: int
+    ) -> list[dict[str, Any]]:
         """Ask the index for `want` times a factor rows and keep the scope's. The factor starts
         at 1 (a tenant that owns the index needs no over-fetch, and the HNSW search costs more
         the more rows it returns); when too few survive it becomes `overfetch`, and is
@@ -1020,7 +1030,6 @@ class Neo4jGraphStore:
         (then, if still short, the caller's exact scan) next time. Never fewer than
         `min_fetch` rows: the HNSW search widens with the rows asked for, and its recall at
         k=15 is not exact."""
-        key = (kind, params.get("as_of") is None, *(params.get(name) for name in _FETCH_KEY))
         factor = self._fetch_factor.get(key, 1.0)
         while True:
             fetch = min(max(math.ceil(want * factor), self.min_fetch), self.max_fetch)
@@ -1028,10 +1037,17 @@ class Neo4jGraphStore:
             if len(rows) >= want or factor >= self.overfetch or fetch >= self.max_fetch:
                 break
             factor = float(self.overfetch)
+        self._remember(key, factor)
+        return rows
+
+    def _remember(self, key: tuple[Any, ...], factor: float | None) -> None:
+        """What `_nearest` learned about a scope (None: forget it)."""
+        if factor is None:
+            self._fetch_factor.pop(key, None)
+            return
         if len(self._fetch_factor) >= 4096:  # many scopes: forget, relearn as they come back
             self._fetch_factor.clear()
         self._fetch_factor[key] = factor
-        return rows
 
     def relations_touching(
         self, scope: Tenant, entity_ids: Sequence[str], validity: Validity, *, exact: bool = False
