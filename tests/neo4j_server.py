@@ -172,6 +172,7 @@ def start_maven_server(
     password: str | None = None,
     heap: str | None = None,
     keep_home: bool | None = None,
+    cpus: str | None = None,
 ) -> Neo4jServer:
     """Start the Maven-assembled server with scripts/neo4j; ``stop()`` stops it.
 
@@ -204,6 +205,7 @@ def start_maven_server(
                 str(bolt),
                 "--http-port",
                 str(http),
+                *(["--cpus", cpus] if cpus else []),
                 env=env,
             )
         except Neo4jUnavailable as exc:

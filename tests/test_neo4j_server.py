@@ -7,7 +7,9 @@ temporary home on free ports, whatever NEO4J_URI says: this file tests that rout
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import socket
 import subprocess
@@ -41,9 +43,13 @@ def _port_open(port: int) -> bool:
         return False
 
 
+# the server of this module runs on one CPU (scripts/neo4j start --cpus), checked below
+PINNED_CPU = max(os.sched_getaffinity(0))
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[Neo4jServer]:
-    srv = start_maven_server()
+    srv = start_maven_server(cpus=str(PINNED_CPU))
     try:
         yield srv
     finally:
@@ -113,6 +119,34 @@ def test_browser_is_served(server: Neo4jServer) -> None:
         assert content, asset
         total += len(content)
     assert total > 1_000_000  # the Browser's bundles are several MB
+
+
+@pytest.mark.neo4j
+def test_cpus_pin_every_server_thread(server: Neo4jServer) -> None:
+    """`--cpus`: set before the JVM starts, so every thread it made is on that CPU only."""
+    assert server.home is not None
+    state = json.loads((server.home / "run" / "mem0g-server.json").read_text())
+    assert state["cpus"] == [PINNED_CPU]
+    pid = int((server.home / "run" / "neo4j.pid").read_text())
+    threads = list(Path(f"/proc/{pid}/task").iterdir())
+    assert len(threads) > 20  # a JVM: GC, compiler, Bolt and Neo4j's own threads
+    for task in threads:
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            assert os.sched_getaffinity(int(task.name)) == {PINNED_CPU}, task.name
+
+
+def test_bad_cpus_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    for bad in ("x", "4096", "1-"):
+        proc = subprocess.run(
+            [sys.executable, str(SCRIPT), "start", "--home", str(tmp_path), "--cpus", bad],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 2, proc.stdout + proc.stderr  # argparse's usage error
+        assert "--cpus" in proc.stderr and ("not a CPU list" in proc.stderr
+                                            or "not available" in proc.stderr)  # fmt: skip
+        assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.neo4j
