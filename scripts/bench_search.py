@@ -226,6 +226,7 @@ class BenchStores:
         self.args = args
         self.progress = progress
         self.server: Any = None
+        self.pid: int | None = None  # the throwaway server's process: its CPU time is read
         self.info: dict[str, Any] = {"kind": kind}
 
     def start(self) -> None:
@@ -236,6 +237,8 @@ class BenchStores:
 
         uri = self.args.neo4j_uri or os.environ.get("NEO4J_URI")
         if uri:
+            if self.args.server_cpus:
+                raise SystemExit("error: --server-cpus applies to the throwaway server only")
             user = os.environ.get("NEO4J_USERNAME") or "neo4j"
             self.auth = (user, os.environ.get("NEO4J_PASSWORD") or "")
             self.uri = uri
@@ -250,7 +253,9 @@ class BenchStores:
                 f"{os.environ['MEM0G_NEO4J_PAGECACHE']}) with scripts/neo4j ..."
             )
             try:
-                self.server = start_maven_server(heap=self.args.neo4j_heap)
+                self.server = start_maven_server(
+                    heap=self.args.neo4j_heap, cpus=self.args.server_cpus
+                )
             except Neo4jUnavailable as exc:
                 raise SystemExit(f"error: no Neo4j server for the benchmark: {exc}") from exc
             self.uri, self.auth = self.server.uri, (self.server.user, self.server.password)
@@ -258,7 +263,9 @@ class BenchStores:
                 server="maven (scripts/neo4j, throwaway home)",
                 heap=self.args.neo4j_heap,
                 pagecache=os.environ["MEM0G_NEO4J_PAGECACHE"],
+                cpus=self.args.server_cpus or "all",
             )
+            self.pid = int((self.server.home / "run" / "neo4j.pid").read_text().split()[0])
         with GraphDatabase.driver(self.uri, auth=self.auth) as driver:
             try:
                 driver.verify_connectivity()
@@ -290,6 +297,40 @@ class BenchStores:
             store.reset()
             self.progress.line(f"wiped the Neo4j database in {time.perf_counter() - begin:.1f}s")
         return store
+
+    def server_cpu(self) -> float | None:
+        """CPU seconds the throwaway server has used (None: no server process here)."""
+        if self.pid is None:
+            return None
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def settle(self) -> dict[str, Any]:
+        """Wait out the server's work left from the build (index merges, flushes): until it
+        uses under 5% of a core over 3 s, or a fixed time when it cannot be watched."""
+        if self.kind != "neo4j":
+            return {"waited_s": 0.0}
+        begin = time.perf_counter()
+        if self.server_cpu() is None:
+            wait = 30.0 if self.args.settle is None else self.args.settle
+            self.progress.line(f"waiting {wait:.0f}s for the server to settle ...")
+            time.sleep(wait)
+            return {"waited_s": wait, "watched": False}
+        limit = 600.0 if self.args.settle is None else self.args.settle
+        self.progress.line("waiting for the server to go idle after the build ...")
+        idle = False
+        while time.perf_counter() - begin < limit:
+            used = self.server_cpu() or 0.0
+            time.sleep(3.0)
+            if (self.server_cpu() or 0.0) - used < 0.15:
+                idle = True
+                break
+        waited = round(time.perf_counter() - begin, 1)
+        self.progress.line(f"server {'idle' if idle else 'still busy'} after {waited:.0f}s")
+        return {"waited_s": waited, "watched": True, "idle": idle}
 
     def close(self) -> None:
         if self.server is not None:
@@ -727,6 +768,7 @@ def bench_search(
     warmup: int,
     progress: Progress,
     label: str,
+    server_cpu: Callable[[], float | None] = lambda: None,
 ) -> dict[str, Any]:
     """Interleave `Memory.search(q)` with `inner.embed([q])`, alternating which goes first so
     load changes hit both alike; queries are distinct, so the search embeds every one."""
@@ -744,6 +786,7 @@ def bench_search(
     linked: list[int] = []
     without_embed: list[float] = []
     without_embed_cpu: list[float] = []
+    cpu_start: float | None = None
     try:
         with progress.task(f"{label} search", len(queries)) as advance:
             for i, query in enumerate(queries):
@@ -763,6 +806,8 @@ def bench_search(
                     if i < warmup:
                         continue
                     (search_s if which == 0 else embed_s).append(took)
+                if i == warmup - 1 or (i == 0 and warmup == 0):
+                    cpu_start = server_cpu()
                 if i >= warmup:
                     without_embed.append(search_s[-1] - clocks["embed"].total)
                     without_embed_cpu.append(took_cpu - clocks["embed"].cpu)
@@ -775,10 +820,15 @@ def bench_search(
         for name in stage_names:
             delattr(store, name)
         cached.inner = inner
+    cpu_end = server_cpu()
     search = summary(search_s)
     embed = summary(embed_s)
+    server_ms = None
+    if cpu_start is not None and cpu_end is not None and search_s:
+        server_ms = round(1000 * (cpu_end - cpu_start) / len(search_s), 2)
     return {
         "search": search,
+        "server_cpu_per_search_ms": server_ms,
         "query_embed": embed,
         "ratio_p95": round(search["p95_ms"] / embed["p95_ms"], 3),
         "ratio_p50": round(search["p50_ms"] / embed["p50_ms"], 3),
@@ -1158,6 +1208,7 @@ def print_report(report: dict[str, Any]) -> None:
         "embed p95",
         "p95 ratio",
         "search-embed p95",
+        "server cpu",
         "build s",
         "load avg",
     ):
@@ -1171,6 +1222,9 @@ def print_report(report: dict[str, Any]) -> None:
             f"{s['query_embed']['p95_ms']:.1f} ms",
             f"{s['ratio_p95']:.2f}x",
             f"{s['search_excluding_embed']['p95_ms']:.1f} ms",
+            "n/a"
+            if s.get("server_cpu_per_search_ms") is None
+            else f"{s['server_cpu_per_search_ms']:.1f} ms",
             f"{s['build']['total_s']:.0f}",
             f"{s['load_avg_during'][0]:.2f}" if s["load_avg_during"] else "n/a",
         )
@@ -1257,6 +1311,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="allow wiping a non-empty external Neo4j database before each size",
     )
+    p.add_argument(
+        "--server-cpus",
+        default=None,
+        metavar="LIST",
+        help="run the throwaway Neo4j on these CPUs only (e.g. 1): with --client-cpus, the "
+        "server gets cores of its own, as on a separate machine",
+    )
+    p.add_argument(
+        "--client-cpus",
+        default=None,
+        metavar="LIST",
+        help="run this benchmark (client, model) on these CPUs only (e.g. 0; Linux)",
+    )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=None,
+        metavar="S",
+        help="after building each store, wait until the server is idle (throwaway server: its "
+        "CPU time is watched, up to S seconds, default 600) or S seconds (an external server, "
+        "default 30): a bulk load leaves index merges running that would be timed as search",
+    )
     p.add_argument("--neo4j-heap", default="2g", help="heap of the throwaway server")
     p.add_argument("--neo4j-pagecache", default="1g", help="page cache of the throwaway server")
     p.add_argument(
@@ -1293,6 +1369,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def parse_cpus(text: str) -> set[int]:
+    """'0', '0-1', '0,2' -> a CPU set this process may use (else a clear error)."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            first, dash, last = part.strip().partition("-")
+            cpus.update(range(int(first), int(last if dash else first) + 1))
+    except ValueError:
+        raise SystemExit(f"error: not a CPU list: {text!r} (e.g. 0, 0-1, 0,2)") from None
+    if not hasattr(os, "sched_getaffinity"):
+        raise SystemExit("error: --client-cpus needs Linux (os.sched_setaffinity)")
+    have = os.sched_getaffinity(0)
+    if not cpus or not cpus <= have:
+        raise SystemExit(f"error: CPUs {text!r} are not all available here (have {sorted(have)})")
+    return cpus
+
+
 def machine_info() -> dict[str, Any]:
     info: dict[str, Any] = {
         "cpu_count": os.cpu_count(),
@@ -1316,6 +1409,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     if not sizes or min(sizes) < 10:
         raise SystemExit("--sizes needs edge counts >= 10")
+    if args.client_cpus:
+        cpus = parse_cpus(args.client_cpus)
+        os.sched_setaffinity(0, cpus)  # before the model starts its threads
     progress = Progress(args.quiet)
     started = datetime.now(UTC)
     load_start = load_average()
@@ -1371,6 +1467,10 @@ def run(
         "Memory.search scans nothing; the add benchmark's facts are the ones its adds create",
         "search_excluding_embed = search wall time - time in the embedding model inside it "
         "(retrieval + store work only); _cpu: the same on the calling thread's CPU time",
+        "neo4j: after each build the benchmark waits for the server to go idle (build.settle): "
+        "a bulk load leaves Lucene index merges and flushes running, which would otherwise be "
+        "timed as search; server_cpu_per_search_ms = the throwaway server's CPU time (all its "
+        "threads, /proc) over the timed queries / their count (null for an external server)",
     ]
 
     def write_report(complete: bool) -> dict[str, Any]:
@@ -1402,6 +1502,11 @@ def run(
                 "vector_cache": None if args.vector_cache is None else str(args.vector_cache),
                 "memory": memory_section,
                 "other_tenants": args.other_tenants,
+                "client_cpus": sorted(os.sched_getaffinity(0))
+                if hasattr(os, "sched_getaffinity")
+                else None,
+                "server_cpus": args.server_cpus,
+                "settle": args.settle,
                 "write_batch": args.write_batch,
                 "search_limit": 10,
                 "retrieval": MemoryConfig().retrieval.model_dump(),
@@ -1464,11 +1569,18 @@ def run(
                     )
                     other_edges += count
             build_s = time.perf_counter() - begin
+            settled = stores.settle()
             queries = make_queries(graph, args.queries + args.warmup + 50, size_rng)
             memory = Memory({"memory": memory_section}, embedder=CachedEmbedder(inner), store=store)
             search_load = load_average()
             timing = bench_search(
-                memory, inner, queries[: args.queries + args.warmup], args.warmup, progress, label
+                memory,
+                inner,
+                queries[: args.queries + args.warmup],
+                args.warmup,
+                progress,
+                label,
+                stores.server_cpu,
             )
             timing_load = load_average()
             entry: dict[str, Any] = {
@@ -1479,6 +1591,7 @@ def run(
                     "total_s": round(build_s, 2),
                     "write_s": round(write_s, 2),
                     "vectors": vec_info,
+                    "settle": settled,
                 },
                 **timing,
                 "load_avg_before_build": load_before,

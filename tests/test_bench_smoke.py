@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -132,6 +134,8 @@ def _neo4j_argv(server: Any, out: Path, *extra: str) -> list[str]:
         "--quiet",
         "--out",
         str(out),
+        "--settle",
+        "0",
         *extra,
     ]
 
@@ -158,6 +162,8 @@ def test_neo4j_run_writes_complete_report(
     assert report["store_info"]["version"].startswith("Neo4j/5.")
     (size,) = report["sizes"]
     assert size["edges"] == 150 and size["other_tenant_edges"] == 40
+    assert size["build"]["settle"] == {"waited_s": 0.0, "watched": False}
+    assert size["server_cpu_per_search_ms"] is None  # an external server: no process to read
     _positive(size["search"])
     assert size["avg_relations_returned"] > 0
     add = report["add"]
@@ -209,3 +215,40 @@ def test_unreachable_neo4j_fails_fast_with_a_clear_error(
     argv = ["--store", "neo4j", "--neo4j-uri", f"bolt://127.0.0.1:{port}", "--quiet"]
     with pytest.raises(SystemExit, match="cannot reach Neo4j"):
         bench.main([*argv, "--out", str(tmp_path / "x.json")])
+
+
+def test_settle_waits_for_a_busy_server_process_to_go_idle(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    """The throwaway server's CPU time is read from /proc: a process busy for 4 s, then idle,
+    is waited for (and its CPU counted), and `--settle` bounds the wait."""
+    busy = subprocess.Popen(
+        [sys.executable, "-c", "import time\nend = time.time() + 4\nwhile time.time() < end: pass\n"
+         "time.sleep(60)"]
+    )  # fmt: skip
+    try:
+        args = bench.parse_args(["--store", "neo4j", "--settle", "30"])
+        stores = bench.BenchStores("neo4j", args, bench.Progress(quiet=True))
+        stores.pid = busy.pid
+        before = stores.server_cpu()
+        settled = stores.settle()
+        assert settled["watched"] and settled["idle"]
+        assert 3.0 <= settled["waited_s"] < 30
+        assert stores.server_cpu() - before >= 2.0  # most of the 4 busy seconds
+        stores.args = bench.parse_args(["--store", "neo4j", "--settle", "0"])
+        assert stores.settle() == {"waited_s": 0.0, "watched": True, "idle": False}
+    finally:
+        busy.kill()
+        busy.wait()
+    stores.pid = busy.pid  # gone: nothing to watch, so the fixed wait (here 0 s)
+    assert stores.server_cpu() is None
+    assert stores.settle() == {"waited_s": 0.0, "watched": False}
+
+
+def test_client_cpus_are_checked(bench: ModuleType) -> None:
+    have = sorted(os.sched_getaffinity(0))
+    assert bench.parse_cpus(str(have[0])) == {have[0]}
+    assert bench.parse_cpus(f"{have[0]}-{have[-1]}") == set(range(have[0], have[-1] + 1))
+    for bad in ("x", "1-", "4096", ""):
+        with pytest.raises(SystemExit, match="CPU"):
+            bench.parse_cpus(bad)
