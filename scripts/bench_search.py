@@ -237,8 +237,10 @@ class BenchStores:
 
         uri = self.args.neo4j_uri or os.environ.get("NEO4J_URI")
         if uri:
-            if self.args.server_cpus:
-                raise SystemExit("error: --server-cpus applies to the throwaway server only")
+            if self.args.server_cpus or self.args.neo4j_setting:
+                raise SystemExit(
+                    "error: --server-cpus and --neo4j-setting apply to the throwaway server only"
+                )
             user = os.environ.get("NEO4J_USERNAME") or "neo4j"
             self.auth = (user, os.environ.get("NEO4J_PASSWORD") or "")
             self.uri = uri
@@ -254,7 +256,9 @@ class BenchStores:
             )
             try:
                 self.server = start_maven_server(
-                    heap=self.args.neo4j_heap, cpus=self.args.server_cpus
+                    heap=self.args.neo4j_heap,
+                    cpus=self.args.server_cpus,
+                    settings=self.args.neo4j_setting,
                 )
             except Neo4jUnavailable as exc:
                 raise SystemExit(f"error: no Neo4j server for the benchmark: {exc}") from exc
@@ -264,6 +268,8 @@ class BenchStores:
                 heap=self.args.neo4j_heap,
                 pagecache=os.environ["MEM0G_NEO4J_PAGECACHE"],
                 cpus=self.args.server_cpus or "all",
+                settings=self.args.neo4j_setting,
+                java_opts=os.environ.get("MEM0G_NEO4J_JAVA_OPTS", ""),
             )
             self.pid = int((self.server.home / "run" / "neo4j.pid").read_text().split()[0])
         with GraphDatabase.driver(self.uri, auth=self.auth) as driver:
@@ -1333,6 +1339,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "CPU time is watched, up to S seconds, default 600) or S seconds (an external server, "
         "default 30): a bulk load leaves index merges running that would be timed as search",
     )
+    p.add_argument(
+        "--neo4j-setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a neo4j.conf setting for the throwaway server (repeatable)",
+    )
     p.add_argument("--neo4j-heap", default="2g", help="heap of the throwaway server")
     p.add_argument("--neo4j-pagecache", default="1g", help="page cache of the throwaway server")
     p.add_argument(
@@ -1409,15 +1422,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     if not sizes or min(sizes) < 10:
         raise SystemExit("--sizes needs edge counts >= 10")
-    if args.client_cpus:
-        cpus = parse_cpus(args.client_cpus)
-        os.sched_setaffinity(0, cpus)  # before the model starts its threads
+    client_cpus = parse_cpus(args.client_cpus) if args.client_cpus else None
     progress = Progress(args.quiet)
     started = datetime.now(UTC)
     load_start = load_average()
     stores = BenchStores(args.store, args, progress)
     stores.start()  # fail fast on an unavailable server, before loading a model
     try:
+        if client_cpus:  # after the server started (it may use other CPUs), before the model
+            os.sched_setaffinity(0, client_cpus)
         return run(args, stores, progress, started, load_start)
     finally:
         stores.close()

@@ -44,7 +44,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,6 +173,7 @@ def start_maven_server(
     heap: str | None = None,
     keep_home: bool | None = None,
     cpus: str | None = None,
+    settings: Sequence[str] = (),
 ) -> Neo4jServer:
     """Start the Maven-assembled server with scripts/neo4j; ``stop()`` stops it.
 
@@ -185,6 +186,9 @@ def start_maven_server(
     home_path = Path(tempfile.mkdtemp(prefix="mem0g-neo4j-test-")) if own_home else Path(home)
     if keep_home is None:
         keep_home = bool(os.environ.get("MEM0G_NEO4J_KEEP_HOME"))
+    if settings:  # extra neo4j.conf lines (key=value), appended by scripts/neo4j
+        (home_path / "conf").mkdir(parents=True, exist_ok=True)
+        (home_path / "conf" / "neo4j-extra.conf").write_text("\n".join(settings) + "\n")
     password = password or secrets.token_hex(16)
     env = dict(os.environ, NEO4J_PASSWORD=password)  # not on the command line
     if heap:

@@ -49,7 +49,7 @@ PINNED_CPU = max(os.sched_getaffinity(0))
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Neo4jServer]:
-    srv = start_maven_server(cpus=str(PINNED_CPU))
+    srv = start_maven_server(cpus=str(PINNED_CPU), settings=["db.transaction.timeout=77s"])
     try:
         yield srv
     finally:
@@ -133,6 +133,20 @@ def test_cpus_pin_every_server_thread(server: Neo4jServer) -> None:
     for task in threads:
         with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
             assert os.sched_getaffinity(int(task.name)) == {PINNED_CPU}, task.name
+
+
+@pytest.mark.neo4j
+def test_extra_settings_reach_the_server(server: Neo4jServer) -> None:
+    """start_maven_server(settings=...): lines of conf/neo4j-extra.conf, appended by
+    scripts/neo4j to the neo4j.conf it writes (how the benchmark passes --neo4j-setting)."""
+    import neo4j
+
+    with neo4j.GraphDatabase.driver(server.uri, auth=(server.user, server.password)) as driver:
+        records, _, _ = driver.execute_query(
+            "SHOW SETTINGS YIELD name, value WHERE name = $name RETURN value",
+            name="db.transaction.timeout",
+        )
+    assert [r["value"] for r in records] == ["1m17s"]
 
 
 def test_bad_cpus_are_refused_before_anything_starts(tmp_path: Path) -> None:
