@@ -917,6 +917,41 @@ def test_a_small_scope_is_scanned_until_it_grows(
     assert nearest(3) == [index]
 
 
+def test_a_scope_crowded_out_of_the_index_keeps_its_over_fetch(
+    store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A holds 30 edges; B's 600 edges all lie nearer the query, so the index's top rows are
+    B's and A's search ends in its exact scan. A is not small (30 >= want): the next search
+    starts at the over-fetch it learned (two reads), not at 1x again (three)."""
+    direction = unit(rng)
+    crowd = chain(B, [f"b{i}" for i in range(601)], rng)
+    for rel in crowd.new_relations:
+        near = direction + 0.05 * unit(rng)
+        rel.embedding = (near / np.linalg.norm(near)).tolist()
+    store.apply(crowd)
+    store.apply(chain(A, [f"a{i}" for i in range(31)], rng))
+    edges = store.snapshot(A, CURRENT).relations
+    matrix = np.array([r.embedding for r in edges], dtype=np.float32)
+    fetched: list[tuple[str, int | None]] = []
+    real_read = store._read
+
+    def spy(name: str, params: dict[str, Any]) -> Any:
+        fetched.append((name, params.get("fetch")))
+        return real_read(name, params)
+
+    monkeypatch.setattr(store, "_read", spy)
+    searches = []
+    for _ in range(3):
+        fetched.clear()
+        got = store.similar_relations(A, direction, 5, CURRENT)
+        best = np.argsort(-(matrix @ direction))[:5]
+        assert ids([r for r, _ in got]) == [edges[i].id for i in best]
+        searches.append(list(fetched))
+    index, scan = "similar_relations_index", "similar_relations_scan"
+    assert searches[0] == [(index, 50), (index, 150), (scan, None)]
+    assert searches[1] == searches[2] == [(index, 150), (scan, None)]
+
+
 # ---------------------------------------------------------------- dump and reset
 
 

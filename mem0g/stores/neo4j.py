@@ -1006,8 +1006,12 @@ class Neo4jGraphStore:
         if len(rows) < want:  # too few of this scope among the global top-`fetch`
             rows = self._read(f"similar_{kind}_scan", params)
             # fewer than `want` in the whole scope: its exact scan is cheap, so the next
-            # search skips the index; once it holds `want`, the index is tried again
-            self._remember(key, _SMALL_SCOPE if len(rows) < want else None)
+            # search skips the index; once it holds `want`, the index is tried again (a
+            # scope that shares the index keeps the over-fetch `_from_index` learned)
+            if len(rows) < want:
+                self._remember(key, _SMALL_SCOPE)
+            elif small:
+                self._remember(key, None)
         if not rows:
             return []
         column = _FIELDS[kind]
