@@ -856,28 +856,44 @@ def test_small_tenant_in_a_large_shared_database(
     assert store.stats().relations == 0
 
 
-def test_a_tenant_owning_the_index_needs_one_small_fetch(
-    store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    names = [f"n{i}" for i in range(120)]
-    store.apply(chain(A, names, rng))
-    edges = store.snapshot(A, CURRENT).relations
-    matrix = np.array([r.embedding for r in edges], dtype=np.float32)
-    fetched: list[tuple[str, int | None]] = []
+Reads = list[tuple[str, int | None]]  # (statement name, the index fetch or None)
+INDEX, SCAN = "similar_relations_index", "similar_relations_scan"
+
+
+def checked_search(
+    store: Neo4jGraphStore, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[Tenant, np.ndarray, int], Reads]:
+    """`similar_relations(scope, query, k, CURRENT)` that asserts the exact top k of the
+    scope's current edges and returns the reads the search made."""
+    reads: Reads = []
     real_read = store._read
 
     def spy(name: str, params: dict[str, Any]) -> Any:
-        fetched.append((name, params.get("fetch")))
+        reads.append((name, params.get("fetch")))
         return real_read(name, params)
 
     monkeypatch.setattr(store, "_read", spy)
-    for _ in range(3):
-        query = unit(rng)
-        got = store.similar_relations(A, query, 5, CURRENT)
-        assert ids([r for r, _ in got]) == [edges[i].id for i in np.argsort(-(matrix @ query))[:5]]
+
+    def search(scope: Tenant, query: np.ndarray, k: int) -> Reads:
+        edges = store.snapshot(scope, CURRENT).relations
+        matrix = np.array([r.embedding for r in edges], dtype=np.float32)
+        reads.clear()
+        got = store.similar_relations(scope, query, k, CURRENT)
+        best = np.argsort(-(matrix @ query))[:k]
+        assert ids([r for r, _ in got]) == [edges[i].id for i in best]
+        return list(reads)
+
+    return search
+
+
+def test_a_tenant_owning_the_index_needs_one_small_fetch(
+    store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.apply(chain(A, [f"n{i}" for i in range(120)], rng))
+    search = checked_search(store, monkeypatch)
     # want = k + 10 = 15 rows: no over-fetch is needed when every row is A's (the index is
     # still asked for min_fetch = 50, for its recall)
-    assert fetched == [("similar_relations_index", 50)] * 3
+    assert [search(A, unit(rng), 5) for _ in range(3)] == [[(INDEX, 50)]] * 3
 
 
 def test_a_small_scope_is_scanned_until_it_grows(
@@ -887,34 +903,15 @@ def test_a_small_scope_is_scanned_until_it_grows(
     scan, and after the first search without asking the index; once the scan finds enough,
     the index answers again."""
     store.apply(chain(A, [f"n{i}" for i in range(6)], rng))
-    fetched: list[str] = []
-    real_read, real_snapshot = store._read, store.snapshot
-
-    def spy(name: str, params: dict[str, Any]) -> Any:
-        fetched.append(name)
-        return real_read(name, params)
-
-    def nearest(k: int) -> list[str]:
-        edges = real_snapshot(A, CURRENT).relations
-        matrix = np.array([r.embedding for r in edges], dtype=np.float32)
-        query = unit(rng)
-        fetched.clear()
-        got = store.similar_relations(A, query, k, CURRENT)
-        assert ids([r for r, _ in got]) == [edges[i].id for i in np.argsort(-(matrix @ query))[:k]]
-        names, fetched[:] = list(fetched), []
-        return names
-
-    monkeypatch.setattr(store, "_read", spy)
-    index, scan = "similar_relations_index", "similar_relations_scan"
-    assert nearest(3) == [index, index, scan]  # 5 edges: short at 1x and at the over-fetch
-    assert nearest(3) == [scan]
-    assert nearest(5) == [scan]
-    monkeypatch.undo()
+    search = checked_search(store, monkeypatch)
+    # 5 edges, want 13: short at 1x (50 rows asked, the floor) and at the over-fetch (130)
+    assert search(A, unit(rng), 3) == [(INDEX, 50), (INDEX, 130), (SCAN, None)]
+    assert search(A, unit(rng), 3) == [(SCAN, None)]
+    assert search(A, unit(rng), 5) == [(SCAN, None)]
     store.apply(chain(A, [f"m{i}" for i in range(20)], rng))  # 24 edges now
-    monkeypatch.setattr(store, "_read", spy)
-    assert nearest(3) == [scan]  # it finds want = 13 rows: the scope is no longer small
-    assert nearest(3) == [index]
-    assert nearest(3) == [index]
+    assert search(A, unit(rng), 3) == [(SCAN, None)]  # 13 rows found: no longer small
+    assert search(A, unit(rng), 3) == [(INDEX, 50)]
+    assert search(A, unit(rng), 3) == [(INDEX, 50)]
 
 
 def test_a_scope_crowded_out_of_the_index_keeps_its_over_fetch(
@@ -930,26 +927,10 @@ def test_a_scope_crowded_out_of_the_index_keeps_its_over_fetch(
         rel.embedding = (near / np.linalg.norm(near)).tolist()
     store.apply(crowd)
     store.apply(chain(A, [f"a{i}" for i in range(31)], rng))
-    edges = store.snapshot(A, CURRENT).relations
-    matrix = np.array([r.embedding for r in edges], dtype=np.float32)
-    fetched: list[tuple[str, int | None]] = []
-    real_read = store._read
-
-    def spy(name: str, params: dict[str, Any]) -> Any:
-        fetched.append((name, params.get("fetch")))
-        return real_read(name, params)
-
-    monkeypatch.setattr(store, "_read", spy)
-    searches = []
-    for _ in range(3):
-        fetched.clear()
-        got = store.similar_relations(A, direction, 5, CURRENT)
-        best = np.argsort(-(matrix @ direction))[:5]
-        assert ids([r for r, _ in got]) == [edges[i].id for i in best]
-        searches.append(list(fetched))
-    index, scan = "similar_relations_index", "similar_relations_scan"
-    assert searches[0] == [(index, 50), (index, 150), (scan, None)]
-    assert searches[1] == searches[2] == [(index, 150), (scan, None)]
+    search = checked_search(store, monkeypatch)
+    assert search(A, direction, 5) == [(INDEX, 50), (INDEX, 150), (SCAN, None)]
+    assert search(A, direction, 5) == [(INDEX, 150), (SCAN, None)]
+    assert search(A, direction, 5) == [(INDEX, 150), (SCAN, None)]
 
 
 # ---------------------------------------------------------------- dump and reset
