@@ -182,6 +182,30 @@ DROP INDEX mem0g_fact_embedding IF EXISTS;
 // name: await_indexes
 CALL db.awaitIndexes($seconds);
 
+// Rebuilding a vector index (Neo4jGraphStore.rebuild_vector_indexes): while it populates, a
+// query on it blocks for 30 s and then fails, so the rebuilding store first leaves a
+// (:Mem0gRebuild {kind, until}) marker, one per index kind, on a lease it renews while it
+// waits. Every store reads the live markers at most once per index_check_interval and
+// answers that kind's searches by the exact tenant scan meanwhile; a rebuild that dies
+// leaves a marker that lapses at `until`.
+// name: mark_rebuild
+MERGE (m:Mem0gRebuild {kind: $kind})
+SET m.until = datetime() + duration({seconds: $lease});
+
+// name: clear_rebuild
+MATCH (m:Mem0gRebuild {kind: $kind})
+DELETE m;
+
+// name: rebuilding_kinds
+OPTIONAL MATCH (m:Mem0gRebuild)
+WHERE m.until > datetime()
+RETURN collect(DISTINCT m.kind) AS kinds;
+
+// name: vector_index_states
+SHOW VECTOR INDEXES YIELD name, state, populationPercent, failureMessage
+WHERE name IN ['mem0g_entity_embedding', 'mem0g_relation_embedding', 'mem0g_fact_embedding']
+RETURN name, state, populationPercent AS percent, failureMessage AS failure;
+
 // The data layout version lives in one (:Mem0gSchema {version}) node. Version 2 added the
 // (:EntityKey) lookup nodes: a store that finds a lower version (a database written by an
 // earlier mem0g) gives every entity its key nodes once, in batches, then records version 2.

@@ -6,7 +6,7 @@ nothing."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from typing import Any
@@ -19,7 +19,7 @@ from mem0g.llm.protocol import Context
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.resolve.facts import FactPlan
 from mem0g.retrieve import DualRetriever
-from mem0g.stores.base import GraphStore, StoreStats
+from mem0g.stores.base import GraphStore, IndexRebuild, StoreStats
 from mem0g.summary import SummaryWorker
 from mem0g.types import (
     AddResult,
@@ -506,6 +506,17 @@ class Memory:
 
     def stats(self, **ids: str | None) -> StoreStats:
         return self.store.stats(Tenant(**ids) if any(ids.values()) else None)
+
+    def rebuild_indexes(
+        self,
+        kinds: Sequence[str] | None = None,
+        *,
+        progress: Callable[[str, float], None] | None = None,
+    ) -> list[IndexRebuild]:
+        """Maintenance for a store that keeps vector indexes (Neo4j): rebuild them in one pass
+        each, after a bulk load or many small adds; searches stay correct while it runs.
+        Returns [] for the embedded store, which has none."""
+        return self.store.rebuild_vector_indexes(kinds, progress=progress)
 
 
 def _estimate_tokens(text: str) -> int:

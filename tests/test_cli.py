@@ -781,6 +781,37 @@ def test_dump_rejects_unknown_format(history: Cli) -> None:
     assert result.exit_code == 2
 
 
+# ---------------------------------------------------------------- reindex
+
+
+def test_reindex_rebuilds_what_the_store_has(history: Cli, store_kind: str) -> None:
+    """Neo4j: each vector index rebuilt, and searches answer as before; the embedded store
+    keeps no index, so there is nothing to do."""
+    before = history("search", "where does Alice live", "-u", "alice", "--json")
+    assert before.exit_code == 0, before.output
+    result = history("reindex", "--json")
+    assert result.exit_code == 0, result.output
+    done = json.loads(result.stdout)
+    if store_kind == "embedded":
+        assert done == []
+        plain = history("reindex")
+        assert plain.exit_code == 0 and "nothing to rebuild" in plain.stdout
+    else:
+        assert [(d["kind"], d["index"]) for d in done] == [
+            ("entities", "mem0g_entity_embedding"),
+            ("relations", "mem0g_relation_embedding"),
+            ("facts", "mem0g_fact_embedding"),
+        ]
+        table = history("reindex", "--kind", "relations")
+        assert table.exit_code == 0, table.output
+        assert "mem0g_relation_embedding" in table.stdout
+        assert "mem0g_entity_embedding" not in table.stdout
+    after = history("search", "where does Alice live", "-u", "alice", "--json")
+    assert json.loads(after.stdout) == json.loads(before.stdout)
+    bad = history("reindex", "--kind", "edges")
+    assert bad.exit_code == 2
+
+
 # ---------------------------------------------------------------- stats
 
 

@@ -858,18 +858,20 @@ def test_small_tenant_in_a_large_shared_database(
 
 Reads = list[tuple[str, int | None]]  # (statement name, the index fetch or None)
 INDEX, SCAN = "similar_relations_index", "similar_relations_scan"
+MARKERS = "rebuilding_kinds"  # the rebuild-marker check, once per index_check_interval
 
 
 def checked_search(
     store: Neo4jGraphStore, monkeypatch: pytest.MonkeyPatch
 ) -> Callable[[Tenant, np.ndarray, int], Reads]:
     """`similar_relations(scope, query, k, CURRENT)` that asserts the exact top k of the
-    scope's current edges and returns the reads the search made."""
+    scope's current edges and returns the reads the search made (but the marker check)."""
     reads: Reads = []
     real_read = store._read
 
     def spy(name: str, params: dict[str, Any]) -> Any:
-        reads.append((name, params.get("fetch")))
+        if name != MARKERS:
+            reads.append((name, params.get("fetch")))
         return real_read(name, params)
 
     monkeypatch.setattr(store, "_read", spy)
@@ -931,6 +933,158 @@ def test_a_scope_crowded_out_of_the_index_keeps_its_over_fetch(
     assert search(A, direction, 5) == [(INDEX, 50), (INDEX, 150), (SCAN, None)]
     assert search(A, direction, 5) == [(INDEX, 150), (SCAN, None)]
     assert search(A, direction, 5) == [(INDEX, 150), (SCAN, None)]
+
+
+# ---------------------------------------------------------------- rebuilding the indexes
+
+
+def _vector_indexes(driver: neo4j.Driver) -> dict[str, tuple[str, Any, Any]]:
+    rows = cypher(
+        driver,
+        "SHOW VECTOR INDEXES YIELD name, state, options "
+        "RETURN name, state, options.indexConfig AS config",
+    )
+    return {
+        r["name"]: (
+            r["state"],
+            r["config"]["vector.dimensions"],
+            r["config"]["vector.quantization.enabled"],
+        )
+        for r in rows
+    }
+
+
+def test_rebuilt_indexes_answer_as_before(
+    store: Neo4jGraphStore,
+    driver: neo4j.Driver,
+    rng: np.random.Generator,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    graph = chain(A, [f"n{i}" for i in range(120)], rng)
+    graph.new_facts = [_fact(A, f"fact {i}", rng) for i in range(40)]
+    graph.fact_events = _added(*graph.new_facts)
+    store.apply(graph)
+    queries = [unit(rng) for _ in range(5)]
+
+    def answers() -> list[Any]:
+        return [
+            (
+                ids([e for e, _ in store.similar_entities(A, q, 5)]),
+                ids([r for r, _ in store.similar_relations(A, q, 5, CURRENT)]),
+                ids([f for f, _ in store.similar_facts(A, q, 5)]),
+            )
+            for q in queries
+        ]
+
+    before, indexes = answers(), _vector_indexes(driver)
+    seen: list[tuple[str, float]] = []
+    store.index_check_interval = 0.1  # (the rebuild waits 1.5 intervals for other stores)
+    done = store.rebuild_vector_indexes(
+        progress=lambda kind, pct: seen.append((kind, pct)), poll=0.2
+    )
+    assert [(d.kind, d.index) for d in done] == [
+        ("entities", "mem0g_entity_embedding"),
+        ("relations", "mem0g_relation_embedding"),
+        ("facts", "mem0g_fact_embedding"),
+    ]
+    assert all(d.seconds > 0 for d in done)
+    # each kind's last report is 100%, and reports never go down
+    for kind in ("entities", "relations", "facts"):
+        percents = [pct for k, pct in seen if k == kind]
+        assert percents[-1] == 100.0 and percents == sorted(percents)
+    assert _vector_indexes(driver) == indexes  # the same name, size and options, online
+    assert set(indexes.values()) == {("ONLINE", DIMS, False)}
+    assert answers() == before
+    search = checked_search(store, monkeypatch)  # the index answers again, not the scan
+    assert search(A, unit(rng), 5) == [(INDEX, 50)]
+    assert not cypher(driver, "MATCH (m:Mem0gRebuild) RETURN m")  # no marker left behind
+    with pytest.raises(ValueError, match="unknown index kind"):
+        store.rebuild_vector_indexes(["edges"])
+    assert [d.kind for d in store.rebuild_vector_indexes(["facts", "entities"])] == [
+        "entities",
+        "facts",
+    ]
+
+
+def test_other_stores_scan_while_an_index_is_rebuilt(
+    neo4j_connect: Connect, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query on a populating index blocks for 30 s, then fails: while another process
+    rebuilds it, a store answers by the exact scan, and asks the index again after."""
+    rebuilder = neo4j_connect(dims=DIMS, index_check_interval=0.2)
+    searcher = neo4j_connect(dims=DIMS, index_check_interval=0.2)
+    rebuilder.apply(chain(A, [f"n{i}" for i in range(120)], rng))
+    search = checked_search(searcher, monkeypatch)
+    assert search(A, unit(rng), 5) == [(INDEX, 50)]
+    held, release = threading.Event(), threading.Event()
+
+    def hold(kind: str, percent: float) -> None:  # the index is new, its marker still live
+        if kind == "relations":
+            held.set()
+            assert release.wait(30)
+
+    worker = threading.Thread(
+        target=rebuilder.rebuild_vector_indexes, args=(["relations"],), kwargs={"progress": hold}
+    )
+    worker.start()
+    try:
+        assert held.wait(30)
+        started = time.monotonic()
+        assert [search(A, unit(rng), 5) for _ in range(3)] == [[(SCAN, None)]] * 3
+        assert time.monotonic() - started < 5  # never waited on the populating index
+    finally:
+        release.set()
+        worker.join(30)
+    time.sleep(0.25)  # the searcher reads the markers again
+    assert search(A, unit(rng), 5) == [(INDEX, 50)]
+
+
+def test_a_rebuild_marker_lapses_by_itself(
+    store: Neo4jGraphStore,
+    driver: neo4j.Driver,
+    rng: np.random.Generator,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rebuild that died leaves its marker: searches scan until its lease runs out."""
+    store.index_check_interval = 0.0
+    store.apply(chain(A, [f"n{i}" for i in range(40)], rng))
+    cypher(driver, statements()["mark_rebuild"], kind="relations", lease=1)
+    search = checked_search(store, monkeypatch)
+    assert search(A, unit(rng), 5) == [(SCAN, None)]
+    time.sleep(1.1)
+    assert search(A, unit(rng), 5) == [(INDEX, 50)]
+
+
+def test_a_missing_index_is_answered_by_the_scan_until_rebuilt(
+    store: Neo4jGraphStore,
+    driver: neo4j.Driver,
+    rng: np.random.Generator,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store.apply(chain(A, [f"n{i}" for i in range(40)], rng))
+    cypher(driver, "DROP INDEX mem0g_relation_embedding")
+    search = checked_search(store, monkeypatch)
+    assert search(A, unit(rng), 5) == [(INDEX, 50), (SCAN, None)]  # the index query failed
+    assert search(A, unit(rng), 5) == [(SCAN, None)]  # paused: not asked again at once
+    store.rebuild_vector_indexes(["relations"])
+    assert search(A, unit(rng), 5) == [(INDEX, 50)]
+
+
+def test_an_index_query_failing_otherwise_is_an_error(
+    store: Neo4jGraphStore, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a missing, populating or failed index sends a search to the scan."""
+    store.apply(chain(A, [f"n{i}" for i in range(40)], rng))
+    real = store._read
+
+    def broken(name: str, params: dict[str, Any]) -> Any:
+        if name == INDEX:
+            return real(name, {**params, "fetch": "fifty"})  # a server-side type error
+        return real(name, params)
+
+    monkeypatch.setattr(store, "_read", broken)
+    with pytest.raises(StoreError, match="similar_relations_index"):
+        store.similar_relations(A, unit(rng), 5, CURRENT)
 
 
 # ---------------------------------------------------------------- dump and reset

@@ -4,7 +4,7 @@ The Neo4j store is deliberately not imported here, so `import mem0g.stores` neve
 neo4j driver.
 """
 
-from mem0g.stores.base import GraphStore, StoreError, StoreStats
+from mem0g.stores.base import GraphStore, IndexRebuild, StoreError, StoreStats
 from mem0g.stores.embedded import EmbeddedGraphStore
 
-__all__ = ["EmbeddedGraphStore", "GraphStore", "StoreError", "StoreStats"]
+__all__ = ["EmbeddedGraphStore", "GraphStore", "IndexRebuild", "StoreError", "StoreStats"]

@@ -19,7 +19,7 @@ or an employer holds hundreds); the retriever falls back to `expand` for a store
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple, Protocol, overload, runtime_checkable
 
 import numpy as np
@@ -49,8 +49,29 @@ class StoreStats(BaseModel):
     tenants: int
 
 
+class IndexRebuild(BaseModel):
+    """One vector index a store rebuilt (`GraphStore.rebuild_vector_indexes`)."""
+
+    kind: str  # entities, relations or facts
+    index: str  # the store's name for it
+    seconds: float  # from the marker to the index being online
+
+
 class StoreError(RuntimeError):
     """A store could not do what was asked; nothing was written."""
+
+
+VECTOR_KINDS = ("entities", "relations", "facts")  # what a store keeps vectors of
+
+
+def check_index_kinds(kinds: Sequence[str] | None) -> list[str]:
+    """The kinds asked for (all when None), each one known, in a stable order."""
+    if kinds is None:
+        return list(VECTOR_KINDS)
+    unknown = sorted(set(kinds) - set(VECTOR_KINDS))
+    if unknown:
+        raise ValueError(f"unknown index kind(s) {unknown}; choose from {list(VECTOR_KINDS)}")
+    return [kind for kind in VECTOR_KINDS if kind in kinds]
 
 
 class EdgeRef(NamedTuple):
@@ -238,5 +259,16 @@ class GraphStore(Protocol):
         """Delete everything in this store."""
 
     def stats(self, scope: Tenant | None = None) -> StoreStats: ...
+
+    def rebuild_vector_indexes(
+        self,
+        kinds: Sequence[str] | None = None,
+        *,
+        progress: Callable[[str, float], None] | None = None,
+    ) -> list[IndexRebuild]:
+        """Maintenance: rebuild the vector indexes (all, or these kinds) in one pass each, for
+        a store whose index degrades as it is written in small pieces; `progress(kind,
+        percent)` as each one populates. Searches stay correct meanwhile. A store without a
+        vector index returns []."""
 
     def close(self) -> None: ...

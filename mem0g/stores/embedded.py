@@ -25,7 +25,14 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import networkx as nx
 import numpy as np
 
-from mem0g.stores.base import EdgeRef, StoreError, StoreStats, row_scores
+from mem0g.stores.base import (
+    EdgeRef,
+    IndexRebuild,
+    StoreError,
+    StoreStats,
+    check_index_kinds,
+    row_scores,
+)
 from mem0g.stores.embedded_facts import FactIndex, VectorBlock
 from mem0g.stores.embedded_facts import as_vector as _vec
 from mem0g.types import (
@@ -859,3 +866,13 @@ class EmbeddedGraphStore:
             episodes=sum(len(b.episodes) for b in buckets),
             tenants=len(buckets),
         )
+
+    def rebuild_vector_indexes(
+        self,
+        kinds: Sequence[str] | None = None,
+        *,
+        progress: Callable[[str, float], None] | None = None,
+    ) -> list[IndexRebuild]:
+        """Nothing to rebuild: vectors live in in-memory matrices, searched exactly."""
+        check_index_kinds(kinds)
+        return []

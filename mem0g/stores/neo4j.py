@@ -64,7 +64,15 @@ from neo4j.exceptions import (
 
 from mem0g.config import GraphStoreConfig
 from mem0g.resources import read_text
-from mem0g.stores.base import EdgeRef, StoreError, StoreStats, row_scores
+from mem0g.stores.base import (
+    VECTOR_KINDS,
+    EdgeRef,
+    IndexRebuild,
+    StoreError,
+    StoreStats,
+    check_index_kinds,
+    row_scores,
+)
 from mem0g.types import (
     Entity,
     Episode,
@@ -81,7 +89,17 @@ from mem0g.types import (
 )
 
 UTC = timezone.utc
-_VECTOR_KINDS = ("entities", "relations", "facts")  # one vector index each
+_VECTOR_KINDS = VECTOR_KINDS  # one vector index each, named in cypher/schema.cypher:
+_INDEX_NAMES = {
+    "entities": "mem0g_entity_embedding",
+    "relations": "mem0g_relation_embedding",
+    "facts": "mem0g_fact_embedding",
+}
+# how long a store answers a kind by its exact scan after its index failed a query (missing,
+# still populating after a rebuild that died, failed), before it asks the index again
+_INDEX_ERROR_PAUSE = 30.0
+# the server's answers when an index cannot be queried (Neo4j 5.26)
+_INDEX_DOWN = ("no such vector schema index", "come online", "failed state")
 _FIELDS = {"entities": "entity", "relations": "relation", "facts": "fact"}  # row key per kind
 # what decides how many index rows survive the filters: the over-fetch is learned per these
 _FETCH_KEY = ("user_id", "agent_id", "run_id", "exact", "tenant_key", "include_invalid")
@@ -148,6 +166,16 @@ def _errors(what: str) -> Iterator[None]:
         yield
     except (Neo4jError, DriverError) as exc:
         raise StoreError(f"{what}: {exc}") from exc
+
+
+def _index_down(exc: StoreError) -> bool:
+    """Whether a failed index query means the index is missing, populating or failed."""
+    cause = exc.__cause__
+    return (
+        isinstance(cause, ClientError)
+        and cause.code == "Neo.ClientError.Procedure.ProcedureCallFailed"
+        and any(text in (cause.message or "").lower() for text in _INDEX_DOWN)
+    )
 
 
 # ---------------------------------------------------------------- values in and out
@@ -608,6 +636,7 @@ class Neo4jGraphStore:
         min_fetch: int = 50,
         max_fetch: int = 10_000,
         reset_batch: int = 10_000,
+        index_check_interval: float = 1.0,
     ) -> None:
         if isinstance(driver_or_uri, str):
             self._driver: Driver | None = GraphDatabase.driver(driver_or_uri, auth=auth)
@@ -624,6 +653,11 @@ class Neo4jGraphStore:
         self._schema_ready = False
         self._vector_indexes = False
         self._fetch_factor: dict[tuple[Any, ...], float] = {}  # see _from_index
+        # rebuild markers (see rebuild_vector_indexes) are read at most this often
+        self.index_check_interval = max(0.0, index_check_interval)
+        self._paused: dict[str, float] = {}  # kind -> monotonic time its index is asked again
+        self._rebuilding: frozenset[str] = frozenset()  # kinds with a live marker, as last read
+        self._markers_read = -math.inf
 
     @classmethod
     def from_config(cls, config: GraphStoreConfig, dims: int | None = None) -> Neo4jGraphStore:
@@ -728,7 +762,15 @@ class Neo4jGraphStore:
                 )
             for kind in _VECTOR_KINDS:
                 self._ddl(driver, f"drop_vector_index_{kind}")
-        options = {
+        for kind in _VECTOR_KINDS:
+            self._ddl(driver, f"vector_index_{kind}", {"options": self._vector_options()})
+        if not self._auto(driver, "rebuilding_kinds")[0]["kinds"]:
+            # (during a rebuild the index populates for minutes: searches scan meanwhile)
+            self._auto(driver, "await_indexes", {"seconds": 300})
+        self._vector_indexes = True
+
+    def _vector_options(self) -> dict[str, Any]:
+        return {
             "indexConfig": {
                 "vector.dimensions": self.dims,
                 "vector.similarity_function": "cosine",
@@ -737,10 +779,100 @@ class Neo4jGraphStore:
                 "vector.quantization.enabled": False,
             }
         }
-        for kind in _VECTOR_KINDS:
-            self._ddl(driver, f"vector_index_{kind}", {"options": options})
-        self._auto(driver, "await_indexes", {"seconds": 300})
-        self._vector_indexes = True
+
+    # ------------------------------------------------------------------ maintenance
+
+    def rebuild_vector_indexes(
+        self,
+        kinds: Sequence[str] | None = None,
+        *,
+        progress: Callable[[str, float], None] | None = None,
+        timeout: float = 3600.0,
+        lease: float = 60.0,
+        poll: float = 1.0,
+    ) -> list[IndexRebuild]:
+        """Drop and re-create each vector index in turn, so the server populates it in one
+        pass. Why: Neo4j writes an index fed by many small transactions as many small Lucene
+        segments, and every HNSW query visits each of them; at 100k edges that tripled the
+        server's CPU per search (docs/benchmarks.md).
+
+        A query on a populating index blocks for 30 s and then fails, so first a marker
+        (:Mem0gRebuild) tells every store, within its `index_check_interval`, to answer that
+        kind by the exact tenant scan until the index is online: searches stay correct, only
+        slower. The marker is a lease of `lease` seconds, renewed every `poll` while the index
+        populates, so one left by a rebuild that died lapses by itself. Raises StoreError if an
+        index fails or is still populating after `timeout` seconds."""
+        chosen = check_index_kinds(kinds)
+        driver = self._ready()
+        if self.dims is None:  # nothing was ever embedded: there is no index yet
+            return []
+        rebuilt: list[IndexRebuild] = []
+        for kind in chosen:
+            begin = time.monotonic()
+            with _errors(f"rebuilding the {kind} vector index failed"):
+                self._auto(driver, "mark_rebuild", {"kind": kind, "lease": lease})
+                with self._lock:
+                    self._paused[kind] = math.inf
+                try:
+                    time.sleep(1.5 * self.index_check_interval)  # every store saw the marker
+                    self._ddl(driver, f"drop_vector_index_{kind}")
+                    options = {"options": self._vector_options()}
+                    self._ddl(driver, f"vector_index_{kind}", options)
+                    self._await_online(driver, kind, begin + timeout, lease, poll, progress)
+                    self._auto(driver, "clear_rebuild", {"kind": kind})
+                finally:  # after a failure the marker lapses, then the error pause protects
+                    with self._lock:
+                        self._paused.pop(kind, None)
+            rebuilt.append(
+                IndexRebuild(
+                    kind=kind,
+                    index=_INDEX_NAMES[kind],
+                    seconds=round(time.monotonic() - begin, 3),
+                )
+            )
+        return rebuilt
+
+    def _await_online(
+        self,
+        driver: Driver,
+        kind: str,
+        deadline: float,
+        lease: float,
+        poll: float,
+        progress: Callable[[str, float], None] | None,
+    ) -> None:
+        """Poll the index's state until it is online, renewing the rebuild marker."""
+        while True:
+            states = {r["name"]: r for r in self._auto(driver, "vector_index_states")}
+            state = states.get(_INDEX_NAMES[kind])
+            if state is None:
+                raise StoreError(f"the {kind} vector index disappeared while it was rebuilt")
+            if state["state"] == "ONLINE":
+                if progress is not None:
+                    progress(kind, 100.0)
+                return
+            if state["state"] == "FAILED":
+                raise StoreError(f"the {kind} vector index failed: {state['failure']}")
+            if progress is not None:
+                progress(kind, float(state["percent"] or 0.0))
+            if time.monotonic() > deadline:
+                raise StoreError(
+                    f"the {kind} vector index is still populating ({state['percent']:.0f}%); "
+                    "searches use the exact scan until it is online"
+                )
+            self._auto(driver, "mark_rebuild", {"kind": kind, "lease": lease})
+            time.sleep(poll)
+
+    def _index_usable(self, kind: str) -> bool:
+        """False while `kind`'s index is being rebuilt (a live marker, read at most once per
+        `index_check_interval`) or paused after it failed a query."""
+        now = time.monotonic()
+        if now - self._markers_read >= self.index_check_interval:
+            (row,) = self._read("rebuilding_kinds", {})
+            with self._lock:
+                self._rebuilding = frozenset(row["kinds"])
+                self._markers_read = now
+        return kind not in self._rebuilding and self._paused.get(kind, 0.0) <= now
 
     def _read(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         """One statement as an auto-commit read: one round trip, where a managed transaction
@@ -1001,7 +1133,13 @@ class Neo4jGraphStore:
         key = (kind, params.get("as_of") is None, *(params.get(name) for name in _FETCH_KEY))
         small = self._fetch_factor.get(key) == _SMALL_SCOPE
         rows: list[dict[str, Any]] = []
-        if not small and self._vector_indexes and norm > 0 and want <= self.max_fetch:
+        if (
+            not small
+            and self._vector_indexes
+            and norm > 0
+            and want <= self.max_fetch
+            and self._index_usable(kind)
+        ):
             rows = self._from_index(kind, key, params, want)
         if len(rows) < want:  # too few of this scope among the global top-`fetch`
             rows = self._read(f"similar_{kind}_scan", params)
@@ -1037,7 +1175,14 @@ class Neo4jGraphStore:
         factor = self._fetch_factor.get(key, 1.0)
         while True:
             fetch = min(max(math.ceil(want * factor), self.min_fetch), self.max_fetch)
-            rows = self._read(f"similar_{kind}_index", {**params, "fetch": fetch})
+            try:
+                rows = self._read(f"similar_{kind}_index", {**params, "fetch": fetch})
+            except StoreError as exc:
+                if not _index_down(exc):
+                    raise
+                with self._lock:  # the caller's exact scan answers, now and for a while
+                    self._paused[kind] = time.monotonic() + _INDEX_ERROR_PAUSE
+                return []
             if len(rows) >= want or factor >= self.overfetch or fetch >= self.max_fetch:
                 break
             factor = float(self.overfetch)
