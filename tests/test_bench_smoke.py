@@ -154,7 +154,8 @@ def test_neo4j_run_writes_complete_report(
 ) -> None:
     neo4j_server = bench_neo4j
     out = tmp_path / "neo4j.json"
-    assert bench.main(_neo4j_argv(neo4j_server, out, "--other-tenants", "40")) == 0
+    argv = _neo4j_argv(neo4j_server, out, "--other-tenants", "40", "--reindex", "--trickle", "20")
+    assert bench.main(argv) == 0
     report = json.loads(out.read_text(encoding="utf-8"))
 
     assert report["store"] == "neo4j"
@@ -166,6 +167,16 @@ def test_neo4j_run_writes_complete_report(
     assert size["server_cpu_per_search_ms"] is None  # an external server: no process to read
     _positive(size["search"])
     assert size["avg_relations_returned"] > 0
+    # the same queries again after the reindex, then after 20 edges in writes of 5
+    reindexed, trickled = size["phases"]
+    assert reindexed["phase"] == "after reindex"
+    assert [r["kind"] for r in reindexed["reindex"]] == ["entities", "relations", "facts"]
+    assert trickled["phase"] == "+20 edges in writes of 5 after reindex"
+    assert trickled["trickle_edges"] == 20 and trickled["trickle_writes_per_s"] > 0
+    for phase in (reindexed, trickled):
+        _positive(phase["search"])
+        assert phase["search"]["n"] == size["search"]["n"]
+        assert phase["avg_relations_returned"] > 0
     add = report["add"]
     assert add["throughput_adds_per_s"] > 0
     assert add["unmatched_llm_requests"] == 0
@@ -175,7 +186,7 @@ def test_neo4j_run_writes_complete_report(
 
     # what the run wrote is in the server: the target tenant's edges, plus the adds'
     stats = neo4j_connect().stats()
-    assert stats.relations >= 150 + 40
+    assert stats.relations >= 150 + 40 + 20
 
 
 @pytest.mark.neo4j

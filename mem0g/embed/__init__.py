@@ -145,6 +145,11 @@ class CachedEmbedder:
     def dims(self) -> int:
         return self.inner.dims
 
+    def clear(self) -> None:
+        """Forget every cached vector (a benchmark that repeats texts must embed them)."""
+        with self._lock:
+            self._cache.clear()
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
