@@ -274,6 +274,8 @@ class BenchStores:
                 java_opts=os.environ.get("MEM0G_NEO4J_JAVA_OPTS", ""),
             )
             self.pid = int((self.server.home / "run" / "neo4j.pid").read_text().split()[0])
+            argv = Path(f"/proc/{self.pid}/cmdline").read_bytes().decode().split("\0")
+            self.info["neo4j_toggles"] = [a for a in argv if a.startswith("-Dorg.neo4j.")]
         with GraphDatabase.driver(self.uri, auth=self.auth) as driver:
             try:
                 driver.verify_connectivity()

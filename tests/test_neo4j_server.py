@@ -136,6 +136,20 @@ def test_cpus_pin_every_server_thread(server: Neo4jServer) -> None:
 
 
 @pytest.mark.neo4j
+def test_small_index_segments_are_not_cached_in_ram(server: Neo4jServer) -> None:
+    """The JVM runs with Neo4j's toggle for its in-memory cache of small index segments at 0,
+    before MEM0G_NEO4J_JAVA_OPTS (which may set it back: the last -D wins)."""
+    assert server.home is not None
+    pid = int((server.home / "run" / "neo4j.pid").read_text())
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    flag = "-Dorg.neo4j.kernel.api.impl.index.storage.DirectoryFactory.max_cached_mb=0"
+    assert flag in argv
+    assert argv.index(flag) < argv.index("org.neo4j.server.CommunityEntryPoint")
+    extra = os.environ.get("MEM0G_NEO4J_JAVA_OPTS", "").split()
+    assert argv[argv.index(flag) + 1 : argv.index(flag) + 1 + len(extra)] == extra
+
+
+@pytest.mark.neo4j
 def test_extra_settings_reach_the_server(server: Neo4jServer) -> None:
     """start_maven_server(settings=...): lines of conf/neo4j-extra.conf, appended by
     scripts/neo4j to the neo4j.conf it writes (how the benchmark passes --neo4j-setting)."""
