@@ -15,7 +15,12 @@ WHERE ($user_id IS NULL OR e.user_id = $user_id)
   AND ($agent_id IS NULL OR e.agent_id = $agent_id)
   AND ($run_id IS NULL OR e.run_id = $run_id)
   AND (NOT $exact OR e.tenant_key = $tenant_key)
-RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)} AS entity, score
+RETURN CASE WHEN $light
+            THEN e {.id, .name, .type, .aliases, .keys, .user_id, .agent_id, .run_id,
+                    .tenant_key, created_at: toString(e.created_at),
+                    updated_at: toString(e.updated_at)}
+            ELSE e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)}
+       END AS entity, score
 ORDER BY score DESC
 LIMIT $want;
 
@@ -38,7 +43,12 @@ WHERE ($user_id IS NULL OR e.user_id = $user_id)
   AND e.embedding IS NOT NULL
 WITH e, CASE WHEN $zero_query OR coalesce(e.embedding_zero, false) THEN 0.5
              ELSE vector.similarity.cosine(e.embedding, $vector) END AS score
-RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)} AS entity, score
+RETURN CASE WHEN $light
+            THEN e {.id, .name, .type, .aliases, .keys, .user_id, .agent_id, .run_id,
+                    .tenant_key, created_at: toString(e.created_at),
+                    updated_at: toString(e.updated_at)}
+            ELSE e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)}
+       END AS entity, score
 ORDER BY score DESC, e.written, e.pos
 LIMIT $want;
 

@@ -399,6 +399,27 @@ def test_expand_with_a_vector_scores_the_same_walk(store: Store, rng: np.random.
     assert scored_zero  # the edge without an embedding is walked, scored 0
 
 
+def test_light_similar_entities_are_the_same_hits_without_embeddings(
+    store: Store, rng: np.random.Generator
+) -> None:
+    """`light=True` (entity linking): the same entities, order and scores, no embeddings."""
+    tol = _score_tolerance(store)
+    store.apply(plan(A, [entity(A, f"e{i}", rng) for i in range(40)]))
+    store.apply(plan(A_BOT, [entity(A_BOT, f"bot{i}", rng) for i in range(20)]))
+    store.apply(plan(B, [entity(B, f"b{i}", rng) for i in range(20)]))
+    for scope, exact in ((A, False), (A, True), (B, False)):
+        for k in (0, 1, 5, 100):
+            query = unit(rng)
+            full = store.similar_entities(scope, query, k, exact=exact)
+            light = store.similar_entities(scope, query, k, exact=exact, light=True)
+            assert [e.model_copy(update={"embedding": None}) for e, _ in full] == [
+                e for e, _ in light
+            ]
+            assert all(e.embedding is not None for e, _ in full)
+            assert all(e.embedding is None for e, _ in light)
+            assert [s for _, s in light] == pytest.approx([s for _, s in full], abs=tol, rel=0)
+
+
 def test_similar_relations_refs_are_the_same_hits(store: Store, rng: np.random.Generator) -> None:
     embedded_store = store
     tol = _score_tolerance(store)

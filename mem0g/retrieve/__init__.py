@@ -13,6 +13,7 @@ direction at each hub); a store without it is walked with `expand` around the hu
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable, Sequence
@@ -92,6 +93,8 @@ class DualRetriever:
         self.scored_reads = _takes(store.expand, "vector") and _takes(
             store.similar_relations, "refs"
         )
+        # stores that can leave the embeddings out of entity-linking rows
+        self.light_links = _takes(store.similar_entities, "light")
         # stores that read sibling edges per hub, relation and direction (`GraphStore.siblings`)
         self.sibling_reads = _takes(getattr(store, "siblings", None), "vector")
 
@@ -134,7 +137,10 @@ class DualRetriever:
     def link(self, query: str, qvec: np.ndarray, scope: Tenant) -> list[EntityHit]:
         """Entities the query names: exact name/alias n-grams first, then close name embeddings."""
         hits: dict[str, EntityHit] = {}
-        similar = self.submit(self.store.similar_entities, scope, qvec, self.config.link_top_k)
+        nearest = self.store.similar_entities
+        if self.light_links:
+            nearest = functools.partial(nearest, light=True)
+        similar = self.submit(nearest, scope, qvec, self.config.link_top_k)
         for entity in self.store.find_entities(scope, query_ngrams(query)):
             hits[entity.id] = EntityHit(
                 id=entity.id,

@@ -123,9 +123,10 @@ class GraphStore(Protocol):
         """Entities having any of these normalised keys (name or alias)."""
 
     def similar_entities(
-        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
+        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False, light: bool = False
     ) -> list[tuple[Entity, float]]:
-        """Top-k entities by name-embedding cosine, best first."""
+        """Top-k entities by name-embedding cosine, best first; `light`: without their
+        embeddings (entity linking needs names and ids, and a server sends less)."""
 
     def relations_touching(
         self, scope: Tenant, entity_ids: Sequence[str], validity: Validity, *, exact: bool = False

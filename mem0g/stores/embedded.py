@@ -570,10 +570,15 @@ class EmbeddedGraphStore:
 
     @_locked
     def similar_entities(
-        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
+        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False, light: bool = False
     ) -> list[tuple[Entity, float]]:
         blocks = [self._block(key, "entities") for key in self._scope_keys(scope, exact)]
         hits = self._search(blocks, vector, k, None)
+        if light:  # as the Neo4j store: the records without their embedding
+            light_hits = [(_detached(self._entities[i]), score) for i, score in hits]
+            for entity, _ in light_hits:
+                entity.embedding = None
+            return light_hits
         return [(self._out(self._entities[i]), score) for i, score in hits]
 
     @_locked

@@ -1076,9 +1076,13 @@ class Neo4jGraphStore:
         return [_entity(row["entity"]) for row in rows]
 
     def similar_entities(
-        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
+        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False, light: bool = False
     ) -> list[tuple[Entity, float]]:
-        hits = self._nearest("entities", _scope(scope, exact), vector, k)
+        """With `light`: entities without their embedding, ranked by Neo4j's own cosine (the
+        same order; scores agree with the embedded store's to ~1e-7): 50 rows of 384 floats
+        cost the server and the client more than the HNSW query that found them."""
+        params = {**_scope(scope, exact), "light": light}
+        hits = self._nearest("entities", params, vector, k, light=light)
         return [(_entity(props), score) for props, score in hits]
 
     @overload
