@@ -37,6 +37,11 @@ CREATE CONSTRAINT mem0g_fact_event_id IF NOT EXISTS FOR (ev:FactEvent) REQUIRE e
 CREATE CONSTRAINT mem0g_summary_tenant_key IF NOT EXISTS
 FOR (s:Summary) REQUIRE s.tenant_key IS UNIQUE;
 
+// One rebuild marker per index kind (see mark_rebuild): MERGE on it seeks, and is safe when
+// two stores rebuild at once.
+// name: constraint_rebuild_kind
+CREATE CONSTRAINT mem0g_rebuild_kind IF NOT EXISTS FOR (m:Mem0gRebuild) REQUIRE m.kind IS UNIQUE;
+
 // name: constraint_tenant_sequence_tenant_key
 CREATE CONSTRAINT mem0g_tenant_sequence_tenant_key IF NOT EXISTS
 FOR (q:TenantSequence) REQUIRE q.tenant_key IS UNIQUE;
