@@ -769,7 +769,7 @@ class IndexKind(str, Enum):
 _REINDEX_HELP = (
     "Rebuild the store's vector indexes, each in one pass. Neo4j writes an index fed by many "
     "small adds as many small pieces, and searches slow down as they pile up: run this after a "
-    "bulk load or now and then (about 45 s for a 100k-edge store on 2 cores). Searches keep "
+    "bulk load or now and then (44-53 s for a 100k-edge store on 2 cores here). Searches keep "
     "working meanwhile, answered by exact scans. The embedded store keeps no index: nothing to "
     "do."
 )

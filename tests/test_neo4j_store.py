@@ -1057,6 +1057,41 @@ def test_a_rebuild_marker_lapses_by_itself(
     assert search(A, unit(rng), 5) == [(INDEX, 50)]
 
 
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [("POPULATING", r"still populating \(0%\)"), ("FAILED", "index failed: disk full")],
+)
+def test_a_rebuild_that_does_not_come_online_says_why(
+    store: Neo4jGraphStore,
+    driver: neo4j.Driver,
+    rng: np.random.Generator,
+    monkeypatch: pytest.MonkeyPatch,
+    state: str,
+    message: str,
+) -> None:
+    """The server's answer about the new index is faked (a real one populates too fast to
+    time out here); its marker stays to lapse, so searches keep scanning meanwhile."""
+    store.index_check_interval = 0.0
+    store.apply(chain(A, [f"n{i}" for i in range(40)], rng))
+    real = store._auto
+
+    def stuck(driver: Any, name: str, params: dict[str, Any] | None = None) -> Any:
+        if name == "vector_index_states":
+            row = {"state": state, "percent": None, "failure": "disk full"}
+            return [{"name": "mem0g_relation_embedding", **row}]
+        return real(driver, name, params)
+
+    monkeypatch.setattr(store, "_auto", stuck)
+    with pytest.raises(StoreError, match=message):
+        store.rebuild_vector_indexes(["relations"], timeout=0, poll=0)
+    monkeypatch.undo()
+    assert cypher(driver, "MATCH (m:Mem0gRebuild) RETURN m.kind AS kind") == [{"kind": "relations"}]
+    search = checked_search(store, monkeypatch)
+    assert search(A, unit(rng), 5) == [(SCAN, None)]
+    store.rebuild_vector_indexes(["relations"])  # a rebuild that completes clears it
+    assert search(A, unit(rng), 5) == [(INDEX, 50)]
+
+
 def test_a_missing_index_is_answered_by_the_scan_until_rebuilt(
     store: Neo4jGraphStore,
     driver: neo4j.Driver,

@@ -793,8 +793,8 @@ class Neo4jGraphStore:
     ) -> list[IndexRebuild]:
         """Drop and re-create each vector index in turn, so the server populates it in one
         pass. Why: Neo4j writes an index fed by many small transactions as many small Lucene
-        segments, and every HNSW query visits each of them; at 100k edges that tripled the
-        server's CPU per search (docs/benchmarks.md).
+        segments, and every HNSW query visits each of them; on the 100k-edge benchmark a
+        rebuild cut the server's CPU per search by up to 2.3x (docs/benchmarks.md).
 
         A query on a populating index blocks for 30 s and then fails, so first a marker
         (:Mem0gRebuild) tells every store, within its `index_check_interval`, to answer that
@@ -857,8 +857,9 @@ class Neo4jGraphStore:
                 progress(kind, float(state["percent"] or 0.0))
             if time.monotonic() > deadline:
                 raise StoreError(
-                    f"the {kind} vector index is still populating ({state['percent']:.0f}%); "
-                    "searches use the exact scan until it is online"
+                    f"the {kind} vector index is still populating "
+                    f"({float(state['percent'] or 0.0):.0f}%); searches use the exact scan "
+                    "until it is online"
                 )
             self._auto(driver, "mark_rebuild", {"kind": kind, "lease": lease})
             time.sleep(poll)
