@@ -31,7 +31,7 @@ from mem0g.config import EmbedderConfig, MemoryConfig
 from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.llm.client import LLMClient, LLMError
 from mem0g.memory import Memory, make_store
-from mem0g.stores.base import GraphStore, StoreError
+from mem0g.stores.base import VECTOR_KINDS, GraphStore, StoreError
 from mem0g.types import (
     AddResult,
     Event,
@@ -760,10 +760,8 @@ def stats(
     _out().print(table)
 
 
-class IndexKind(str, Enum):
-    entities = "entities"
-    relations = "relations"
-    facts = "facts"
+# the choices of `reindex --kind`, from the stores' own list
+IndexKind = Enum("IndexKind", {kind: kind for kind in VECTOR_KINDS}, type=str)  # type: ignore[misc]
 
 
 _REINDEX_HELP = (
