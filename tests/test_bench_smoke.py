@@ -115,6 +115,16 @@ def test_graph_has_exactly_n_distinct_edges(bench: ModuleType) -> None:
     assert len(bench.make_queries(graph, 120, bench.random.Random(1))) == 120
 
 
+def test_warm_up_queries_are_never_timed_ones(bench: ModuleType) -> None:
+    graph = bench.build_graph(1000, seed=3)
+    timed = bench.make_queries(graph, 50, bench.random.Random(1))
+    warm = bench.warm_queries(graph, 300, timed, seed=2)
+    assert len(warm) == 300
+    assert not set(warm) & set(timed)
+    assert len(set(warm)) > 200  # mostly distinct texts, not one query repeated
+    assert bench.warm_queries(graph, 0, timed, seed=2) == []
+
+
 def _neo4j_argv(server: Any, out: Path, *extra: str) -> list[str]:
     return [
         "--store",
@@ -154,7 +164,17 @@ def test_neo4j_run_writes_complete_report(
 ) -> None:
     neo4j_server = bench_neo4j
     out = tmp_path / "neo4j.json"
-    argv = _neo4j_argv(neo4j_server, out, "--other-tenants", "40", "--reindex", "--trickle", "20")
+    argv = _neo4j_argv(
+        neo4j_server,
+        out,
+        "--other-tenants",
+        "40",
+        "--server-warmup",
+        "6",
+        "--reindex",
+        "--trickle",
+        "20",
+    )
     assert bench.main(argv) == 0
     report = json.loads(out.read_text(encoding="utf-8"))
 
@@ -167,13 +187,21 @@ def test_neo4j_run_writes_complete_report(
     assert size["server_cpu_per_search_ms"] is None  # an external server: no process to read
     _positive(size["search"])
     assert size["avg_relations_returned"] > 0
-    # the same queries again after the reindex, then after 20 edges in writes of 5
-    reindexed, trickled = size["phases"]
+    # the same queries again after warm-up searches, after the reindex, then after 20 edges
+    # in writes of 5; each of these after the warm-up searches, none of them a timed query
+    warm, reindexed, trickled = size["phases"]
+    assert warm["phase"] == "warm"
+    for phase in (warm, reindexed, trickled):
+        warmup = phase["server_warmup"]
+        assert warmup["searches"] == 6
+        assert [b["searches"] for b in warmup["blocks"]] == [6]
+        _positive(warmup["blocks"][0]["wall"])
+    assert report["config"]["server_warmup"] == 6
     assert reindexed["phase"] == "after reindex"
     assert [r["kind"] for r in reindexed["reindex"]] == ["entities", "relations", "facts"]
     assert trickled["phase"] == "+20 edges in writes of 5 after reindex"
     assert trickled["trickle_edges"] == 20 and trickled["trickle_writes_per_s"] > 0
-    for phase in (reindexed, trickled):
+    for phase in (warm, reindexed, trickled):
         _positive(phase["search"])
         assert phase["search"]["n"] == size["search"]["n"]
         assert phase["avg_relations_returned"] > 0
