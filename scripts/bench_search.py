@@ -318,6 +318,15 @@ class BenchStores:
             return None
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def others_cpu(self) -> float | None:
+        """CPU seconds used so far by every process on this machine except this one and the
+        throwaway server (Linux); None when that cannot be told (an external server on this
+        machine would count as "others")."""
+        machine = machine_cpu()
+        if machine is None or (self.kind == "neo4j" and self.server_cpu() is None):
+            return None
+        return machine - sum(os.times()[:2]) - (self.server_cpu() or 0.0)
+
     def settle(self) -> dict[str, Any]:
         """Wait out the server's work left from the build (index merges, flushes): until it
         uses under 5% of a core over 3 s, or a fixed time when it cannot be watched."""
@@ -781,6 +790,7 @@ def bench_search(
     progress: Progress,
     label: str,
     server_cpu: Callable[[], float | None] = lambda: None,
+    others_cpu: Callable[[], float | None] = lambda: None,
 ) -> dict[str, Any]:
     """Interleave `Memory.search(q)` with `inner.embed([q])`, alternating which goes first so
     load changes hit both alike; queries are distinct, so the search embeds every one."""
@@ -799,6 +809,8 @@ def bench_search(
     without_embed: list[float] = []
     without_embed_cpu: list[float] = []
     cpu_start: float | None = None
+    others_start: float | None = None
+    timed_start = time.perf_counter()
     try:
         with progress.task(f"{label} search", len(queries)) as advance:
             for i, query in enumerate(queries):
@@ -820,6 +832,8 @@ def bench_search(
                     (search_s if which == 0 else embed_s).append(took)
                 if i == warmup - 1 or (i == 0 and warmup == 0):
                     cpu_start = server_cpu()
+                    others_start = others_cpu()
+                    timed_start = time.perf_counter()
                 if i >= warmup:
                     without_embed.append(search_s[-1] - clocks["embed"].total)
                     without_embed_cpu.append(took_cpu - clocks["embed"].cpu)
@@ -833,6 +847,11 @@ def bench_search(
             delattr(store, name)
         cached.inner = inner
     cpu_end = server_cpu()
+    others_end = others_cpu()
+    timed_s = time.perf_counter() - timed_start
+    others = None
+    if others_start is not None and others_end is not None and timed_s > 0:
+        others = round((others_end - others_start) / timed_s, 3)
     search = summary(search_s)
     embed = summary(embed_s)
     server_ms = None
@@ -841,6 +860,7 @@ def bench_search(
     return {
         "search": search,
         "server_cpu_per_search_ms": server_ms,
+        "other_processes_cores": others,
         "query_embed": embed,
         "ratio_p95": round(search["p95_ms"] / embed["p95_ms"], 3),
         "ratio_p50": round(search["p50_ms"] / embed["p50_ms"], 3),
@@ -932,10 +952,23 @@ def later_phases(
         phase["load_avg_before"] = load_average()
         name = f"{label} {phase['phase']}"
         phase.update(
-            bench_search(memory, inner, queries, args.warmup, progress, name, stores.server_cpu)
+            bench_search(
+                memory,
+                inner,
+                queries,
+                args.warmup,
+                progress,
+                name,
+                stores.server_cpu,
+                stores.others_cpu,
+            )
         )
         phase["load_avg_during"] = load_average()
-        phase["busy"] = busy(phase["load_avg_before"], phase["load_avg_during"])
+        phase["busy"] = busy(
+            phase["load_avg_before"],
+            phase["load_avg_during"],
+            others=phase["other_processes_cores"],
+        )
         progress.line(
             f"{name}: search p95 {phase['search']['p95_ms']:.1f} ms, embed p95 "
             f"{phase['query_embed']['p95_ms']:.1f} ms, ratio {phase['ratio_p95']:.2f}"
@@ -1296,9 +1329,26 @@ def bench_add(
 # ---------------------------------------------------------------- report
 
 
-def busy(*loads: Sequence[float]) -> bool:
-    """More runnable work than CPUs: other processes then stretch the model's time far more
-    than the numpy/Python path (torch's threads wait for cores), so ratios flatter search."""
+OTHERS_BUSY = 0.25  # cores used by other processes that make a measurement "busy"
+
+
+def machine_cpu() -> float | None:
+    """CPU seconds all processes have used since boot (/proc/stat; None elsewhere)."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def busy(*loads: Sequence[float], others: float | None = None) -> bool:
+    """Other processes competing for the cores: they stretch the model's time far more than
+    the numpy/Python path (torch's threads wait for cores), so ratios flatter search. Judged by
+    the cores other processes used while it ran (`others`, measured), else by the load
+    average (which counts this benchmark and its server too)."""
+    if others is not None:
+        return others > OTHERS_BUSY
     cpus = os.cpu_count() or 1
     return any(load and load[0] > cpus for load in loads)
 
@@ -1429,7 +1479,7 @@ def print_report(report: dict[str, Any]) -> None:
         value = "n/a" if target["value"] is None else f"{target['value']:.2f}"
         caveat = ""
         if target["busy_machine"] and target["pass"] is not None:
-            caveat = " [yellow](measured on a busy machine: load > CPUs; not conclusive)[/]"
+            caveat = " [yellow](busy machine: other processes ran meanwhile; not conclusive)[/]"
         console.print(
             f"{verdict}  {target['name']}: {value} (target {target['threshold']}){caveat}"
         )
@@ -1661,6 +1711,10 @@ def run(
         "a bulk load leaves Lucene index merges and flushes running, which would otherwise be "
         "timed as search; server_cpu_per_search_ms = the throwaway server's CPU time (all its "
         "threads, /proc) over the timed queries / their count (null for an external server)",
+        "busy: other processes used more than 0.25 of a core during the timed searches "
+        "(other_processes_cores = all CPU time on the machine, /proc/stat, minus this process's "
+        "and the throwaway server's, over the wall time); without that figure (an external "
+        "server, not Linux): load average above the CPU count",
         "phases: the first row of a size is measured right after its build (for a Neo4j server "
         "started for the run: its read paths not yet JIT-compiled); with --server-warmup N, "
         "the 'warm' phase runs the same queries after N untimed searches on other query texts, "
@@ -1779,6 +1833,7 @@ def run(
                 progress,
                 label,
                 stores.server_cpu,
+                stores.others_cpu,
             )
             timing_load = load_average()
             entry: dict[str, Any] = {
@@ -1795,7 +1850,7 @@ def run(
                 "load_avg_before_build": load_before,
                 "load_avg_before": search_load,
                 "load_avg_during": timing_load,
-                "busy": busy(search_load, timing_load),
+                "busy": busy(search_load, timing_load, others=timing["other_processes_cores"]),
             }
             entry["phases"] = later_phases(
                 args,

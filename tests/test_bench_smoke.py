@@ -87,6 +87,9 @@ def test_tiny_run_writes_complete_report(bench: ModuleType, tmp_path: Path) -> N
     assert size["other_tenant_edges"] == 50
     _positive(size["search"])
     _positive(size["query_embed"])
+    # measured on Linux: the cores other processes used (no server to leave out here)
+    assert isinstance(size["other_processes_cores"], float)
+    assert size["busy"] == (size["other_processes_cores"] > bench.OTHERS_BUSY)
     assert size["ratio_p95"] > 0
     assert size["avg_relations_returned"] > 0
     assert isinstance(size["busy"], bool)
@@ -113,6 +116,17 @@ def test_graph_has_exactly_n_distinct_edges(bench: ModuleType) -> None:
     assert len(graph.triples) == len(set(graph.triples)) == 1000
     assert all(s != d for s, _, d in graph.triples)
     assert len(bench.make_queries(graph, 120, bench.random.Random(1))) == 120
+
+
+def test_busy_means_other_processes_when_they_were_measured(bench: ModuleType) -> None:
+    cpus = bench.os.cpu_count()
+    assert bench.busy([0.5], others=0.6) is True  # a quiet load average, a busy neighbour
+    assert bench.busy([cpus + 1.0], others=0.1) is False  # load from this run and its server
+    assert bench.busy([cpus + 1.0]) is True  # not measured: the load average decides
+    assert bench.busy([0.5], [0.4]) is False
+    before = bench.machine_cpu()
+    sum(i * i for i in range(300_000))  # this process's own work counts for the machine
+    assert bench.machine_cpu() >= before
 
 
 def test_warm_up_queries_are_never_timed_ones(bench: ModuleType) -> None:
@@ -185,6 +199,7 @@ def test_neo4j_run_writes_complete_report(
     assert size["edges"] == 150 and size["other_tenant_edges"] == 40
     assert size["build"]["settle"] == {"waited_s": 0.0, "watched": False}
     assert size["server_cpu_per_search_ms"] is None  # an external server: no process to read
+    assert size["other_processes_cores"] is None  # ... nor its CPU to tell from others'
     _positive(size["search"])
     assert size["avg_relations_returned"] > 0
     # the same queries again after warm-up searches, after the reindex, then after 20 edges
