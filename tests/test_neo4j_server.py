@@ -45,11 +45,16 @@ def _port_open(port: int) -> bool:
 
 # the server of this module runs on one CPU (scripts/neo4j start --cpus), checked below
 PINNED_CPU = max(os.sched_getaffinity(0))
+# set by scripts/neo4j, and again by this module's server in its neo4j-extra.conf
+MERGE_FACTOR = "internal.dbms.index.vector.standard_merge_factor"
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Neo4jServer]:
-    srv = start_maven_server(cpus=str(PINNED_CPU), settings=["db.transaction.timeout=77s"])
+    srv = start_maven_server(
+        cpus=str(PINNED_CPU),
+        settings=["db.transaction.timeout=77s", f"{MERGE_FACTOR}=5"],
+    )
     try:
         yield srv
     finally:
@@ -161,6 +166,57 @@ def test_extra_settings_reach_the_server(server: Neo4jServer) -> None:
             name="db.transaction.timeout",
         )
     assert [r["value"] for r in records] == ["1m17s"]
+
+
+@pytest.mark.neo4j
+def test_a_setting_of_neo4j_extra_conf_replaces_the_scripts_own(server: Neo4jServer) -> None:
+    """Neo4j refuses to start when a setting is declared twice: scripts/neo4j leaves out its
+    own line for a setting that neo4j-extra.conf declares (the server above started)."""
+    assert server.home is not None
+    conf = (server.home / "conf" / "neo4j.conf").read_text().splitlines()
+    declared = [line for line in conf if line.startswith(f"{MERGE_FACTOR}=")]
+    assert declared == [f"{MERGE_FACTOR}=5"]
+    buffer = [line for line in conf if line.startswith("internal.dbms.index.vector.population")]
+    (heap,) = [line.split("=")[1] for line in conf if line.startswith("server.memory.heap.max")]
+    heap_mib = int(heap[:-1]) * (1024 if heap.endswith("g") else 1)
+    assert buffer == [f"internal.dbms.index.vector.population_ram_buffer_size={heap_mib // 8}"]
+
+
+@pytest.mark.neo4j
+def test_a_populated_vector_index_is_one_segment(server: Neo4jServer) -> None:
+    """Neo4j 5.26's own settings leave a populated vector index in many HNSW segments, and a
+    query searches each one: these 8,000 vectors (12 MB) made 3 segments with its defaults
+    (checked by hand); scripts/neo4j's settings build them as one."""
+    import neo4j
+    import numpy as np
+
+    vectors = np.random.default_rng(3).normal(size=(8000, 384)).astype(np.float32)
+    label = f"Seg{uuid.uuid4().hex[:8]}"
+    index = f"seg_{uuid.uuid4().hex[:8]}"
+    auth = (server.user, server.password)
+    with neo4j.GraphDatabase.driver(server.uri, auth=auth) as driver, driver.session() as s:
+        for start in range(0, len(vectors), 1000):
+            rows = [v.tolist() for v in vectors[start : start + 1000]]
+            s.run(f"UNWIND $rows AS v CREATE (:{label} {{v: v}})", rows=rows).consume()
+        s.run(
+            f"CREATE VECTOR INDEX {index} FOR (n:{label}) ON n.v OPTIONS {{indexConfig: "
+            "{`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}}"
+        ).consume()
+        s.run("CALL db.awaitIndexes(300)").consume()
+        (record,) = list(s.run("SHOW INDEXES YIELD id, name WHERE name = $n RETURN id", n=index))
+        hits = s.run(
+            "CALL db.index.vector.queryNodes($index, 5, $q) YIELD node, score RETURN score",
+            index=index,
+            q=vectors[7].tolist(),
+        ).value()
+        assert server.home is not None
+        folder = server.home / "data" / "databases" / "neo4j" / "schema" / "index"
+        (index_dir,) = folder.glob(f"vector-*/{record['id']}")
+        segments = sorted(p.name for p in index_dir.rglob("*.si"))
+        s.run(f"DROP INDEX {index}").consume()
+        s.run(f"MATCH (n:{label}) DELETE n").consume()
+    assert hits[0] > 0.999  # the index answers: vector 7 is its own nearest
+    assert segments == ["_0.si"]
 
 
 def test_bad_cpus_are_refused_before_anything_starts(tmp_path: Path) -> None:
