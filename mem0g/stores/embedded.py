@@ -575,10 +575,7 @@ class EmbeddedGraphStore:
         blocks = [self._block(key, "entities") for key in self._scope_keys(scope, exact)]
         hits = self._search(blocks, vector, k, None)
         if light:  # as the Neo4j store: the records without their embedding
-            light_hits = [(_detached(self._entities[i]), score) for i, score in hits]
-            for entity, _ in light_hits:
-                entity.embedding = None
-            return light_hits
+            return [(_detached(self._entities[i]), score) for i, score in hits]
         return [(self._out(self._entities[i]), score) for i, score in hits]
 
     @_locked
