@@ -52,6 +52,35 @@ RETURN CASE WHEN $light
 ORDER BY score DESC, e.written, e.pos
 LIMIT $want;
 
+// The entity resolver's exact candidates (Neo4jGraphStore._entity_block, stores/
+// entity_vectors.py): a store holds a tenant's name vectors and scores them itself, since the
+// HNSW index's top k is not exact. The tenant's plan number and epoch are read first, in a
+// WITH of their own: every plan up to that number has committed, so its entities are visible
+// to the read that follows (entities of later plans may come too, and are read again later).
+// All of the tenant's entities, in write order, unless it has more than $max_rows (then only
+// their number: the store leaves such a tenant to the index):
+// name: entity_vectors_all
+OPTIONAL MATCH (q:TenantSequence {tenant_key: $tenant_key})
+WITH q.seq AS seq, q.epoch AS epoch
+WITH seq, epoch, COUNT { MATCH (e:Entity) WHERE e.tenant_key = $tenant_key } AS size
+RETURN seq, epoch, size, COLLECT {
+  MATCH (e:Entity)
+  WHERE size <= $max_rows AND e.tenant_key = $tenant_key AND e.embedding IS NOT NULL
+  RETURN [e.id, e.embedding] AS row
+  ORDER BY e.written, e.pos
+} AS rows;
+
+// Only those of plans after $since (a seek on the (tenant_key, seq) index):
+// name: entity_vectors_since
+OPTIONAL MATCH (q:TenantSequence {tenant_key: $tenant_key})
+WITH q.seq AS seq, q.epoch AS epoch
+RETURN seq, epoch, COLLECT {
+  MATCH (e:Entity)
+  WHERE e.tenant_key = $tenant_key AND e.seq > $since AND e.embedding IS NOT NULL
+  RETURN [e.id, e.embedding] AS row
+  ORDER BY e.seq, e.written, e.pos
+} AS rows;
+
 // name: similar_relations_index
 CALL db.index.vector.queryRelationships('mem0g_relation_embedding', $fetch, $vector)
 YIELD relationship AS r, score

@@ -47,6 +47,10 @@ CREATE CONSTRAINT mem0g_tenant_sequence_tenant_key IF NOT EXISTS
 FOR (q:TenantSequence) REQUIRE q.tenant_key IS UNIQUE;
 
 // Range indexes behind every tenant-scoped scan (see the anchored unions in read.cypher).
+// The entities a tenant's plans wrote after a given plan number (entity_vectors_since).
+// name: index_entity_tenant_seq
+CREATE INDEX mem0g_entity_tenant_seq IF NOT EXISTS FOR (e:Entity) ON (e.tenant_key, e.seq);
+
 // name: index_entity_key_tenant_key
 CREATE INDEX mem0g_entity_key_tenant_key IF NOT EXISTS FOR (k:EntityKey) ON (k.tenant_key, k.key);
 

@@ -10,8 +10,11 @@
 // embedded store), $seq follows commit order, and other tenants are not held up. MERGE is safe
 // under concurrency thanks to the uniqueness constraint on tenant_key.
 // name: lock_tenant
+// q.epoch tells a tenant written again after a delete from the one before (a store's cache of
+// entity vectors, see entity_vectors_all, starts afresh then).
 MERGE (q:TenantSequence {tenant_key: $tenant_key})
-ON CREATE SET q.user_id = $user_id, q.agent_id = $agent_id, q.run_id = $run_id
+ON CREATE SET q.user_id = $user_id, q.agent_id = $agent_id, q.run_id = $run_id,
+              q.epoch = randomUUID()
 SET q.seq = coalesce(q.seq, 0) + 1
 RETURN q.seq AS seq;
 
@@ -67,10 +70,11 @@ SET ep = $props, ep.seq = $seq;
 
 // Embeddings go through db.create.setNodeVectorProperty: stored as float32, like the
 // embedded store keeps them, and half the size of a list of doubles.
+// e.seq, the plan's number, lets a store read only the entities written since it last looked.
 // name: create_entities
 UNWIND $rows AS row
 CREATE (e:Entity)
-SET e = row.props
+SET e = row.props, e.seq = $seq
 FOREACH (key IN row.props.keys |
   CREATE (:EntityKey {key: key, tenant_key: e.tenant_key, user_id: e.user_id,
                       agent_id: e.agent_id, run_id: e.run_id})-[:KEY_OF]->(e))

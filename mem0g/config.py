@@ -79,6 +79,13 @@ class GraphStoreConfig(_Section):
     username: str | None = None
     password: str | None = Field(default=None, repr=False)
     database: str | None = None
+    entity_vectors: int = Field(
+        default=250_000,
+        ge=0,
+        description="neo4j: entity name vectors held in memory (~1.5 KB each at 384 dims) so "
+        "that entity resolution finds the exact nearest names; a tenant with more entities, "
+        "or 0 here, is resolved with the server's approximate vector index",
+    )
 
     def resolved_path(self) -> Path:
         return Path(self.path).expanduser() if self.path else default_data_dir() / "graph"

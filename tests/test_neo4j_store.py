@@ -403,6 +403,11 @@ def test_from_config_and_environment(
     monkeypatch.setenv("NEO4J_PASSWORD", neo4j_server.password)
     with Neo4jGraphStore.from_config(GraphStoreConfig(provider="neo4j"), dims=DIMS) as store:
         assert store.stats(A).entities == 2
+        assert store._entity_vectors.max_rows == 250_000
+    config = GraphStoreConfig(provider="neo4j", entity_vectors=0)
+    with Neo4jGraphStore.from_config(config, dims=DIMS) as store:  # resolved by the index
+        assert store._entity_vectors.max_rows == 0
+        assert len(store.similar_entities(A, unit(rng), 2, exact=True)) == 2
     # explicit settings win over the environment
     monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:1")
     monkeypatch.setenv("NEO4J_PASSWORD", "wrong-password")
@@ -935,6 +940,126 @@ def test_a_scope_crowded_out_of_the_index_keeps_its_over_fetch(
     assert search(A, direction, 5) == [(INDEX, 50), (INDEX, 150), (SCAN, None)]
     assert search(A, direction, 5) == [(INDEX, 150), (SCAN, None)]
     assert search(A, direction, 5) == [(INDEX, 150), (SCAN, None)]
+
+
+# ---------------------------------------------------------------- the resolver's exact candidates
+
+
+def _look_alikes(rng: np.random.Generator, n: int, cluster: int, dims: int) -> np.ndarray:
+    """Unit vectors in tight clusters, like names that differ by a suffix ("Helix Studios",
+    "Helix Studios 2", ...): within a cluster the cosines are all above 0.999."""
+    centers = rng.standard_normal((n // cluster, dims))
+    vecs = np.repeat(centers, cluster, axis=0) + 0.02 * rng.standard_normal((n, dims))
+    return (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_resolver_candidates_are_exact_where_the_index_is_not(
+    neo4j_connect: Connect, tmp_path: Path
+) -> None:
+    """The entity resolver's top k (an exact tenant) equals the embedded store's, ids and
+    scores, on 2,000 look-alike names in 384 dimensions, where the HNSW index alone returns a
+    different top 10 for some queries (checked here too, so this test can fail)."""
+    rng = np.random.default_rng(11)
+    vecs = _look_alikes(rng, 2000, 200, 384)
+    ents = [Entity(tenant=A, name=f"e{i}", keys=[f"e{i}"], embedding=v.tolist())
+            for i, v in enumerate(vecs)]  # fmt: skip
+    store = neo4j_connect(dims=384)
+    index_only = neo4j_connect(dims=384, entity_vectors=0)
+    embedded = EmbeddedGraphStore(tmp_path / "embedded")
+    for start in range(0, len(ents), 500):
+        for target in (store, embedded):
+            target.apply(WritePlan(tenant=A, new_entities=ents[start : start + 500]))
+
+    def top(target: Neo4jGraphStore | EmbeddedGraphStore, i: int) -> list[tuple[str, float]]:
+        return [(e.id, score) for e, score in target.similar_entities(A, vecs[i], 10, exact=True)]
+
+    queries = range(0, len(ents), 5)
+    assert [top(store, i) for i in queries] == [top(embedded, i) for i in queries]
+    from_index = sum(top(index_only, i) != top(embedded, i) for i in queries)
+    assert from_index > 0, "the index answered exactly: this test no longer shows anything"
+    # light rows: the same entities and scores, without their embeddings
+    light = store.similar_entities(A, vecs[3], 10, exact=True, light=True)
+    assert [(e.id, s) for e, s in light] == top(embedded, 3)
+    assert all(e.embedding is None and e.name for e, _ in light)
+    embedded.close()
+
+
+def test_held_entity_vectors_follow_other_writers_and_deletes(
+    neo4j_connect: Connect, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that holds a tenant's name vectors reads only what other stores' plans added
+    since; after the tenant was deleted and written again (its plan numbers start again) it
+    reads everything afresh and never returns a deleted entity."""
+    holder, writer = neo4j_connect(dims=DIMS), neo4j_connect(dims=DIMS)
+    reads: list[str] = []
+    real_read = holder._read
+
+    def spy(name: str, params: dict[str, Any]) -> Any:
+        reads.append(name)
+        return real_read(name, params)
+
+    monkeypatch.setattr(holder, "_read", spy)
+    writer.apply(chain(A, [f"a{i}" for i in range(20)], rng))
+    writer.apply(chain(B, [f"b{i}" for i in range(5)], rng))
+    query = unit(rng)
+
+    def exact(target: Neo4jGraphStore, tenant: Tenant, k: int) -> list[str]:
+        """The tenant's top k by numpy over every entity the server holds now."""
+        ents = target.snapshot(tenant, EVERYTHING).entities
+        matrix = np.array([e.embedding for e in ents], dtype=np.float32)
+        return [ents[i].id for i in np.argsort(-(matrix @ query))[:k]]
+
+    def search(tenant: Tenant, k: int = 5) -> list[str]:
+        reads.clear()
+        return [e.id for e, _ in holder.similar_entities(tenant, query, k, exact=True)]
+
+    assert search(A) == exact(writer, A, 5)
+    assert "entity_vectors_all" in reads and "similar_entities_index" not in reads
+    assert search(A) == exact(writer, A, 5)
+    assert reads == ["entity_vectors_since", "get_entities"]
+
+    # another store's plans: a name right on the query, and a plan without entities
+    near = Entity(tenant=A, name="near", keys=["near"], embedding=query.tolist())
+    writer.apply(plan(A, [near]))
+    writer.apply(WritePlan(tenant=A, episode=plan(A).episode))
+    assert search(A)[0] == near.id and search(A) == exact(writer, A, 5)
+    assert reads == ["entity_vectors_since", "get_entities"]
+    assert search(B, 3) == exact(writer, B, 3)  # tenants are held apart
+
+    # deleted, then written again: plan numbers restart, so only the epoch tells
+    writer.delete_tenant(A)
+    again = chain(A, ["x0", "x1", "x2"], rng)
+    writer.apply(again)
+    got = search(A)
+    assert got == exact(writer, A, 3) and set(got) == {e.id for e in again.new_entities}
+    assert reads == ["entity_vectors_since", "entity_vectors_all", "get_entities"]
+    writer.delete_tenant(A)
+    assert search(A) == []  # gone, and nothing written since: nothing held is returned
+
+
+def test_a_tenant_too_large_to_hold_is_left_to_the_index(
+    neo4j_connect: Connect, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = neo4j_connect(dims=DIMS, entity_vectors=30)
+    reads: list[str] = []
+    real_read = store._read
+    monkeypatch.setattr(store, "_read", lambda n, p: (reads.append(n), real_read(n, p))[1])
+    store.apply(chain(A, [f"a{i}" for i in range(25)], rng))
+    store.apply(chain(B, [f"b{i}" for i in range(10)], rng))
+    query = unit(rng)
+    assert len(store.similar_entities(A, query, 5, exact=True)) == 5
+    assert "entity_vectors_all" in reads and "similar_entities_index" not in reads
+    reads.clear()
+    store.similar_entities(B, query, 5, exact=True)  # 35 rows: A goes, B is held
+    assert "similar_entities_index" not in reads
+    store.apply(chain(B, [f"c{i}" for i in range(25)], rng))  # B grows to 35
+    reads.clear()
+    got = store.similar_entities(B, query, 5, exact=True)
+    ents = store.snapshot(B, EVERYTHING).entities
+    matrix = np.array([e.embedding for e in ents], dtype=np.float32)
+    assert [e.id for e, _ in got] == [ents[i].id for i in np.argsort(-(matrix @ query))[:5]]
+    assert reads[:2] == ["entity_vectors_since", "entity_vectors_all"]
+    assert "similar_entities_index" in reads  # too large now: the index answered
 
 
 # ---------------------------------------------------------------- rebuilding the indexes

@@ -96,6 +96,11 @@ def row_scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, query)
 
 
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best scores in no particular order (O(n), no full sort)."""
+    return np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(len(scores))
+
+
 def edge_score(vector: np.ndarray, embedding: np.ndarray | Sequence[float] | None) -> float:
     """How `expand(..., vector=)` scores an edge: float32 `np.dot(vector, embedding)`, exactly
     the arithmetic the retriever applies to a copied record (0.0 for an edge without one)."""

@@ -32,6 +32,7 @@ from mem0g.stores.base import (
     StoreStats,
     check_index_kinds,
     row_scores,
+    top_k,
 )
 from mem0g.stores.embedded_facts import FactIndex, VectorBlock
 from mem0g.stores.embedded_facts import as_vector as _vec
@@ -197,11 +198,6 @@ def _span(rel: Relation) -> tuple[int, int]:
     """`Relation.valid_at(t)` is `start <= micros(t) < end` on this interval."""
     start = _OPEN.min if rel.valid_from is None else _micros(rel.valid_from)
     return start, _OPEN.max if rel.invalid_at is None else _micros(rel.invalid_at)
-
-
-def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best scores in no particular order (O(n), no full sort)."""
-    return np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(len(scores))
 
 
 _P = ParamSpec("_P")
@@ -638,9 +634,9 @@ class EmbeddedGraphStore:
                 when = _micros(validity.as_of)
                 rows = np.flatnonzero((spans[:, 0] <= when) & (spans[:, 1] > when))
             if rows is None:
-                best = _top_k(scores, k)
+                best = top_k(scores, k)
             else:
-                best = rows[_top_k(scores[rows], k)]
+                best = rows[top_k(scores[rows], k)]
             candidates.extend((block.ids[r], float(scores[r])) for r in best)
         candidates.sort(key=lambda hit: -hit[1])  # best first, across all blocks
         return candidates[:k]

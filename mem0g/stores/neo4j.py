@@ -17,6 +17,10 @@ Choices that make the two stores interchangeable:
   ``want`` survive (a scope whose scan found fewer than ``want`` in all goes straight to the
   scan next time); the candidates are then re-ranked in Python with the embedded store's
   float32 cosine, so both stores return the same ranking and scores.
+* The entity resolver's candidates (``similar_entities(exact=True)``) do not come from the HNSW
+  index, whose top k is not exact: the store holds the tenant's name vectors in memory
+  (``entity_vectors.py``), brought up to date by plan number before each use, and scores them
+  as the embedded store does.
 * Rows carry ``written`` (the apply call, ns) and ``pos`` (position in its plan), so reads can
   return records in write order, as the embedded store does.
 * A plan's transaction starts by taking its tenant's ``:TenantSequence`` lock and number
@@ -72,7 +76,10 @@ from mem0g.stores.base import (
     StoreStats,
     check_index_kinds,
     row_scores,
+    top_k,
 )
+from mem0g.stores.embedded_facts import VectorBlock
+from mem0g.stores.entity_vectors import EntityVectors, Watermark
 from mem0g.types import (
     Entity,
     Episode,
@@ -261,6 +268,11 @@ def _vector(values: Sequence[float] | None) -> tuple[list[float] | None, bool]:
     vec = np.asarray(values, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(vec))
     return vec.tolist(), not (norm > 0 and np.isfinite(norm))
+
+
+def _id_vectors(rows: list[list[Any]]) -> tuple[list[str], list[list[float]]]:
+    """[id, embedding] pairs from entity_vectors_* as two lists."""
+    return [row[0] for row in rows], [row[1] for row in rows]
 
 
 def _entity(props: dict[str, Any]) -> Entity:
@@ -637,6 +649,7 @@ class Neo4jGraphStore:
         max_fetch: int = 10_000,
         reset_batch: int = 10_000,
         index_check_interval: float = 1.0,
+        entity_vectors: int = 250_000,
     ) -> None:
         if isinstance(driver_or_uri, str):
             self._driver: Driver | None = GraphDatabase.driver(driver_or_uri, auth=auth)
@@ -658,6 +671,8 @@ class Neo4jGraphStore:
         self._paused: dict[str, float] = {}  # kind -> monotonic time its index is asked again
         self._rebuilding: frozenset[str] = frozenset()  # kinds with a live marker, as last read
         self._markers_read = -math.inf
+        # the resolver's exact candidates: tenants' name vectors, at most this many in all
+        self._entity_vectors = EntityVectors(entity_vectors)
 
     @classmethod
     def from_config(cls, config: GraphStoreConfig, dims: int | None = None) -> Neo4jGraphStore:
@@ -668,7 +683,9 @@ class Neo4jGraphStore:
         username = config.username or os.environ.get("NEO4J_USERNAME") or "neo4j"
         password = config.password or os.environ.get("NEO4J_PASSWORD")
         auth = (username, password) if password is not None else None
-        return cls(url, auth, database=config.database, dims=dims)
+        return cls(
+            url, auth, database=config.database, dims=dims, entity_vectors=config.entity_vectors
+        )
 
     def __enter__(self) -> Neo4jGraphStore:
         return self
@@ -954,7 +971,7 @@ class Neo4jGraphStore:
             if counters.nodes_created != 1:
                 raise StoreError("the episode was not created")
         if rows["entities"]:
-            _, counters = self._run(tx, "create_entities", {"rows": rows["entities"]})
+            _, counters = self._run(tx, "create_entities", {"rows": rows["entities"], "seq": seq})
             keys = sum(len(row["props"]["keys"]) for row in rows["entities"])
             if counters.nodes_created != len(rows["entities"]) + keys:  # entities, their keys
                 raise StoreError("not every entity was created")
@@ -1045,7 +1062,10 @@ class Neo4jGraphStore:
                 self._run(tx, f"delete_tenant_{name}", params)
             return int(rels["deleted"]) + int(ents["deleted"])
 
-        return self._write("delete_tenant", work)
+        deleted = self._write("delete_tenant", work)
+        with self._lock:  # (other stores see the tenant's new epoch when it is written again)
+            self._entity_vectors.forget()
+        return deleted
 
     def reset(self) -> None:
         """Delete every node of mem0g's labels (and the edges between entities); schema and
@@ -1056,6 +1076,8 @@ class Neo4jGraphStore:
         with _errors("reset failed"):
             self._auto(driver, "reset_relations", {"batch": self.reset_batch})
             self._auto(driver, "reset_nodes", {"batch": self.reset_batch})
+        with self._lock:
+            self._entity_vectors.forget()
 
     # ------------------------------------------------------------------ reads
 
@@ -1082,9 +1104,77 @@ class Neo4jGraphStore:
         """With `light`: entities without their embedding, ranked by Neo4j's own cosine (the
         same order; scores agree with the embedded store's to ~1e-7): 50 rows of 384 floats
         cost the server and the client more than the HNSW query that found them."""
+        if exact and (held := self._exact_entities(scope, vector, k, light)) is not None:
+            return held
         params = {**_scope(scope, exact), "light": light}
         hits = self._nearest("entities", params, vector, k, light=light)
         return [(_entity(props), score) for props, score in hits]
+
+    def _exact_entities(
+        self, tenant: Tenant, vector: np.ndarray, k: int, light: bool
+    ) -> list[tuple[Entity, float]] | None:
+        """The exact top k of an exact tenant (the entity resolver's candidates), scored here
+        on its held name vectors with the embedded store's arithmetic and order; None for a
+        tenant too large to hold (the index answers it). See stores/entity_vectors.py."""
+        self._ready()
+        if self._entity_vectors.max_rows == 0:
+            return None
+        query, _ = self._unit_query(vector)
+        if k <= 0:
+            return []
+        block = self._entity_block(tenant.key)
+        if block is None:
+            return None
+        with self._lock:  # the block grows in place when another thread brings it up to date
+            if not block.ids:
+                return []
+            if block.matrix.shape[1] != query.shape[0]:
+                raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
+            scores = row_scores(block.matrix, query)
+            best = sorted(top_k(scores, k), key=lambda row: -scores[row])  # as the embedded
+            picked = [(block.ids[row], float(scores[row])) for row in best]
+        rows = self._read("get_entities", {**_scope(tenant), "ids": [i for i, _ in picked]})
+        found = {row["entity"]["id"]: row["entity"] for row in rows}
+        return [
+            (_entity({**found[i], "embedding": None} if light else found[i]), score)
+            for i, score in picked
+            if i in found  # (gone if the tenant was deleted since)
+        ]
+
+    def _entity_block(self, key: str) -> VectorBlock | None:
+        """The tenant's name vectors, brought up to date: one read of the entities of plans
+        committed since the held plan number, or of all of them on first use (or when the
+        tenant was deleted and written again since). None when it is too large to hold."""
+        held = self._entity_vectors
+        with self._lock:
+            mark = held.mark(key)
+        if mark is not None:
+            (row,) = self._read("entity_vectors_since", {"tenant_key": key, "since": mark.seq})
+            if row["seq"] is not None and (row["epoch"] or "") == mark.epoch:
+                ids, vectors = _id_vectors(row["rows"])
+                with self._lock:
+                    block = held.extend(key, Watermark(mark.epoch, row["seq"]), ids, vectors)
+                if block is not None:
+                    return block
+        (row,) = self._read("entity_vectors_all", {"tenant_key": key, "max_rows": held.max_rows})
+        ids, vectors = _id_vectors(row["rows"])
+        if row["size"] > held.max_rows:
+            return None
+        dims = self.dims or (len(vectors[0]) if vectors else None)
+        if dims is None:  # nothing in the database has an embedding yet
+            return VectorBlock([], np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=bool))
+        mark = None if row["seq"] is None else Watermark(row["epoch"] or "", row["seq"])
+        with self._lock:
+            return held.load(key, mark, ids, vectors, dims)
+
+    def _unit_query(self, vector: np.ndarray) -> tuple[np.ndarray, bool]:
+        """The query in the embedded store's float32 arithmetic, so scores and ties agree: at
+        unit length, and whether it has a direction (a zero query stays as it is)."""
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if self.dims is not None and query.shape[0] != self.dims:
+            raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
+        norm = float(np.linalg.norm(query))
+        return (query / norm, True) if norm > 0 else (query, False)
 
     @overload
     def similar_relations(
@@ -1125,23 +1215,18 @@ class Neo4jGraphStore:
         self._ready()
         if k <= 0:
             return []
-        # The same float32 arithmetic as the embedded store, so scores and ties agree.
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if self.dims is not None and query.shape[0] != self.dims:
-            raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
-        norm = float(np.linalg.norm(query))
-        query = query / norm if norm > 0 else query
+        query, directed = self._unit_query(vector)
         # Extra candidates absorb float differences and ties at the k-th place when re-ranked,
         # and either way a larger k widens the HNSW search (its recall at k=5 is not exact)
         want = k + 10
-        params = {**params, "vector": query.tolist(), "zero_query": not norm > 0, "want": want}
+        params = {**params, "vector": query.tolist(), "zero_query": not directed, "want": want}
         key = (kind, params.get("as_of") is None, *(params.get(name) for name in _FETCH_KEY))
         small = self._fetch_factor.get(key) == _SMALL_SCOPE
         rows: list[dict[str, Any]] = []
         if (
             not small
             and self._vector_indexes
-            and norm > 0
+            and directed
             and want <= self.max_fetch
             and self._index_usable(kind)
         ):
