@@ -20,7 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from neo4j_server import (
+    COMPOSE_FILE,
     SCRIPT,
     Neo4jServer,
     _docker_engine_answers,
@@ -187,6 +189,12 @@ def test_a_populated_vector_index_is_one_segment(server: Neo4jServer) -> None:
     """Neo4j 5.26's own settings leave a populated vector index in many HNSW segments, and a
     query searches each one: these 8,000 vectors (12 MB) made 3 segments with its defaults
     (checked by hand); scripts/neo4j's settings build them as one."""
+    assert _segments_of_a_populated_index(server) == ["_0.si"]
+
+
+def _segments_of_a_populated_index(server: Neo4jServer) -> list[str]:
+    """Segment files of a vector index populated from 8,000 stored 384-dim vectors, after
+    checking that it answers (dropped again afterwards)."""
     import neo4j
     import numpy as np
 
@@ -216,7 +224,49 @@ def test_a_populated_vector_index_is_one_segment(server: Neo4jServer) -> None:
         s.run(f"DROP INDEX {index}").consume()
         s.run(f"MATCH (n:{label}) DELETE n").consume()
     assert hits[0] > 0.999  # the index answers: vector 7 is its own nearest
-    assert segments == ["_0.si"]
+    return segments
+
+
+# the official image's own variables, which its entrypoint does not write to neo4j.conf
+_IMAGE_CONTROLS = {"NEO4J_AUTH", "NEO4J_AUTH_PATH", "NEO4J_ACCEPT_LICENSE_AGREEMENT",
+                   "NEO4J_DEBUG", "NEO4J_EDITION", "NEO4J_HOME", "NEO4J_PLUGINS"}  # fmt: skip
+
+
+def compose_settings() -> dict[str, str]:
+    """The neo4j.conf settings docker/compose.yml gives the official image: its entrypoint
+    turns NEO4J_a_b__c into a.b_c; ${VAR:-default} values are taken at their defaults."""
+    service = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["neo4j"]
+    settings = {}
+    for name, value in service["environment"].items():
+        if name.startswith("NEO4J_") and name not in _IMAGE_CONTROLS:
+            key = name.removeprefix("NEO4J_").replace("_", ".").replace("..", "_")
+            settings[key] = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(value))
+    return settings
+
+
+@pytest.mark.neo4j
+def test_compose_settings_start_a_neo4j_5_26_and_index_in_one_segment() -> None:
+    """No Docker engine here, so the Docker route's settings are checked on the same Neo4j
+    5.26 from Maven: strict validation (on by default) refuses any setting it does not
+    declare, internal ones too (a misspelt internal setting was refused, checked by hand).
+    And with them a populated vector index is one HNSW segment."""
+    settings = compose_settings()
+    assert settings["internal.dbms.index.vector.standard_merge_factor"] == "4"
+    assert settings["internal.dbms.index.vector.population_ram_buffer_size"] == "64"
+    assert settings["server.memory.heap.max_size"] == "512m"
+    flag = "-Dorg.neo4j.kernel.api.impl.index.storage.DirectoryFactory.max_cached_mb=0"
+    assert settings["server.jvm.additional"] == flag  # what scripts/neo4j passes the JVM
+    image = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["neo4j"]["image"]
+    assert re.fullmatch(r"\$\{NEO4J_IMAGE:-neo4j:5\.26-community\}", image)
+    srv = start_maven_server(settings=[f"{key}={value}" for key, value in settings.items()])
+    try:
+        assert srv.home is not None
+        conf = (srv.home / "conf" / "neo4j.conf").read_text().splitlines()
+        assert {f"{key}={value}" for key, value in settings.items()} <= set(conf)
+        assert not any("strict_validation" in line for line in conf)  # on, by default
+        assert _segments_of_a_populated_index(srv) == ["_0.si"]
+    finally:
+        srv.stop()
 
 
 def test_bad_cpus_are_refused_before_anything_starts(tmp_path: Path) -> None:
