@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import fake_docker
 import pytest
 import yaml
 from neo4j_server import (
@@ -28,6 +29,7 @@ from neo4j_server import (
     _docker_engine_answers,
     neo4j_for_tests,
     start_maven_server,
+    start_neo4j,
     stop_neo4j_for_tests,
 )
 
@@ -227,30 +229,24 @@ def _segments_of_a_populated_index(server: Neo4jServer) -> list[str]:
     return segments
 
 
-# the official image's own variables, which its entrypoint does not write to neo4j.conf
-_IMAGE_CONTROLS = {"NEO4J_AUTH", "NEO4J_AUTH_PATH", "NEO4J_ACCEPT_LICENSE_AGREEMENT",
-                   "NEO4J_DEBUG", "NEO4J_EDITION", "NEO4J_HOME", "NEO4J_PLUGINS"}  # fmt: skip
-
-
-def compose_settings() -> dict[str, str]:
-    """The neo4j.conf settings docker/compose.yml gives the official image: its entrypoint
-    turns NEO4J_a_b__c into a.b_c; ${VAR:-default} values are taken at their defaults."""
+def compose_settings(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The neo4j.conf settings docker/compose.yml gives the official image, with every
+    ${VAR:-default} at its default."""
     service = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["neo4j"]
-    settings = {}
-    for name, value in service["environment"].items():
-        if name.startswith("NEO4J_") and name not in _IMAGE_CONTROLS:
-            key = name.removeprefix("NEO4J_").replace("_", ".").replace("..", "_")
-            settings[key] = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(value))
-    return settings
+    for name in re.findall(r"\$\{(\w+)", COMPOSE_FILE.read_text()):
+        monkeypatch.delenv(name, raising=False)
+    return fake_docker.image_settings(service["environment"])
 
 
 @pytest.mark.neo4j
-def test_compose_settings_start_a_neo4j_5_26_and_index_in_one_segment() -> None:
+def test_compose_settings_start_a_neo4j_5_26_and_index_in_one_segment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """No Docker engine here, so the Docker route's settings are checked on the same Neo4j
     5.26 from Maven: strict validation (on by default) refuses any setting it does not
     declare, internal ones too (a misspelt internal setting was refused, checked by hand).
     And with them a populated vector index is one HNSW segment."""
-    settings = compose_settings()
+    settings = compose_settings(monkeypatch)
     assert settings["internal.dbms.index.vector.standard_merge_factor"] == "4"
     assert settings["internal.dbms.index.vector.population_ram_buffer_size"] == "64"
     assert settings["server.memory.heap.max_size"] == "512m"
@@ -337,3 +333,42 @@ def test_env_route_starts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_docker_route_can_be_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEM0G_NEO4J_NO_DOCKER", "1")
     assert _docker_engine_answers() is False
+
+
+@pytest.mark.neo4j
+def test_docker_route_through_pytest_docker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Docker route's own code, run against tests/fake_docker.py: a TEST DOUBLE for the
+    Docker engine that answers `docker info` and the compose commands pytest-docker runs with
+    the Maven-assembled Neo4j on the ports and password compose would be given. With no
+    NEO4J_URI, start_neo4j() takes Docker before Maven, and stop() leaves nothing behind."""
+    shim = tmp_path / "bin" / "docker"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake_docker.__file__}" "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("MEM0G_FAKE_DOCKER_STATE", str(tmp_path / "state"))
+    for name in ("NEO4J_URI", "MEM0G_NEO4J_NO_DOCKER", "NEO4J_PASSWORD", "NEO4J_BOLT_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    import neo4j
+
+    server = start_neo4j()
+    home = tmp_path / "state" / f"mem0g-test-{os.getpid()}"
+    try:
+        assert server.kind == "docker" and home.is_dir()
+        assert server.password and os.environ["NEO4J_PASSWORD"] == server.password
+        with neo4j.GraphDatabase.driver(server.uri, auth=(server.user, server.password)) as d:
+            records, _, _ = d.execute_query(
+                "SHOW SETTINGS YIELD name, value WHERE name = 'dbms.usage_report.enabled' "
+                "RETURN value"
+            )
+            assert [r["value"] for r in records] == ["false"]  # from the compose file
+        status, _, _ = _get(f"{server.browser_url}")
+        assert status == 200
+        bolt_port = int(server.uri.rsplit(":", 1)[1])
+    finally:
+        server.stop()
+    assert not home.exists()  # `down -v`
+    assert not _port_open(bolt_port)
+    assert "NEO4J_PASSWORD" not in os.environ and "NEO4J_BOLT_PORT" not in os.environ
