@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from mem0g import Memory
-from mem0g.config import EmbedderConfig, MemoryConfig
+from mem0g.config import EmbedderConfig, GraphStoreConfig, MemoryConfig
 from mem0g.embed import CachedEmbedder, Embedder, make_embedder
 from mem0g.llm.client import LLMClient
 from mem0g.llm.protocol import ResolveUpdatesPayload
@@ -292,7 +292,13 @@ class BenchStores:
             return EmbeddedGraphStore(path, dims=dims)
         from mem0g.stores.neo4j import Neo4jGraphStore
 
-        store = Neo4jGraphStore(self.uri, self.auth, database=self.args.neo4j_database, dims=dims)
+        store = Neo4jGraphStore(
+            self.uri,
+            self.auth,
+            database=self.args.neo4j_database,
+            dims=dims,
+            entity_vectors=self.args.neo4j_entity_vectors,
+        )
         held = store.stats()
         if held.entities or held.relations or held.episodes:
             if self.server is None and not self.args.wipe:
@@ -1551,6 +1557,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="a neo4j.conf setting for the throwaway server (repeatable)",
     )
     p.add_argument("--neo4j-heap", default="2g", help="heap of the throwaway server")
+    p.add_argument(
+        "--neo4j-entity-vectors",
+        type=int,
+        default=GraphStoreConfig().entity_vectors,
+        metavar="N",
+        help="entity name vectors the store holds for exact resolution (0: the index only)",
+    )
     p.add_argument("--neo4j-pagecache", default="1g", help="page cache of the throwaway server")
     p.add_argument(
         "--other-tenants",
@@ -1757,6 +1770,9 @@ def run(
                 "server_cpus": args.server_cpus,
                 "settle": args.settle,
                 "server_warmup": args.server_warmup,
+                "neo4j_entity_vectors": (
+                    args.neo4j_entity_vectors if args.store == "neo4j" else None
+                ),
                 "write_batch": args.write_batch,
                 "search_limit": 10,
                 "retrieval": MemoryConfig().retrieval.model_dump(),

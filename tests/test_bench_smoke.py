@@ -188,6 +188,8 @@ def test_neo4j_run_writes_complete_report(
         "--reindex",
         "--trickle",
         "20",
+        "--neo4j-entity-vectors",  # fewer than the tenant's entities: resolved by the index
+        "7",
     )
     assert bench.main(argv) == 0
     report = json.loads(out.read_text(encoding="utf-8"))
@@ -212,6 +214,7 @@ def test_neo4j_run_writes_complete_report(
         assert [b["searches"] for b in warmup["blocks"]] == [6]
         _positive(warmup["blocks"][0]["wall"])
     assert report["config"]["server_warmup"] == 6
+    assert report["config"]["neo4j_entity_vectors"] == 7
     assert reindexed["phase"] == "after reindex"
     assert [r["kind"] for r in reindexed["reindex"]] == ["entities", "relations", "facts"]
     assert trickled["phase"] == "+20 edges in writes of 5 after reindex"
