@@ -253,11 +253,26 @@ class MentionUpdate(BaseModel):
 
 
 class AliasUpdate(BaseModel):
-    """Names merged into an existing entity: appended to its aliases and keys (no duplicates)."""
+    """Names merged into an existing entity: appended to its aliases and keys (no duplicates).
+    `name`, when set, becomes the entity's display name (a fuller form arrived: "Sam" ->
+    "Sam Okafor"); the old name stays an alias, and the entity's edges show the new name."""
 
     entity_id: str
     aliases: list[str]
     keys: list[str]
+    name: str | None = None
+
+
+class PossibleDuplicate(BaseModel):
+    """A new entity that may be the same thing as an existing one of its tenant ("Diego" when
+    the tenant holds several Diegos and nothing said which). Recorded for review, never
+    merged by the resolver: a wrong merge corrupts two records, a kept duplicate none."""
+
+    entity_id: str  # the entity the add created (or found)
+    candidate_id: str  # the stored entity it may duplicate
+    reason: str  # why, in words: "first name of 3 people", "nickname of Robert Chen"
+    score: float = 0.0  # name-embedding cosine of the two, for ranking a review list
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class WritePlan(BaseModel):
@@ -267,6 +282,7 @@ class WritePlan(BaseModel):
     episode: Episode | None = None  # None for a user's direct fact edit (no conversation)
     new_entities: list[Entity] = Field(default_factory=list)
     alias_updates: list[AliasUpdate] = Field(default_factory=list)
+    possible_duplicates: list[PossibleDuplicate] = Field(default_factory=list)
     new_relations: list[Relation] = Field(default_factory=list)
     invalidations: list[Invalidation] = Field(default_factory=list)
     mentions: list[MentionUpdate] = Field(default_factory=list)
