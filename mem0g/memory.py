@@ -220,6 +220,7 @@ class Memory:
             updated_at=now,
             new_entities=graph.new_entities,
             alias_updates=graph.alias_updates,
+            possible_duplicates=graph.possible_duplicates,
             new_relations=graph.new_relations,
             invalidations=graph.invalidations,
             mentions=graph.mentions,
@@ -233,6 +234,7 @@ class Memory:
             relations=graph.changes,
             facts=facts.results,
             entities=[e.model_copy(update={"embedding": None}) for e in plan.new_entities],
+            possible_duplicates=plan.possible_duplicates,
             usage=_merge_usage(graph_usage, fact_usage),
         )
 

@@ -12,10 +12,10 @@ from pydantic import BaseModel, Field
 
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder
-from mem0g.extract import extract, extract_facts
+from mem0g.extract import establish_relations, extract_entities, extract_facts
 from mem0g.llm.client import LLMClient
-from mem0g.llm.protocol import Context
-from mem0g.resolve.entities import resolve_entities
+from mem0g.llm.protocol import AmbiguousName, CandidateNode, Context
+from mem0g.resolve.entities import Mentions, ResolvedEntities, resolve_entities, settle
 from mem0g.resolve.facts import FactPlan, resolve_facts
 from mem0g.resolve.updates import resolve_updates
 from mem0g.stores.base import GraphStore
@@ -26,6 +26,7 @@ from mem0g.types import (
     Invalidation,
     MentionUpdate,
     Message,
+    PossibleDuplicate,
     Provenance,
     Relation,
     RelationChange,
@@ -41,6 +42,7 @@ class GraphPart(BaseModel):
     invalidations: list[Invalidation] = Field(default_factory=list)
     mentions: list[MentionUpdate] = Field(default_factory=list)
     changes: list[RelationChange] = Field(default_factory=list)
+    possible_duplicates: list[PossibleDuplicate] = Field(default_factory=list)
 
 
 class Stages:
@@ -64,22 +66,38 @@ class Stages:
         now: datetime,
         usage: Usage,
     ) -> GraphPart:
-        """Extract (2 calls), resolve entities, resolve updates (<= 1 call)."""
+        """Extract entities (call 1), resolve them, establish relations (call 2, which also
+        settles names the conversation left ambiguous), resolve updates (<= 1 call)."""
         part = GraphPart()
-        found = extract(self.llm, messages, when, context, usage)
+        types = extract_entities(self.llm, messages, when, context, usage)
+        if not types:
+            return part
+        mentions = Mentions.of(
+            current=[m.content for m in messages] + list(types),
+            recent=[m.content for m in context.recent],
+            speakers=[m.name for m in messages if m.name],
+        )
+        settings = {
+            "threshold": self.config.resolver.threshold,
+            "k": self.config.resolver.candidates,
+            "now": now,
+            "mentions": mentions,
+        }
+        resolved = resolve_entities(self.store, self.embedder, tenant, types, **settings)
+        asked, short_ids = _ambiguous_names(resolved)
+        found = establish_relations(
+            self.llm, messages, when, types, context, usage, candidates=asked
+        )
         used_names: dict[str, str] = {}
         for t in found.triples:
             used_names.setdefault(t.source, t.source_type)
             used_names.setdefault(t.destination, t.destination_type)
-        resolved = resolve_entities(
-            self.store,
-            self.embedder,
-            tenant,
-            used_names,
-            threshold=self.config.resolver.threshold,
-            k=self.config.resolver.candidates,
-            now=now,
-        )
+        resolve_entities(self.store, self.embedder, tenant, used_names, **settings, out=resolved)
+        identities = {
+            name: short_ids[choice] if choice is not None else None
+            for name, choice in found.identities.items()
+        }
+        settle(self.store, tenant, resolved, identities, now=now)
         candidates: dict[tuple[str, str, str], Relation] = {}
         for t in found.triples:
             src = resolved.ids.get(t.source)
@@ -139,7 +157,13 @@ class Stages:
         used = {r.source_id for r in part.new_relations}
         used |= {r.destination_id for r in part.new_relations}
         part.new_entities = [e for e in resolved.new_entities if e.id in used]
-        part.alias_updates = resolved.alias_updates
+        part.alias_updates = [u for u in resolved.alias_updates if u.entity_id in used]
+        unused = {e.id for e in resolved.new_entities} - used
+        part.possible_duplicates = [
+            d
+            for d in resolved.possible_duplicates
+            if d.entity_id in used and d.candidate_id not in unused
+        ]
         return part
 
     def fact_path(
@@ -167,6 +191,27 @@ class Stages:
             now=now,
             usage=usage,
         )
+
+
+def _ambiguous_names(
+    resolved: ResolvedEntities,
+) -> tuple[list[AmbiguousName], dict[str, str]]:
+    """The pending names as the relation generator is asked about them, with short
+    per-request candidate ids (c1, c2, ...), and the map back to entity ids."""
+    asked: list[AmbiguousName] = []
+    short_ids: dict[str, str] = {}
+    for name, pending in resolved.pending.items():
+        nodes = []
+        for cand in pending.candidates:
+            sid = next((s for s, eid in short_ids.items() if eid == cand.id), None)
+            if sid is None:
+                sid = f"c{len(short_ids) + 1}"
+                short_ids[sid] = cand.id
+            nodes.append(
+                CandidateNode(id=sid, name=cand.name, type=cand.type, aliases=cand.aliases[:8])
+            )
+        asked.append(AmbiguousName(name=name, candidates=nodes))
+    return asked, short_ids
 
 
 def change(

@@ -333,6 +333,8 @@ class AddResult(BaseModel):
     relations: list[RelationChange] = Field(default_factory=list)
     facts: list[FactResult] = Field(default_factory=list)
     entities: list[Entity] = Field(default_factory=list)
+    # names the add could not tell apart, kept as new nodes beside these stored ones
+    possible_duplicates: list[PossibleDuplicate] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
 
 

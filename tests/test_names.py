@@ -11,8 +11,11 @@ import pytest
 from mem0g.resolve.names import (
     ALIAS_FLOOR,
     DEFAULT_THRESHOLD,
+    Candidate,
     NameRelation,
     canonical_type,
+    is_proper,
+    judge,
     name_relation,
     normalize_name,
     pick_merge_target,
@@ -134,10 +137,25 @@ RELATIONS = [
     ("Acme Robotics", "Acme Logistics", "organization", CONFLICT),
     ("Windows 10", "Windows 11", "product", CONFLICT),
     ("Daniel", "Daniela", "person", CONFLICT),
-    # structure is silent: embeddings decide
-    ("Robert Chen", "Bob Chen", "person", UNKNOWN),
-    ("Anna Chen", "Maria Chen", "person", UNKNOWN),
-    ("Alex", "Alexander", "person", UNKNOWN),
+    # nicknames from the curated dataset
+    ("Robert Chen", "Bob Chen", "person", ALIAS),
+    ("Bob", "Robert Chen", "person", ALIAS),
+    ("Liz", "Elizabeth", "person", ALIAS),
+    ("Alex", "Alexander", "person", ALIAS),
+    ("Kate Okafor", "Katherine Okafor", "person", ALIAS),
+    # two formal names the dataset links are still two people
+    ("Andrea Chen", "Andrew Chen", "person", CONFLICT),
+    # a shared surname, another given name: another person, whatever the cosine
+    ("Anna Chen", "Maria Chen", "person", CONFLICT),
+    ("Diego Yilmaz", "Mateo Yilmaz", "person", CONFLICT),
+    ("Anton Nguyen", "Pavel Nguyen", "person", CONFLICT),
+    ("Coco Fontaine", "Bruno Fontaine", "cat", CONFLICT),
+    ("Coco Fontaine", "Bruno Fontaine", "pet", CONFLICT),
+    ("Diego", "Mateo", "person", CONFLICT),
+    ("Bob", "Robert Li", "dog", ALIAS),  # pets follow the person rules
+    ("Fontaine", "Coco Fontaine", "pet", ALIAS),
+    ("Dr. Yilmaz", "Diego Yilmaz", "person", ALIAS),
+    # structure is silent: embeddings decide, for descriptive names only (should_merge)
     ("Paris, TX", "Paris, Texas", "location", UNKNOWN),
     ("Postgres", "PostgreSQL", None, UNKNOWN),
     ("Contoso", "Fabrikam", "organization", UNKNOWN),
@@ -172,8 +190,39 @@ def test_should_merge_by_relation() -> None:
     assert should_merge("Zoë", "person", "Zoe", "person", 0.0, T)
     assert should_merge("Bob", "person", "Bob Chen", "person", ALIAS_FLOOR, T)
     assert not should_merge("Bob", "person", "Bob Chen", "person", ALIAS_FLOOR - 0.01, T)
-    assert should_merge("Robert Chen", "person", "Bob Chen", "person", T, T)
-    assert not should_merge("Robert Chen", "person", "Bob Chen", "person", T - 0.01, T)
+    assert should_merge("vegetarian diet", "diet", "vegetarianism", "diet", T, T)
+    assert not should_merge("vegetarian diet", "diet", "vegetarianism", "diet", T - 0.01, T)
+
+
+def test_proper_names_never_merge_on_similarity() -> None:
+    assert not should_merge("Sydney", "city", "Melbourne", "city", 0.99, T)
+    assert not should_merge("Anna Chen", "person", "Maria Chen", "person", 0.99, T)
+    assert not should_merge("Contoso", "organization", "Fabrikam", "organization", 0.99, T)
+    assert not should_merge("Postgres", None, "PostgreSQL", None, 0.99, T)  # capitalised
+    assert should_merge("hiking", "hobby", "hikes", "hobby", 0.9, T)
+    assert should_merge("Bob Chen", "person", "Robert Chen", "person", ALIAS_FLOOR, T)
+
+
+@pytest.mark.parametrize(
+    ("name", "type_", "proper"),
+    [
+        ("Diego", "person", True),
+        ("Coco", "pet", True),
+        ("Sydney", "city", True),
+        ("Chen Logistics", "organization", True),
+        ("Paris", None, True),
+        ("NYC", "thing", True),
+        ("iPhone", "product", True),
+        ("Lake Tahoe", "activity", True),
+        ("hiking", "hobby", False),
+        ("Hiking", "hobby", False),  # sentence case of a typed description
+        ("vegetarian diet", "diet", False),
+        ("Vegetarian diet", "diet", False),
+        ("chess", None, False),
+    ],
+)
+def test_is_proper(name: str, type_: str | None, proper: bool) -> None:
+    assert is_proper(name, type_) is proper
 
 
 def test_should_merge_rejects_incompatible_types() -> None:
@@ -190,13 +239,10 @@ def test_should_merge_uses_candidate_aliases() -> None:
     assert not should_merge("Anna Kowalczyk", "person", "Anna Berger", "person", 0.9, T, ["Anna"])
 
 
-Candidate = tuple[str, str, str | None, list[str], float]
-
-
 def cand(
     cid: str, name: str, sim: float, type_: str | None = "person", aliases: Sequence[str] = ()
 ) -> Candidate:
-    return (cid, name, type_, list(aliases), sim)
+    return Candidate(cid, name, type_, list(aliases), sim)
 
 
 def test_pick_refuses_an_ambiguous_short_name() -> None:
@@ -239,3 +285,27 @@ def test_labelled_pairs_file() -> None:
         assert isinstance(row["label"], bool)
         assert row["split"] in ("dev", "holdout")
     assert {r["label"] for r in rows} == {True, False}
+
+
+def test_judge_short_name_among_many_is_settled_by_the_conversation() -> None:
+    diegos = [cand(str(i), f"Diego {s}", 0.7 - i / 100) for i, s in enumerate("ABCDE")]
+    ambiguous = judge("Diego", "person", diegos, T)
+    assert ambiguous.target is None and set(ambiguous.ambiguous) == {"0", "1", "2", "3", "4"}
+    named = judge("Diego", "person", diegos, T, [set(), {"3"}])
+    assert named.target == "3"
+    # two named as near as each other: still ambiguous, the farther mention does not count
+    tie = judge("Diego", "person", diegos, T, [{"1", "2"}, {"3"}])
+    assert tie.target is None
+
+
+def test_judge_full_name_does_not_adopt_an_ambiguous_short_node() -> None:
+    stored = [cand("s", "Sam", 0.8), cand("o", "Sam Okafor", 0.7)]
+    assert judge("Sam Lee", "person", stored, T).target is None
+    assert judge("Sam Lee", "person", stored[:1], T).target == "s"
+
+
+def test_nickname_is_literal_first() -> None:
+    stored = [cand("r", "Robert Li", 0.9), cand("b", "Bob Chen", 0.6)]
+    # Bob could be Robert Li (a nickname) or Bob Chen: two different people
+    assert judge("Bob", "person", stored, T).target is None
+    assert judge("Bob", "person", stored[:1], T).target == "r"

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from mem0g.llm.client import LLMClient
 from mem0g.llm.protocol import (
+    AmbiguousName,
     Context,
     EntityIn,
     EstablishRelationsPayload,
@@ -36,6 +38,8 @@ class ExtractedTriple(BaseModel):
 class Extraction(BaseModel):
     entities: dict[str, str] = Field(default_factory=dict)  # name -> type
     triples: list[ExtractedTriple] = Field(default_factory=list)
+    # ambiguous name -> the per-request candidate id the LLM chose, None for "new"
+    identities: dict[str, str | None] = Field(default_factory=dict)
 
 
 def payload_messages(messages: Sequence[Message], default_time: datetime) -> list[PayloadMessage]:
@@ -50,31 +54,51 @@ def payload_messages(messages: Sequence[Message], default_time: datetime) -> lis
     ]
 
 
-def extract(
+def _base(
+    messages: Sequence[Message], reference_time: datetime, context: Context | None
+) -> dict[str, Any]:
+    return {
+        "reference_time": reference_time.isoformat(),
+        "messages": payload_messages(messages, reference_time),
+        "context": context or Context(),
+    }
+
+
+def extract_entities(
     llm: LLMClient,
     messages: Sequence[Message],
     reference_time: datetime,
     context: Context | None = None,
     usage: Usage | None = None,
-) -> Extraction:
-    """Call 1 (entities) and call 2 (relations); skips call 2 when there are no entities."""
-    context = context or Context()
-    base = {
-        "reference_time": reference_time.isoformat(),
-        "messages": payload_messages(messages, reference_time),
-        "context": context,
-    }
-    found = llm.call("extract_entities", ExtractEntitiesPayload(**base), usage)
+) -> dict[str, str]:
+    """Call 1: the entities named in the messages, name -> type (first type wins)."""
+    payload = ExtractEntitiesPayload(**_base(messages, reference_time, context))
+    found = llm.call("extract_entities", payload, usage)
     types: dict[str, str] = {}
     for entity in found.entities:
         if entity.name and entity.name not in types:
             types[entity.name] = entity.type or "entity"
-    if not types:
-        return Extraction()
+    return types
+
+
+def establish_relations(
+    llm: LLMClient,
+    messages: Sequence[Message],
+    reference_time: datetime,
+    types: dict[str, str],
+    context: Context | None = None,
+    usage: Usage | None = None,
+    candidates: Sequence[AmbiguousName] = (),
+) -> Extraction:
+    """Call 2: triples between the entities; with `candidates`, also which stored node each
+    ambiguous name denotes (`Extraction.identities`, only names that were asked about)."""
     listed = [EntityIn(name=name, type=type_) for name, type_ in types.items()]
-    answer = llm.call(
-        "establish_relations", EstablishRelationsPayload(**base, entities=listed), usage
+    payload = EstablishRelationsPayload(
+        **_base(messages, reference_time, context),
+        entities=listed,
+        candidates=list(candidates) or None,
     )
+    answer = llm.call("establish_relations", payload, usage)
     triples = []
     seen: set[tuple[str, str, str]] = set()
     for rel in answer.relations:
@@ -95,7 +119,29 @@ def extract(
                 valid_from=_parse_date(rel.valid_from),
             )
         )
-    return Extraction(entities=types, triples=triples)
+    asked = {c.name: {n.id for n in c.candidates} for c in candidates}
+    identities: dict[str, str | None] = {}
+    for ident in answer.identities:
+        if ident.name in asked and ident.name not in identities:
+            if ident.id.casefold() == "new":
+                identities[ident.name] = None
+            elif ident.id in asked[ident.name]:
+                identities[ident.name] = ident.id
+    return Extraction(entities=types, triples=triples, identities=identities)
+
+
+def extract(
+    llm: LLMClient,
+    messages: Sequence[Message],
+    reference_time: datetime,
+    context: Context | None = None,
+    usage: Usage | None = None,
+) -> Extraction:
+    """Call 1 (entities) and call 2 (relations); skips call 2 when there are no entities."""
+    types = extract_entities(llm, messages, reference_time, context, usage)
+    if not types:
+        return Extraction()
+    return establish_relations(llm, messages, reference_time, types, context, usage)
 
 
 def _parse_date(value: str | None) -> datetime | None:
@@ -114,10 +160,6 @@ def extract_facts(
     usage: Usage | None = None,
 ) -> list[str]:
     """Call 1 of the fact path: short, self-contained, dated facts (deduplicated, in order)."""
-    payload = ExtractFactsPayload(
-        reference_time=reference_time.isoformat(),
-        messages=payload_messages(messages, reference_time),
-        context=context or Context(),
-    )
+    payload = ExtractFactsPayload(**_base(messages, reference_time, context))
     answer = llm.call("extract_facts", payload, usage)
     return list(dict.fromkeys(answer.facts))

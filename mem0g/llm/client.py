@@ -64,6 +64,7 @@ class _ProcessLimit:
 PROCESS_LIMIT = _ProcessLimit()
 
 _THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_OPTIONAL_FIELDS = ("candidates",)
 _FENCE_RE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
@@ -126,7 +127,10 @@ class LLMClient:
     def call(self, task: str, payload: BaseModel, usage: Usage | None = None) -> Any:
         """Run one task; returns the validated answer model (raises LLMError)."""
         answer_model = TASKS[task][1]
-        payload_json = payload.model_dump_json()
+        # optional payload fields (v1 additions) are left out when unset, so a v1 request
+        # stays byte-identical
+        unset = {name for name in _OPTIONAL_FIELDS if getattr(payload, name, 0) is None}
+        payload_json = payload.model_dump_json(exclude=unset)
         instructions = prompt(task)
         feedback = ""
         for attempt in range(self.config.max_retries + 1):

@@ -71,9 +71,28 @@ class ExtractEntitiesAnswer(_Answer):
 # ---------------------------------------------------------------- establish_relations
 
 
+class CandidateNode(BaseModel):
+    """A stored entity an ambiguous name may denote; `id` is a short per-request id."""
+
+    id: str
+    name: str
+    type: str
+    aliases: list[str] = Field(default_factory=list)
+
+
+class AmbiguousName(BaseModel):
+    """A name of `entities` that could be any of several stored nodes ("Diego" when the
+    memory knows several Diegos and the conversation did not say which)."""
+
+    name: str
+    candidates: list[CandidateNode]
+
+
 class EstablishRelationsPayload(ExtractEntitiesPayload):
     task: Literal["establish_relations"] = "establish_relations"  # type: ignore[assignment]
     entities: list[EntityIn]
+    # optional (protocol v1.1): sent only when some name is ambiguous; omitted otherwise
+    candidates: list[AmbiguousName] | None = None
 
 
 class ExtractedRelation(_Answer):
@@ -92,8 +111,26 @@ class ExtractedRelation(_Answer):
         return value.strip()
 
 
+class Identity(_Answer):
+    name: str = Field(description="A name from the payload's `candidates`.")
+    id: str = Field(
+        description='The id of the candidate it denotes, or "new" for someone or something else.'
+    )
+
+    @field_validator("name", "id")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+
 class EstablishRelationsAnswer(_Answer):
     relations: list[ExtractedRelation]
+    identities: list[Identity] = Field(
+        default_factory=list,
+        description="Only when the payload has `candidates`: which candidate each ambiguous "
+        'name denotes, judged from the messages and context, or "new"; leave out a name the '
+        "conversation does not settle.",
+    )
 
 
 # ---------------------------------------------------------------- resolve_updates

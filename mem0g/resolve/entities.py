@@ -1,22 +1,49 @@
 """Entity resolver: map each extracted name to an existing node of the tenant or a new one.
 
-Cheapest checks first: exact normalised name or alias (no embedding needed to decide), then the
-top-k name-embedding neighbours judged by `names.pick_merge_target` (types, name structure,
-threshold). Never across tenants (exact tenant scope), never across incompatible types.
+Candidates come from three cheap lookups: the exact normalised name or alias, the name's words
+(`token:` blocking keys, with nickname variants: "Bob" finds the Roberts) and the top-k
+name-embedding neighbours. `names.judge` decides among them (types, name structure, the
+threshold for descriptive names). A short name that could be several people ("Diego" with ten
+Diegos stored) is resolved from the conversation: the one whose full name this add or the
+recent messages name. What is still ambiguous is left `pending`: the relation generator's LLM
+call may settle it (`settle`), and otherwise it becomes a new node recorded as a *possible
+duplicate* of its candidates, never merged. Never across tenants, never across incompatible
+types.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from mem0g.embed import CachedEmbedder
-from mem0g.resolve.names import canonical_type, normalize_name, pick_merge_target, types_compatible
+from mem0g.resolve.names import (
+    Candidate,
+    NameRelation,
+    canonical_type,
+    judge,
+    lookup_keys,
+    name_relation,
+    normalize_name,
+    token_keys,
+    types_compatible,
+)
 from mem0g.stores.base import GraphStore
-from mem0g.types import AliasUpdate, Entity, Tenant
+from mem0g.types import AliasUpdate, Entity, PossibleDuplicate, Tenant
+
+
+class Pending(BaseModel):
+    """A name the rules and the conversation could not settle: it may be any of `candidates`."""
+
+    name: str
+    type: str
+    vector: list[float] = Field(repr=False)
+    candidates: list[Entity] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)  # candidate id -> cosine
+    reason: str = ""
 
 
 class ResolvedEntities(BaseModel):
@@ -24,12 +51,167 @@ class ResolvedEntities(BaseModel):
     by_id: dict[str, Entity] = Field(default_factory=dict)  # every entity the add touches
     new_entities: list[Entity] = Field(default_factory=list)
     alias_updates: list[AliasUpdate] = Field(default_factory=list)
+    pending: dict[str, Pending] = Field(default_factory=dict)  # name -> what it could be
+    possible_duplicates: list[PossibleDuplicate] = Field(default_factory=list)
+    renamed: dict[str, str] = Field(default_factory=dict)  # stored entity id -> new name
+
+
+class Mentions(BaseModel):
+    """What the conversation names, nearest first: this add (its messages, its speakers and
+    its extracted names), then the recent messages. Normalised, space-padded texts."""
+
+    levels: list[str] = Field(default_factory=list)
+    speakers: set[str] = Field(default_factory=set)
+
+    @classmethod
+    def of(
+        cls, current: Sequence[str], recent: Sequence[str] = (), speakers: Sequence[str] = ()
+    ) -> Mentions:
+        def text(parts: Sequence[str]) -> str:
+            return " " + " | ".join(normalize_name(p) for p in parts) + " "
+
+        return cls(
+            levels=[text(current), text(recent)],
+            speakers={normalize_name(s) for s in speakers if s and normalize_name(s)},
+        )
+
+    def named(self, candidates: Sequence[Entity]) -> list[set[str]]:
+        """Per level, the candidates whose full name (two words or more, or a speaker's
+        name) the level names. A single word names nobody: it is what we are resolving."""
+        out: list[set[str]] = []
+        for level, text in enumerate(self.levels):
+            ids = set()
+            for e in candidates:
+                for form in (e.name, *e.aliases):
+                    key = normalize_name(form)
+                    if (level == 0 and key in self.speakers) or (" " in key and f" {key} " in text):
+                        ids.add(e.id)
+            out.append(ids)
+        return out
 
 
 def _exact(candidates: list[Entity], type_: str) -> Entity | None:
     fitting = [e for e in candidates if types_compatible(e.type, type_)]
     same = [e for e in fitting if canonical_type(e.type) == canonical_type(type_)]
     return (same or fitting or [None])[0]
+
+
+def _fuller(name: str, entity: Entity) -> bool:
+    """`name` is a fuller structural form of the entity's display name ("Sam" -> "Sam
+    Okafor", "Dr. Okafor" -> "Grace Okafor"): it should become the display name."""
+    kind = canonical_type(entity.type)
+    if len(normalize_name(name).split()) <= len(normalize_name(entity.name).split()):
+        return False
+    return name_relation(name, entity.name, kind) is NameRelation.ALIAS
+
+
+class _Resolver:
+    """One add's resolution state; `resolve_entities` / `settle` / `finish` drive it."""
+
+    def __init__(
+        self,
+        store: GraphStore,
+        tenant: Tenant,
+        threshold: float,
+        k: int,
+        now: datetime,
+        out: ResolvedEntities,
+    ) -> None:
+        self.store, self.tenant, self.threshold, self.k, self.now = store, tenant, threshold, k, now
+        self.out = out
+
+    def merge(self, name: str, entity: Entity) -> None:
+        out = self.out
+        entity = out.by_id.setdefault(entity.id, entity)
+        out.ids[name] = entity.id
+        if name == entity.name or name in entity.aliases:
+            return
+        rename = _fuller(name, entity)
+        if rename:
+            entity.aliases.append(entity.name)
+            entity.name = name
+        else:
+            entity.aliases.append(name)
+        new_keys = [normalize_name(name), *token_keys(name, entity.type)]
+        new_keys = [key for key in new_keys if key not in entity.keys]
+        entity.keys.extend(new_keys)
+        if entity in out.new_entities:
+            return
+        update = next((u for u in out.alias_updates if u.entity_id == entity.id), None)
+        if update is None:
+            update = AliasUpdate(entity_id=entity.id, aliases=[], keys=[])
+            out.alias_updates.append(update)
+        update.aliases.append(entity.aliases[-1])
+        update.keys.extend(new_keys)
+        if rename:
+            update.name = name
+            out.renamed[entity.id] = name
+
+    def create(self, name: str, type_: str, vector: np.ndarray) -> Entity:
+        entity = Entity(
+            tenant=self.tenant,
+            name=name,
+            type=(type_ or "").strip().lower() or "entity",
+            keys=[normalize_name(name), *token_keys(name, type_)],
+            embedding=[float(x) for x in vector],
+            created_at=self.now,
+            updated_at=self.now,
+        )
+        self.out.new_entities.append(entity)
+        self.out.by_id[entity.id] = entity
+        self.out.ids[name] = entity.id
+        return entity
+
+    def candidates(
+        self, name: str, type_: str, vector: np.ndarray
+    ) -> dict[str, tuple[Entity, float]]:
+        found: dict[str, tuple[Entity, float]] = {}
+        stored = self.store.find_entities(
+            self.tenant, [normalize_name(name), *lookup_keys(name, type_)], exact=True
+        )
+        for e, score in self.store.similar_entities(self.tenant, vector, self.k, exact=True):
+            found[e.id] = (self.out.by_id.get(e.id, e), score)
+        for e in stored:
+            if e.id not in found:
+                emb = e.embedding
+                score = float(np.dot(vector, np.asarray(emb, dtype=np.float32))) if emb else 0.0
+                found[e.id] = (self.out.by_id.get(e.id, e), score)
+        for e in self.out.new_entities:
+            found[e.id] = (e, float(np.dot(vector, np.asarray(e.embedding or vector))))
+        return found
+
+    def resolve(self, name: str, type_: str, vector: np.ndarray, mentions: Mentions) -> None:
+        key = normalize_name(name)
+        found = self.candidates(name, type_, vector)
+        if key in mentions.speakers:  # a speaker is who the messages say, never a guess
+            speaker = _exact([e for e, _ in found.values() if key in e.keys], type_)
+            if speaker is not None:
+                self.merge(name, speaker)
+                return
+        cands = [
+            Candidate(e.id, e.name, e.type, list(e.aliases), score) for e, score in found.values()
+        ]
+        named = mentions.named([e for e, _ in found.values()])
+        verdict = judge(name, type_, cands, self.threshold, named)
+        if verdict.target is not None:
+            self.merge(name, found[verdict.target][0])
+        elif verdict.ambiguous:
+            self.out.pending[name] = Pending(
+                name=name,
+                type=type_,
+                vector=[float(x) for x in vector],
+                candidates=[found[i][0] for i in verdict.ambiguous],
+                scores={i: found[i][1] for i in verdict.ambiguous},
+                reason=verdict.reason,
+            )
+        else:
+            self.create(name, type_, vector)
+
+
+def _order(names: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Fuller names first, so "Diego" in the add that introduces "Diego Yilmaz" finds him."""
+    wanted = [(n, t) for n, t in names.items() if normalize_name(n)]
+    return sorted(wanted, key=lambda nt: -len(normalize_name(nt[0]).split()))
 
 
 def resolve_entities(
@@ -41,67 +223,55 @@ def resolve_entities(
     threshold: float,
     k: int,
     now: datetime,
+    mentions: Mentions | None = None,
+    out: ResolvedEntities | None = None,
 ) -> ResolvedEntities:
-    """Resolve `names` (name -> type) in order; later names may merge into earlier new ones."""
-    out = ResolvedEntities()
-    wanted = [(name, type_) for name, type_ in names.items() if normalize_name(name)]
+    """Resolve `names` (name -> type); later names may merge into earlier new ones. Names
+    already resolved (or pending) in `out` are left alone. Nothing is written."""
+    out = out or ResolvedEntities()
+    mentions = mentions or Mentions()
+    wanted = [(n, t) for n, t in _order(names) if n not in out.ids and n not in out.pending]
     if not wanted:
         return out
+    resolver = _Resolver(store, tenant, threshold, k, now, out)
     vectors = embedder.embed([name for name, _ in wanted])
-    aliases_added: dict[str, list[str]] = {}
-
-    def merge(name: str, key: str, entity: Entity) -> None:
-        out.ids[name] = entity.id
-        out.by_id.setdefault(entity.id, entity)
-        if name == entity.name or name in entity.aliases:
-            return
-        entity.aliases.append(name)
-        if key not in entity.keys:
-            entity.keys.append(key)
-        if entity not in out.new_entities:
-            aliases_added.setdefault(entity.id, []).append(name)
-
-    for (name, type_), vector in zip(wanted, vectors, strict=False):
-        key = normalize_name(name)
-        batch_hits = [e for e in out.new_entities if key in e.keys]
-        stored = store.find_entities(tenant, [key], exact=True)
-        hit = _exact(batch_hits + stored, type_)
-        if hit is not None:
-            merge(name, key, out.by_id.get(hit.id, hit))
+    for (name, type_), vector in zip(wanted, vectors, strict=True):
+        if name in out.ids:  # an earlier name of this batch settled it
             continue
-        candidates = [
-            (e.id, e.name, e.type, list(e.aliases), score)
-            for e, score in store.similar_entities(tenant, vector, k, exact=True)
-        ]
-        candidates += [
-            (e.id, e.name, e.type, list(e.aliases), float(np.dot(vector, e.embedding or vector)))
-            for e in out.new_entities
-        ]
-        target = pick_merge_target(name, type_, candidates, threshold)
-        if target is not None:
-            existing = out.by_id.get(target) or next(
-                iter(store.get_entities(tenant, [target])), None
-            )
-            if existing is None:  # the store no longer has it; treat the name as new
-                target = None
-            else:
-                merge(name, key, existing)
-                continue
-        entity = Entity(
-            tenant=tenant,
-            name=name,
-            type=(type_ or "").strip().lower() or "entity",
-            keys=[key],
-            embedding=[float(x) for x in vector],
-            created_at=now,
-            updated_at=now,
-        )
-        out.new_entities.append(entity)
-        out.by_id[entity.id] = entity
-        out.ids[name] = entity.id
+        resolver.resolve(name, type_, vector, mentions)
+    return out
 
-    out.alias_updates = [
-        AliasUpdate(entity_id=eid, aliases=added, keys=[normalize_name(a) for a in added])
-        for eid, added in aliases_added.items()
-    ]
+
+def settle(
+    store: GraphStore,
+    tenant: Tenant,
+    out: ResolvedEntities,
+    identities: Mapping[str, str | None],
+    *,
+    now: datetime,
+) -> ResolvedEntities:
+    """Apply the LLM's answers for pending names (name -> candidate id, or None for "new"),
+    then make every name still pending a new node recorded as a possible duplicate of each
+    of its candidates. An answer naming no candidate of that name is ignored."""
+    resolver = _Resolver(store, tenant, 0.0, 0, now, out)
+    for name, pending in list(out.pending.items()):
+        choice = identities.get(name, "unanswered")
+        target = next((c for c in pending.candidates if c.id == choice), None)
+        del out.pending[name]
+        if target is not None:
+            resolver.merge(name, out.by_id.get(target.id, target))
+            continue
+        entity = resolver.create(name, pending.type, np.asarray(pending.vector, dtype=np.float32))
+        if choice is None:  # the LLM read the conversation and said: someone new
+            continue
+        for cand in pending.candidates:
+            out.possible_duplicates.append(
+                PossibleDuplicate(
+                    entity_id=entity.id,
+                    candidate_id=cand.id,
+                    reason=f"{name!r} {pending.reason}; the conversation did not say which",
+                    score=round(pending.scores.get(cand.id, 0.0), 4),
+                    created_at=now,
+                )
+            )
     return out

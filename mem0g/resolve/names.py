@@ -1,11 +1,16 @@
 """Cheap, deterministic name rules for entity resolution, applied before any embedding check.
 
-Embedding similarity alone cannot tell an alias from a near miss (MiniLM puts "Bob"/"Bob Chen" at
-0.58 but "Paris"/"Paris, Texas" at 0.84), so the merge decision first looks at the *structure* of
-the two names: a first name against a full name, a company without its legal suffix, an acronym,
-a comma-qualified place, two look-alike spellings. Only when structure says nothing does the
-cosine similarity decide. The constants below were calibrated by scripts/calibrate_resolver.py
-(see docs/resolver-calibration.md).
+Cosine between two names measures how related they are, not whether they denote one thing:
+MiniLM puts "Bob"/"Bob Chen" at 0.58 but "Diego Yilmaz"/"Mateo Yilmaz" and "Sydney"/"Melbourne"
+above 0.8. So the decision looks at the *structure* of the two names: a first name, initials,
+title + surname or a nickname against a full name, a company without its legal suffix, an
+acronym, a comma-qualified place, look-alike spellings.
+
+A *proper name* (a person, pet, place or organisation, or any capitalised name; `is_proper`) is
+merged with a differently written name only when structure links the two: embeddings never
+merge proper names. Only *descriptive* entities ("vegetarian diet"/"vegetarianism",
+"hiking"/"hikes") may merge on cosine alone, at `DEFAULT_THRESHOLD`. See
+docs/resolver-calibration.md for how the rules and the threshold were measured.
 """
 
 from __future__ import annotations
@@ -15,28 +20,43 @@ import unicodedata
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 from enum import Enum
+from functools import cache
+from typing import NamedTuple
+
+from nicknames import NickNamer
 
 __all__ = [
     "ALIAS_FLOOR",
     "DEFAULT_THRESHOLD",
+    "Candidate",
     "NameRelation",
+    "Verdict",
     "canonical_type",
+    "is_proper",
+    "judge",
+    "lookup_keys",
     "name_relation",
+    "nickname_linked",
     "normalize_name",
     "pick_merge_target",
     "should_merge",
+    "token_keys",
     "types_compatible",
 ]
 
 DEFAULT_THRESHOLD = 0.84
-"""Cosine at or above which names whose structure says nothing (UNKNOWN) are merged."""
+"""Cosine at or above which two *descriptive* names whose structure says nothing (UNKNOWN) are
+merged. Proper names are never merged on cosine, whatever its value."""
 
 ALIAS_FLOOR = 0.3
 """Cosine a structural ALIAS still needs. Low, since a first name sits far from its full name
 ("Bob"/"Bob Chen" ~0.58) and acronyms lower still, but it stops acronym collisions such as
 "PR"/"Puerto Rico" (~0.26)."""
 
-PERSON, ORGANIZATION, LOCATION, ENTITY = "person", "organization", "location", "entity"
+PERSON, ORGANIZATION, LOCATION, PET, ENTITY = "person", "organization", "location", "pet", "entity"
+NAMED_KINDS = frozenset({PERSON, ORGANIZATION, LOCATION, PET})
+"""Types whose members are always proper names: only structure may merge two of them."""
+_GIVEN_NAME_KINDS = frozenset({PERSON, PET})  # "Coco Fontaine": given name + family name
 
 
 def _words(text: str) -> frozenset[str]:
@@ -55,6 +75,10 @@ _TYPE_GROUPS: dict[str, frozenset[str]] = {
     LOCATION: _words(
         "location place city country town region address state province village venue area"
         " neighborhood neighbourhood continent county landmark destination loc gpe"
+    ),
+    PET: _words(
+        "pet animal dog cat puppy kitten bird parrot budgie hamster rabbit bunny horse pony"
+        " fish goldfish turtle tortoise guinea_pig ferret lizard snake gecko chinchilla"
     ),
     ENTITY: _words("entity thing other unknown generic misc miscellaneous object none null n_a"),
 }
@@ -132,7 +156,7 @@ def types_compatible(a: str | None, b: str | None) -> bool:
 def _key_tokens(normalized: str, kind: str) -> list[str]:
     """Tokens without the parts that never distinguish two things of this kind."""
     tokens = normalized.split()
-    if kind in (PERSON, ENTITY):
+    if kind in (PERSON, PET, ENTITY):
         while len(tokens) > 1 and tokens[0] in _TITLES:
             tokens = tokens[1:]
     if kind in (ORGANIZATION, ENTITY):
@@ -193,33 +217,62 @@ def _qualifier_relation(a: str, b: str) -> NameRelation | None:
     return NameRelation.CONFLICT
 
 
+@cache
+def _nicknamer() -> NickNamer:
+    return NickNamer()
+
+
+@cache
+def _formal(name: str) -> bool:
+    """A given name with shorter nicknames of its own ("Andrew": "Andy", "Drew"), so a formal
+    name, not a diminutive: two formal names ("Andrea"/"Andrew", "Amelia"/"Emily") are
+    different people even where the dataset links them. Two, since a diminutive may have one
+    ("Alex": "Al", "Kate": "Kay")."""
+    return sum(len(n) < len(name) for n in _nicknamer().nicknames_of(name)) >= 2
+
+
+@cache
+def nickname_linked(x: str, y: str) -> bool:
+    """One given name is a known nickname or diminutive of the other ("bob"/"robert",
+    "liz"/"elizabeth"), from the curated `nicknames` dataset; lower-case, normalised tokens."""
+    if x == y or not x.isalpha() or not y.isalpha():
+        return False
+    nn = _nicknamer()
+    linked = y in nn.nicknames_of(x) or y in nn.canonicals_of(x)
+    return linked and not (_formal(x) and _formal(y))
+
+
+def _given_variants(token: str) -> set[str]:
+    """The given names a token may stand for: itself, its nicknames and what it shortens."""
+    nn = _nicknamer()
+    related = nn.nicknames_of(token) | nn.canonicals_of(token)
+    return {token} | {n for n in related if nickname_linked(token, n) and " " not in n}
+
+
 def _person_relation(short: list[str], long_: list[str]) -> NameRelation:
+    """Persons and pets. Two names are one only when structure links them; a shared surname
+    alone never does ("Diego Yilmaz" / "Mateo Yilmaz" are two people, whatever their cosine)."""
     if sorted(short) == sorted(long_):
         return NameRelation.ALIAS  # "Chen Bob" / "Bob Chen": name order differs
-    if (
-        len(long_) == 1
-    ):  # two single names: "Alex" may shorten "Alexander", "Daniel" is no "Daniela"
-        short_form = long_[0].startswith(short[0]) and len(long_[0]) - len(short[0]) >= 3
-        return NameRelation.UNKNOWN if short_form else NameRelation.CONFLICT
+    if len(long_) == 1:  # two single names: "Bob" / "Robert", but "Daniel" is no "Daniela"
+        return NameRelation.ALIAS if nickname_linked(short[0], long_[0]) else NameRelation.CONFLICT
     if len(short) == 1:
         if len(short[0]) > 1 and short[0] in long_:
             return NameRelation.ALIAS  # first name, surname or middle name alone
-        return NameRelation.CONFLICT if _look_alike(short[0], long_[0]) else NameRelation.UNKNOWN
+        if nickname_linked(short[0], long_[0]):
+            return NameRelation.ALIAS  # "Bob" / "Robert Chen"
+        return NameRelation.CONFLICT
     if long_[: len(short)] == short:
         return NameRelation.ALIAS  # "Mary Ann" / "Mary Ann Smith"
-    first = _compatible_token(short[0], long_[0])
+    first = _compatible_token(short[0], long_[0]) or nickname_linked(short[0], long_[0])
     last = _compatible_token(short[-1], long_[-1])
     middle_s, middle_l = short[1:-1], long_[1:-1]
     middles = not middle_s or (
         len(middle_s) == len(middle_l) and all(map(_compatible_token, middle_s, middle_l))
     )
     if first and last and middles:
-        return NameRelation.ALIAS  # "Bob C." / "Bob Chen", "B. Chen" / "Bob J. Chen"
-    if first:
-        return NameRelation.CONFLICT  # same first name, different surname
-    if last and not _look_alike(short[0], long_[0]):
-        return NameRelation.UNKNOWN  # "Bob Chen" / "Robert Chen": maybe a nickname
-    return NameRelation.CONFLICT
+        return NameRelation.ALIAS  # "Bob C." / "Bob Chen", "B. Chen", "Bob Chen" / "Robert Chen"
+    return NameRelation.CONFLICT  # another given name, another surname
 
 
 def _place_relation(short: list[str], long_: list[str]) -> NameRelation:
@@ -281,7 +334,7 @@ def name_relation(a: str, b: str, type_: str | None = None) -> NameRelation:
     short, long_ = sorted((ta, tb), key=len)
     if len(short) == len(long_):
         short, long_ = sorted((ta, tb))  # a fixed order keeps every rule symmetric
-    if kind == PERSON:
+    if kind in _GIVEN_NAME_KINDS:
         return _person_relation(short, long_)
     if kind == LOCATION:
         return _place_relation(short, long_)
@@ -308,12 +361,35 @@ def _candidate_relation(
     return relations[0]
 
 
-def _decide(relation: NameRelation, similarity: float, threshold: float) -> bool:
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def is_proper(name: str, type_: str | None) -> bool:
+    """A proper name denotes one particular thing, so only structure may merge it.
+
+    Persons, pets, places and organisations always are. For any other type the extractor's own
+    capitalisation decides: an inner capital ("iPhone", "NYC") or a capitalised word after the
+    first ("Lake Tahoe", "World Cup") marks a name; for an untyped entity a capitalised first
+    word does too ("Paris"). A typed, lower-case or sentence-case name ("hiking", "Vegetarian
+    diet" as a diet) is descriptive. In doubt it is proper: a missed merge leaves a duplicate,
+    a false one corrupts two things."""
+    kind = canonical_type(type_)
+    if kind in NAMED_KINDS:
+        return True
+    words = _LETTERS.findall(name)
+    if any(any(c.isupper() for c in w[1:]) for w in words):
+        return True
+    if kind == ENTITY and words and words[0][0].isupper():
+        return True
+    return any(w[0].isupper() for w in words[1:])
+
+
+def _decide(relation: NameRelation, similarity: float, threshold: float, proper: bool) -> bool:
     if relation is NameRelation.SAME:
         return True
     if relation is NameRelation.ALIAS:
         return similarity >= ALIAS_FLOOR
-    if relation is NameRelation.CONFLICT:
+    if relation is NameRelation.CONFLICT or proper:
         return False
     return similarity >= threshold
 
@@ -332,45 +408,152 @@ def should_merge(
         return False
     kind = _shared_kind(new_type, cand_type)
     relation = _candidate_relation(new_name, cand_name, cand_aliases, kind)
-    return _decide(relation, similarity, threshold)
+    proper = is_proper(new_name, new_type) or is_proper(cand_name, cand_type)
+    return _decide(relation, similarity, threshold, proper)
 
 
-Candidate = tuple[str, str, str | None, Sequence[str], float]
-"""(candidate_id, name, type, aliases, similarity)"""
+class Candidate(NamedTuple):
+    """A stored (or same-add) entity the new name might be."""
+
+    id: str
+    name: str
+    type: str | None
+    aliases: Sequence[str]
+    similarity: float  # cosine of the two name embeddings
+
+
+class Verdict(NamedTuple):
+    """What the rules say about one new name: merge into `target`, or new (`target` None);
+    `ambiguous` lists the nodes it could equally be (then `target` is None)."""
+
+    target: str | None
+    ambiguous: tuple[str, ...] = ()
+    reason: str = ""
 
 
 def _distinct(a: Candidate, b: Candidate, kind: str) -> bool:
     """Two stored nodes whose names say they are different things."""
-    relation = _candidate_relation(a[1], b[1], b[3], kind)
+    relation = _candidate_relation(a.name, b.name, b.aliases, kind)
     return relation in (NameRelation.CONFLICT, NameRelation.UNKNOWN)
+
+
+def _is_short_form(name: str, kind: str) -> bool:
+    """A single given name or surname (after titles): it names someone without saying who."""
+    return kind in _GIVEN_NAME_KINDS and len(_key_tokens(normalize_name(name), kind)) == 1
+
+
+def judge(
+    new_name: str,
+    new_type: str | None,
+    candidates: Sequence[Candidate],
+    threshold: float,
+    mentioned: Sequence[set[str]] = (),
+) -> Verdict:
+    """The node to merge into, or a new node, or "ambiguous between these".
+
+    `mentioned` are sets of candidate ids whose full names the conversation names, nearest
+    first (this add's messages and entities, then the recent messages): "Diego" with ten
+    Diegos stored is the one the conversation just named; a reader would say so too. Without
+    that, "Anna" with both "Anna Berger" and "Anna Kowalczyk" stored is ambiguous: a kept
+    duplicate is cheaper to fix than a merged pair of people."""
+    scored: list[tuple[NameRelation, Candidate, str]] = []
+    proper_new = is_proper(new_name, new_type)
+    for cand in candidates:
+        if types_compatible(new_type, cand.type):
+            kind = _shared_kind(new_type, cand.type)
+            relation = _candidate_relation(new_name, cand.name, cand.aliases, kind)
+            proper = proper_new or is_proper(cand.name, cand.type)
+            if _decide(relation, cand.similarity, threshold, proper):
+                scored.append((relation, cand, kind))
+    if not scored:
+        return Verdict(None)
+    kind = _shared_kind(new_type, scored[0][1].type)
+    if not _is_short_form(new_name, kind):
+        same = [c for r, c, _ in scored if r is NameRelation.SAME]
+        if same:
+            return Verdict(max(same, key=lambda c: c.similarity).id, reason="same name")
+    pool = [c for r, c, _ in scored if r is not NameRelation.UNKNOWN]
+    if not pool:  # descriptive names only: the most similar one that passed
+        best = max((c for _, c, _ in scored), key=lambda c: c.similarity)
+        return Verdict(best.id, reason="similar description")
+    relation_of = {c.id: r for r, c, _ in scored}
+    groups: list[list[Candidate]] = []  # nodes that may be one another stay in one group
+    words = set(normalize_name(new_name).split())
+
+    def rank(c: Candidate) -> tuple[bool, bool, float]:
+        """Best first: a node of exactly this name, then one whose names hold the words
+        as written (not through a nickname), then the most similar."""
+        written = {w for n in (c.name, *c.aliases) for w in normalize_name(n).split()}
+        return (relation_of[c.id] is not NameRelation.SAME, not words <= written, -c.similarity)
+
+    for cand in sorted(pool, key=rank):
+        for group in groups:
+            if not any(_distinct(cand, other, kind) for other in group):
+                group.append(cand)
+                break
+        else:
+            groups.append([cand])
+    if len(groups) == 1:
+        target = groups[0][0]
+        if not _is_short_form(new_name, kind) and _is_short_form(target.name, kind):
+            # "Sam Lee" meets a node called just "Sam": if other Sams are stored, that
+            # node may be any of them, so it is no evidence for this one
+            rivals = [
+                c
+                for c in candidates
+                if c.id != target.id
+                and types_compatible(new_type, c.type)
+                and name_relation(target.name, c.name, kind) is NameRelation.ALIAS
+                and not any(c.id == p.id for p in pool)
+            ]
+            if rivals:
+                return Verdict(None, reason="its short form is ambiguous")
+        return Verdict(target.id, reason="short form")
+    for ids in mentioned:
+        named = [g for g in groups if any(c.id in ids for c in g)]
+        if len(named) == 1:
+            pick = next(c for c in named[0] if c.id in ids)
+            return Verdict(pick.id, reason="named in the conversation")
+        if named:
+            break  # several of them named as near as each other: still ambiguous
+    return Verdict(None, tuple(c.id for g in groups for c in g), f"could be any of {len(groups)}")
 
 
 def pick_merge_target(
     new_name: str,
     new_type: str | None,
-    candidates: Sequence[Candidate],
+    candidates: Sequence[tuple[str, str, str | None, Sequence[str], float]],
     threshold: float,
 ) -> str | None:
-    """The node id to merge into, or None. "Anna" with both "Anna Berger" and "Anna Kowalczyk"
-    stored is ambiguous: returning None keeps a duplicate, guessing would corrupt a person."""
-    scored: list[tuple[NameRelation, Candidate, str]] = []
-    for cand in candidates:
-        _, name, cand_type, aliases, _ = cand
-        if types_compatible(new_type, cand_type):
-            kind = _shared_kind(new_type, cand_type)
-            scored.append((_candidate_relation(new_name, name, aliases, kind), cand, kind))
+    """The node id to merge into, or None (new node), when the conversation says nothing."""
+    return judge(new_name, new_type, [Candidate(*c) for c in candidates], threshold).target
 
-    def best(relation: NameRelation) -> list[Candidate]:
-        picked = [c for r, c, _ in scored if r is relation and _decide(r, c[4], threshold)]
-        return sorted(picked, key=lambda c: -c[4])
 
-    if same := best(NameRelation.SAME):
-        return same[0][0]
-    aliases = [(c, kind) for r, c, kind in scored if r is NameRelation.ALIAS]
-    for i, (first, kind) in enumerate(aliases):
-        if any(_distinct(first, other, kind) for other, _ in aliases[i + 1 :]):
-            return None  # the new name could be either of two different nodes
-    for relation in (NameRelation.ALIAS, NameRelation.UNKNOWN):
-        if passing := best(relation):
-            return passing[0][0]
-    return None
+TOKEN_KEY = "token:"
+"""Prefix of an entity's blocking keys. A normalised name never holds a colon, so a token key
+never equals a name key: stores index both as opaque `Entity.keys`."""
+_TOKEN_KINDS = frozenset({PERSON, PET, ORGANIZATION, ENTITY})
+
+
+def _name_tokens(name: str, type_: str | None) -> list[str]:
+    kind = canonical_type(type_)
+    if kind not in _TOKEN_KINDS or not is_proper(name, type_):
+        return []
+    tokens = _key_tokens(normalize_name(name), kind)
+    return [t for t in tokens if len(t) > 1 and t not in _ACRONYM_STOPWORDS]
+
+
+def token_keys(name: str, type_: str | None) -> list[str]:
+    """Blocking keys stored on an entity: one per word of a proper name ("token:diego",
+    "token:yilmaz"), so a short form finds every node it could be, not just the top-k by
+    cosine (with thirty Diegos stored the ten nearest miss most of them)."""
+    return [TOKEN_KEY + t for t in dict.fromkeys(_name_tokens(name, type_))]
+
+
+def lookup_keys(name: str, type_: str | None) -> list[str]:
+    """The blocking keys to look up for a new name: its words and, for persons and pets,
+    every given name a word may stand for ("bob" also finds the Roberts)."""
+    tokens = _name_tokens(name, type_)
+    if canonical_type(type_) in (*_GIVEN_NAME_KINDS, ENTITY):
+        tokens = [v for t in tokens for v in sorted(_given_variants(t))]
+    return [TOKEN_KEY + t for t in dict.fromkeys(tokens)]

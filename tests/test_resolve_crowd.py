@@ -1,0 +1,219 @@
+"""Entity resolution in a crowd, end to end: real `openai` client -> scripted TEST DOUBLE
+server, real MiniLM, each store. Different people sharing a surname, close-embedding cities
+and pets with family names never merge; short names are resolved from the conversation, from
+the relation generator's answer, or kept apart as possible duplicates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mem0g import Memory
+from mem0g.testing import ScriptedLLMServer
+from mem0g.testing.script import add_everything, turn
+
+U = "me"
+
+
+def _add(m: Memory, text: str, t: str) -> Any:
+    return m.add([{"role": "user", "name": "Maya", "content": text}], user_id=U, timestamp=t)
+
+
+def _of_type(m: Memory, *types: str) -> dict[str, list[str]]:
+    return {e.name: sorted(e.aliases) for e in m.get_all(user_id=U).entities if e.type in types}
+
+
+def _edges(m: Memory) -> set[tuple[str, str, str]]:
+    return {(r.source, r.relation, r.destination) for r in m.get_all(user_id=U).relations}
+
+
+def test_same_surname_close_cities_and_family_pets_stay_apart(make_memory) -> None:
+    rules = turn(
+        "Diego Yilmaz",
+        [("Diego Yilmaz", "person"), ("Sydney", "city"), ("Coco Yilmaz", "cat")],
+        [("Diego Yilmaz", "lives_in", "Sydney"), ("Diego Yilmaz", "has_pet", "Coco Yilmaz")],
+    )
+    rules += turn(
+        "Mateo Yilmaz",
+        [("Mateo Yilmaz", "person"), ("Melbourne", "city"), ("Bruno Yilmaz", "cat")],
+        [("Mateo Yilmaz", "lives_in", "Melbourne"), ("Mateo Yilmaz", "has_pet", "Bruno Yilmaz")],
+    )
+    rules += turn(
+        "Anton Nguyen",
+        [("Anton Nguyen", "person"), ("Vienna", "city")],
+        [("Anton Nguyen", "lives_in", "Vienna")],
+    )
+    rules += turn(
+        "Pavel Nguyen",
+        [("Pavel Nguyen", "person"), ("Venice", "city")],
+        [("Pavel Nguyen", "lives_in", "Venice")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "My friend Diego Yilmaz lives in Sydney with his cat Coco Yilmaz.", "2024-01-01")
+    _add(m, "Mateo Yilmaz lives in Melbourne; his cat is Bruno Yilmaz.", "2024-01-02")
+    _add(m, "Anton Nguyen lives in Vienna.", "2024-01-03")
+    _add(m, "Pavel Nguyen lives in Venice.", "2024-01-04")
+    people = _of_type(m, "person")
+    assert people == {
+        n: [] for n in ("Diego Yilmaz", "Mateo Yilmaz", "Anton Nguyen", "Pavel Nguyen")
+    }
+    assert _of_type(m, "city") == {n: [] for n in ("Sydney", "Melbourne", "Vienna", "Venice")}
+    assert _of_type(m, "cat") == {"Coco Yilmaz": [], "Bruno Yilmaz": []}
+    assert ("Mateo Yilmaz", "lives_in", "Melbourne") in _edges(m)
+
+
+def test_nickname_merges_and_a_fuller_form_becomes_the_display_name(make_memory) -> None:
+    rules = turn(
+        "Robert Chen",
+        [("Robert Chen", "person"), ("Contoso", "organization")],
+        [("Robert Chen", "works_at", "Contoso")],
+    )
+    rules += turn(
+        "Bob Chen", [("Bob Chen", "person"), ("chess", "hobby")], [("Bob Chen", "plays", "chess")]
+    )
+    rules += turn("Sam likes", [("Sam", "person"), ("tea", "food")], [("Sam", "likes", "tea")])
+    rules += turn(
+        "Sam Okafor",
+        [("Sam Okafor", "person"), ("Fabrikam", "organization")],
+        [("Sam Okafor", "works_at", "Fabrikam")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Robert Chen works at Contoso.", "2024-01-01")
+    _add(m, "Bob Chen plays chess on Sundays.", "2024-01-02")
+    _add(m, "Sam likes tea.", "2024-01-03")
+    result = _add(m, "Sam Okafor works at Fabrikam.", "2024-01-04")
+    people = _of_type(m, "person")
+    assert people == {"Robert Chen": ["Bob Chen"], "Sam Okafor": ["Sam"]}
+    assert [c.source for c in result.relations] == ["Sam Okafor"]
+
+
+def test_short_name_resolved_from_this_add_and_from_recent_messages(make_memory) -> None:
+    rules = turn(  # most specific first: the first matching rule answers
+        "lunch with Diego Chen",
+        [("Diego Chen", "person"), ("Diego", "person"), ("chess", "hobby")],
+        [("Diego", "plays", "chess")],
+    )
+    rules += turn("Diego Chen", [("Diego Chen", "person")], [])
+    rules += turn(
+        "Diego Yilmaz",
+        [("Diego Yilmaz", "person"), ("Sydney", "city")],
+        [("Diego Yilmaz", "lives_in", "Sydney")],
+    )
+    rules += turn(
+        "He said Diego", [("Diego", "person"), ("Oslo", "city")], [("Diego", "visited", "Oslo")]
+    )
+    rules.append(add_everything())
+    m = make_memory(rules, memory={"recent_messages": 1})
+    _add(m, "Diego Chen is my neighbour.", "2024-01-01")  # no triple: Diego Chen not stored
+    _add(m, "Diego Yilmaz lives in Sydney.", "2024-01-02")
+    _add(m, "I had lunch with Diego Chen. Diego plays chess.", "2024-01-03")
+    result = _add(m, "He said Diego visited Oslo last week.", "2024-01-04")
+    assert ("Diego Chen", "plays", "chess") in _edges(m)
+    assert ("Diego Chen", "visited", "Oslo") in _edges(m)  # named by the message before
+    assert result.possible_duplicates == []
+    assert set(_of_type(m, "person")) == {"Diego Chen", "Diego Yilmaz"}
+
+
+def _two_diegos(extra: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rules = turn(
+        "Diego Yilmaz",
+        [("Diego Yilmaz", "person"), ("Sydney", "city")],
+        [("Diego Yilmaz", "lives_in", "Sydney")],
+    )
+    rules += turn(
+        "Diego Chen",
+        [("Diego Chen", "person"), ("Oslo", "city")],
+        [("Diego Chen", "lives_in", "Oslo")],
+    )
+    rules += turn("Diego", [("Diego", "person"), ("chess", "hobby")], [("Diego", "plays", "chess")])
+    return [*extra, *rules, add_everything()]
+
+
+def _ingest_two_diegos(m: Memory) -> Any:
+    _add(m, "Diego Yilmaz lives in Sydney.", "2024-01-01")
+    _add(m, "Diego Chen lives in Oslo.", "2024-01-02")
+    _add(m, "A quick note about yesterday.", "2024-01-03")  # pushes them out of the window
+    return _add(m, "Diego plays chess.", "2024-01-04")
+
+
+def test_ambiguous_short_name_without_context_is_a_possible_duplicate(
+    make_memory, llm_server: ScriptedLLMServer
+) -> None:
+    note = turn("A quick note", [], [])
+    m = make_memory(_two_diegos(note), memory={"recent_messages": 1})
+    result = _ingest_two_diegos(m)
+    people = {e.name: e for e in m.get_all(user_id=U).entities if e.type == "person"}
+    assert sorted(people) == ["Diego", "Diego Chen", "Diego Yilmaz"]
+    assert people["Diego Chen"].aliases == [] and people["Diego Yilmaz"].aliases == []
+    pairs = {(d.entity_id, d.candidate_id) for d in result.possible_duplicates}
+    new_id = people["Diego"].id
+    assert pairs == {(new_id, people["Diego Chen"].id), (new_id, people["Diego Yilmaz"].id)}
+    assert all("Diego" in d.reason for d in result.possible_duplicates)
+    # the relation generator was shown both candidates (protocol: optional `candidates`)
+    asked = [r.payload for r in llm_server.requests if r.task == "establish_relations"][-1]
+    assert [c["name"] for c in asked["candidates"][0]["candidates"]] in (
+        ["Diego Yilmaz", "Diego Chen"],
+        ["Diego Chen", "Diego Yilmaz"],
+    )
+    # a v1 payload without ambiguity carries no `candidates` key at all
+    first = next(r.payload for r in llm_server.requests if r.task == "establish_relations")
+    assert "candidates" not in first
+
+
+def test_relation_generator_settles_an_ambiguous_name(make_memory) -> None:
+    def answer(payload: dict[str, Any]) -> dict[str, Any]:
+        ask = payload["candidates"][0]
+        chen = next(c["id"] for c in ask["candidates"] if c["name"] == "Diego Chen")
+        return {
+            "relations": [{"source": "Diego", "relation": "plays", "destination": "chess"}],
+            "identities": [{"name": "Diego", "id": chen}],
+        }
+
+    settle_rule = {
+        "task": "establish_relations",
+        "match": {"messages": "Diego plays chess", "contains": "candidates"},
+        "response": answer,
+    }
+    note = turn("A quick note", [], [])
+    m = make_memory(_two_diegos([settle_rule, *note]), memory={"recent_messages": 1})
+    result = _ingest_two_diegos(m)
+    assert result.possible_duplicates == []
+    assert ("Diego Chen", "plays", "chess") in _edges(m)
+    assert _of_type(m, "person") == {"Diego Chen": ["Diego"], "Diego Yilmaz": []}
+
+
+@pytest.mark.parametrize("answer_id", ["new", "c9", "Diego Chen"])
+def test_relation_generator_new_or_unknown_id(make_memory, answer_id: str) -> None:
+    """ "new" keeps a new node with no review record; an id that names no candidate is
+    ignored (the deterministic fallback applies)."""
+    rule = {
+        "task": "establish_relations",
+        "match": {"messages": "Diego plays chess"},
+        "response": {
+            "relations": [{"source": "Diego", "relation": "plays", "destination": "chess"}],
+            "identities": [{"name": "Diego", "id": answer_id}],
+        },
+    }
+    note = turn("A quick note", [], [])
+    m = make_memory(_two_diegos([rule, *note]), memory={"recent_messages": 1})
+    result = _ingest_two_diegos(m)
+    assert sorted(_of_type(m, "person")) == ["Diego", "Diego Chen", "Diego Yilmaz"]
+    assert len(result.possible_duplicates) == (0 if answer_id == "new" else 2)
+
+
+def test_descriptive_entities_merge_on_similarity(make_memory) -> None:
+    rules = turn(
+        "go hiking", [("Maya", "person"), ("hiking", "hobby")], [("Maya", "enjoys", "hiking")]
+    )
+    rules += turn(
+        "weekend hikes", [("Maya", "person"), ("hikes", "hobby")], [("Maya", "loves", "hikes")]
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "I go hiking a lot.", "2024-01-01")
+    _add(m, "I love weekend hikes.", "2024-01-02")
+    assert _of_type(m, "hobby") == {"hiking": ["hikes"]}
+    assert _of_type(m, "person") == {"Maya": []}
