@@ -26,6 +26,7 @@ from mem0g.types import (
     Invalidation,
     MentionUpdate,
     Message,
+    PossibleDuplicate,
     Provenance,
     Relation,
     RelationChange,
@@ -41,6 +42,8 @@ class GraphPart(BaseModel):
     invalidations: list[Invalidation] = Field(default_factory=list)
     mentions: list[MentionUpdate] = Field(default_factory=list)
     changes: list[RelationChange] = Field(default_factory=list)
+    # ambiguous names the resolver did not merge, recorded for review (Memory.possible_duplicates)
+    possible_duplicates: list[PossibleDuplicate] = Field(default_factory=list)
 
 
 class Stages:
