@@ -965,3 +965,10 @@ def delete(
 
 
 __all__ = ["EpisodeInput", "InputError", "app", "read_episodes"]
+
+
+# ---------------------------------------------------------------- entities (sub-app)
+
+from mem0g.cli_entities import entities_app  # noqa: E402  (it imports the helpers above)
+
+app.add_typer(entities_app, name="entities")
