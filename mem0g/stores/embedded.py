@@ -137,6 +137,7 @@ _SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS possible_duplicates ({_TENANT_SQL}, pair TEXT NOT NULL,
         entity_id TEXT NOT NULL, candidate_id TEXT NOT NULL, data TEXT NOT NULL,
         PRIMARY KEY (tenant_key, pair))""",
+    "CREATE INDEX IF NOT EXISTS entity_events_tenant ON entity_events (tenant_key)",
     "CREATE INDEX IF NOT EXISTS entity_events_entity ON entity_events (entity_id)",
     "CREATE INDEX IF NOT EXISTS entity_events_other ON entity_events (other_id)",
     "CREATE INDEX IF NOT EXISTS episodes_tenant ON episodes (tenant_key)",
@@ -144,8 +145,9 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS relations_tenant ON relations (tenant_key)",
     "CREATE INDEX IF NOT EXISTS facts_tenant ON facts (tenant_key)",
     "CREATE INDEX IF NOT EXISTS fact_events_tenant ON fact_events (tenant_key)",
-    # summaries: its primary key is tenant_key already
+    # summaries and possible_duplicates: their primary keys start with tenant_key already
 )  # fmt: skip
+_REPAIR_TABLES = ("entity_events", "possible_duplicates")  # written by their own statements
 # Deletes per table, written out in full: statements are literal text, values go in as ?.
 _DELETE_TENANT = {
     "episodes": "DELETE FROM episodes WHERE tenant_key = ?",
