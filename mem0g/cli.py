@@ -969,6 +969,5 @@ __all__ = ["EpisodeInput", "InputError", "app", "read_episodes"]
 
 # ---------------------------------------------------------------- entities (sub-app)
 
-from mem0g.cli_entities import entities_app  # noqa: E402  (it imports the helpers above)
-
-app.add_typer(entities_app, name="entities")
+# registers itself on `app` (importing this module first works too: it imports us)
+import mem0g.cli_entities  # noqa: E402, F401

@@ -1,5 +1,5 @@
 """`mem0g entities ...`: list, show and repair a tenant's entities (a thin layer over
-`Memory`'s entity methods; registered on the main app in cli.py).
+`Memory`'s entity methods; it registers itself on the main app, which imports it).
 
 Errors follow the main CLI: an unknown id, a merge across tenants or a split that cannot be
 done is bad input (exit 2), one line on stderr; nothing is written then.
@@ -26,6 +26,7 @@ from mem0g.cli import (
     _state,
     _tenant,
     _when,
+    app,
 )
 from mem0g.types import Entity, EntityEvent, MergeResult, SplitResult
 
@@ -235,5 +236,7 @@ def _print_repair(result: MergeResult | SplitResult, as_json: bool) -> None:
             f"{len(result.restored_relations)} restored",
         )
 
+
+app.add_typer(entities_app, name="entities")
 
 __all__ = ["entities_app"]
