@@ -20,6 +20,19 @@ CREATE INDEX mem0g_entity_event_other_id IF NOT EXISTS FOR (ev:EntityEvent) ON (
 // name: index_entity_event_tenant_key
 CREATE INDEX mem0g_entity_event_tenant_key IF NOT EXISTS FOR (ev:EntityEvent) ON (ev.tenant_key);
 
+// name: index_entity_event_user_id
+CREATE INDEX mem0g_entity_event_user_id IF NOT EXISTS FOR (ev:EntityEvent) ON (ev.user_id);
+
+// name: index_entity_event_agent_id
+CREATE INDEX mem0g_entity_event_agent_id IF NOT EXISTS FOR (ev:EntityEvent) ON (ev.agent_id);
+
+// name: index_entity_event_run_id
+CREATE INDEX mem0g_entity_event_run_id IF NOT EXISTS FOR (ev:EntityEvent) ON (ev.run_id);
+
+// name: index_possible_duplicate_tenant_key
+CREATE INDEX mem0g_possible_duplicate_tenant_key IF NOT EXISTS
+FOR (p:PossibleDuplicate) ON (p.tenant_key);
+
 // name: index_possible_duplicate_pair
 CREATE INDEX mem0g_possible_duplicate_pair IF NOT EXISTS
 FOR (p:PossibleDuplicate) ON (p.tenant_key, p.pair);
@@ -188,17 +201,34 @@ WHERE ($agent_id IS NULL OR p.agent_id = $agent_id)
 RETURN p.data AS data
 ORDER BY p.written, p.pos;
 
-// delete_tenant's part (after delete_tenant_sequences, in its transaction).
+// delete_tenant's part (after delete_tenant_sequences, in its transaction), anchored on the
+// tenant indexes as delete.cypher's statements are.
 // name: delete_tenant_entity_events
-MATCH (ev:EntityEvent)
-WHERE ($user_id IS NULL OR ev.user_id = $user_id)
-  AND ($agent_id IS NULL OR ev.agent_id = $agent_id)
+CALL () {
+  MATCH (ev:EntityEvent) WHERE ev.user_id = $user_id RETURN ev
+  UNION ALL
+  MATCH (ev:EntityEvent) WHERE $user_id IS NULL AND ev.agent_id = $agent_id RETURN ev
+  UNION ALL
+  MATCH (ev:EntityEvent)
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND ev.run_id = $run_id
+  RETURN ev
+}
+WITH ev
+WHERE ($agent_id IS NULL OR ev.agent_id = $agent_id)
   AND ($run_id IS NULL OR ev.run_id = $run_id)
 DELETE ev;
 
 // name: delete_tenant_possible_duplicates
-MATCH (p:PossibleDuplicate)
-WHERE ($user_id IS NULL OR p.user_id = $user_id)
-  AND ($agent_id IS NULL OR p.agent_id = $agent_id)
+CALL () {
+  MATCH (p:PossibleDuplicate) WHERE p.user_id = $user_id RETURN p
+  UNION ALL
+  MATCH (p:PossibleDuplicate) WHERE $user_id IS NULL AND p.agent_id = $agent_id RETURN p
+  UNION ALL
+  MATCH (p:PossibleDuplicate)
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND p.run_id = $run_id
+  RETURN p
+}
+WITH p
+WHERE ($agent_id IS NULL OR p.agent_id = $agent_id)
   AND ($run_id IS NULL OR p.run_id = $run_id)
 DELETE p;
