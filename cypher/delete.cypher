@@ -131,7 +131,7 @@ CALL (r) {
 // name: reset_nodes
 MATCH (n)
 WHERE n:Entity OR n:EntityKey OR n:Episode OR n:Fact OR n:FactEvent OR n:Summary
-   OR n:TenantSequence
+   OR n:TenantSequence OR n:EntityEvent OR n:PossibleDuplicate
 CALL (n) {
   DETACH DELETE n
 } IN TRANSACTIONS OF $batch ROWS;

@@ -965,3 +965,9 @@ def delete(
 
 
 __all__ = ["EpisodeInput", "InputError", "app", "read_episodes"]
+
+
+# ---------------------------------------------------------------- entities (sub-app)
+
+# registers itself on `app` (importing this module first works too: it imports us)
+import mem0g.cli_entities  # noqa: E402, F401

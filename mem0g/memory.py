@@ -19,10 +19,13 @@ from mem0g.llm.protocol import Context
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.resolve.facts import FactPlan
 from mem0g.retrieve import DualRetriever
-from mem0g.stores.base import GraphStore, IndexRebuild, StoreStats
+from mem0g.stores.base import GraphStore, IndexRebuild, StoreStats, UnknownEntityError
+from mem0g.stores.repair import describe
 from mem0g.summary import SummaryWorker
 from mem0g.types import (
     AddResult,
+    Entity,
+    EntityEvent,
     Episode,
     Fact,
     FactChange,
@@ -30,9 +33,13 @@ from mem0g.types import (
     FactHit,
     FactResult,
     GraphSnapshot,
+    MergeResult,
     Message,
+    PossibleDuplicate,
     Provenance,
+    Relation,
     SearchResult,
+    SplitResult,
     Summary,
     Tenant,
     Usage,
@@ -220,10 +227,10 @@ class Memory:
             updated_at=now,
             new_entities=graph.new_entities,
             alias_updates=graph.alias_updates,
-            possible_duplicates=graph.possible_duplicates,
             new_relations=graph.new_relations,
             invalidations=graph.invalidations,
             mentions=graph.mentions,
+            possible_duplicates=self._known_pairs(tenant, graph),
             new_facts=facts.new_facts,
             fact_changes=facts.changes,
             fact_events=facts.events,
@@ -237,6 +244,22 @@ class Memory:
             possible_duplicates=plan.possible_duplicates,
             usage=_merge_usage(graph_usage, fact_usage),
         )
+
+    def _known_pairs(self, tenant: Tenant, graph: GraphPart) -> list[PossibleDuplicate]:
+        """The graph path's possible duplicates whose entities the plan writes or the tenant
+        has: the pipeline drops new entities no edge uses, and a review hint must never make
+        the add fail (the store refuses a pair naming an unknown entity)."""
+        if not graph.possible_duplicates:
+            return []
+        known = {e.id for e in graph.new_entities}
+        named = {i for p in graph.possible_duplicates for i in (p.entity_id, p.candidate_id)}
+        stored = self.store.get_entities(tenant, sorted(named - known))
+        known |= {e.id for e in stored if e.tenant == tenant}
+        return [
+            p
+            for p in graph.possible_duplicates
+            if p.entity_id != p.candidate_id and {p.entity_id, p.candidate_id} <= known
+        ]
 
     def _import(self, tenant: Tenant, messages: list[Message], when: datetime) -> AddResult:
         """Messages become facts as they are: no extraction, no LLM."""
@@ -384,6 +407,129 @@ class Memory:
         """Every change of a fact, oldest first, including after it was deleted."""
         scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
         return self.store.fact_history(scope, fact_id)
+
+    # ------------------------------------------------------------------ entities and repair
+
+    def list_entities(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> list[Entity]:
+        """Every entity of the scope, in write order, without embeddings."""
+        return self.store.list_entities(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+
+    def get_entity(
+        self,
+        entity_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> Entity | None:
+        """One entity of the scope (None: unknown, merged away, or another tenant's)."""
+        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        found = self.store.get_entities(scope, [entity_id])
+        return found[0].model_copy(update={"embedding": None}) if found else None
+
+    def entity_relations(
+        self,
+        entity_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        include_invalid: bool = False,
+    ) -> list[Relation]:
+        """The edges at one entity (either end), without embeddings."""
+        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        validity = Validity(include_invalid=include_invalid)
+        found = self.store.relations_touching(scope, [entity_id], validity)
+        return [r.model_copy(update={"embedding": None}) for r in found]
+
+    def merge_entities(
+        self,
+        keep_id: str,
+        other_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> MergeResult:
+        """Merge `other_id` into `keep_id` (two records of one thing): every edge of other is
+        re-pointed onto keep, other's name, aliases and keys become keep's, other is deleted,
+        and the merge is logged in both entities' history; one transaction. Edges between the
+        two are removed (they would be self-loops) and kept in the log. `split_entity` takes it
+        back. Both entities must be in the scope and of one exact tenant: raises
+        `UnknownEntityError` / `CrossTenantError` (ValueErrors), writing nothing.
+
+        Holds keep's tenant's add lock: an add planned around `other` in this process would
+        otherwise fail at its write (its plan names an entity the merge removed)."""
+        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        found = self.store.get_entities(scope, [keep_id])
+        if not found:
+            raise UnknownEntityError(f"no entity {keep_id!r} in {describe(scope)}")
+        with self._lock(found[0].tenant):
+            return self.store.merge_entities(scope, keep_id, other_id)
+
+    def split_entity(
+        self,
+        merge_id: str | None = None,
+        *,
+        entity_id: str | None = None,
+        other_id: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> SplitResult:
+        """Take a merge back, by its event id (`MergeResult.merge_id`, or from
+        `entity_history`) or by (`entity_id`: the kept entity, `other_id`: the merged-away
+        one: the latest such merge not split yet). The other entity returns with its id,
+        name, type, aliases, keys and embedding, and exactly the edges that merge moved go
+        back to it (edges keep gained since stay on keep); logged as SPLIT."""
+        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        if merge_id is None:
+            if not (entity_id and other_id):
+                raise ValueError("give a merge id, or the kept entity's id and the other's")
+            events = self.store.entity_history(scope, entity_id)
+            split = {e.merge_id for e in events if e.event == "SPLIT"}
+            merges = [
+                e
+                for e in events
+                if e.event == "MERGE"
+                and (e.entity_id, e.other_id) == (entity_id, other_id)
+                and e.id not in split
+            ]
+            if not merges:
+                raise UnknownEntityError(
+                    f"no merge of {other_id!r} into {entity_id!r} to split in {describe(scope)}"
+                )
+            merge_id = merges[-1].id
+        return self.store.split_entity(scope, merge_id)
+
+    def entity_history(
+        self,
+        entity_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[EntityEvent]:
+        """MERGE, SPLIT and RENAME events naming the entity (also one merged away), oldest
+        first; a MERGE's undo record comes without embeddings."""
+        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        events = self.store.entity_history(scope, entity_id)
+        for event in events:
+            if event.undo is not None:
+                event.undo.other.embedding = None
+                for rel in event.undo.dropped:
+                    rel.embedding = None
+        return events
+
+    def possible_duplicates(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> list[PossibleDuplicate]:
+        """Entity pairs the resolver recorded as maybe one thing, with the reason, oldest
+        first; pairs settled by a merge or naming a deleted entity are gone from the list."""
+        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        return self.store.possible_duplicates(scope)
 
     # ------------------------------------------------------------------ read
 

@@ -275,6 +275,70 @@ class PossibleDuplicate(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+EntityOp = Literal["MERGE", "SPLIT", "RENAME"]
+
+
+class RepointedEdge(BaseModel):
+    """An edge a merge moved: which of its ends were the merged-away entity."""
+
+    id: str
+    source: bool = False
+    destination: bool = False
+
+
+class MergeUndo(BaseModel):
+    """What a MERGE changed, kept in its history event so `split_entity` can take it back."""
+
+    other: Entity  # the merged-away entity as it was, embedding included
+    aliases_added: list[str] = Field(default_factory=list)  # to keep's aliases
+    keys_added: list[str] = Field(default_factory=list)  # to keep's keys
+    edges: list[RepointedEdge] = Field(default_factory=list)
+    dropped: list[Relation] = Field(default_factory=list)  # would-be self-loops, removed
+
+
+class EntityEvent(BaseModel):
+    """One line of an entity's history: MERGE (`other_id` merged into `entity_id`), SPLIT
+    (a merge taken back: `merge_id`), RENAME (display name `old_name` -> `new_name`). A MERGE
+    carries its `undo`; the history of the merged-away id shows the merge too."""
+
+    id: str = Field(default_factory=new_id)
+    entity_id: str
+    tenant: Tenant
+    event: EntityOp
+    other_id: str | None = None
+    merge_id: str | None = None
+    old_name: str | None = None
+    new_name: str | None = None
+    actor: Literal["resolver", "user"] = "user"
+    episode_id: str | None = None
+    at: datetime = Field(default_factory=utcnow)
+    undo: MergeUndo | None = Field(default=None, repr=False)
+
+
+class MergeResult(BaseModel):
+    """What `merge_entities` did. `merge_id` takes it back (`split_entity`)."""
+
+    merge_id: str
+    keep: Entity  # as it is now (without its embedding)
+    removed_id: str
+    removed_name: str
+    moved_relations: list[str] = Field(default_factory=list)  # re-pointed onto keep
+    dropped_relations: list[str] = Field(default_factory=list)  # keep<->other: removed, kept
+    aliases_added: list[str] = Field(default_factory=list)
+    keys_added: list[str] = Field(default_factory=list)
+
+
+class SplitResult(BaseModel):
+    """What `split_entity` did: the merged-away entity is back with its own edges."""
+
+    split_id: str
+    merge_id: str
+    keep: Entity
+    restored: Entity
+    moved_relations: list[str] = Field(default_factory=list)  # re-pointed back to restored
+    restored_relations: list[str] = Field(default_factory=list)  # the merge's dropped edges
+
+
 class WritePlan(BaseModel):
     """Everything one `add` will write, computed before any write so the write can be atomic."""
 

@@ -958,9 +958,9 @@ def test_every_table_has_its_tenant_index_and_deletes() -> None:
     """The SQLite statements are literal text; a table added later must get all of them."""
     from mem0g.stores import embedded
 
-    tables = set(embedded._COLUMNS)
+    tables = {*embedded._COLUMNS, *embedded._REPAIR_TABLES}
     assert set(embedded._DELETE_TENANT) == set(embedded._DELETE_ALL) == tables
     indexed = {s.split(" ON ")[1].split()[0] for s in embedded._SCHEMA if "CREATE INDEX" in s}
-    assert indexed == tables - {"summaries"}  # summaries is keyed by tenant_key
+    assert indexed == tables - {"summaries", "possible_duplicates"}  # keyed by tenant_key
     for table in tables:
         assert embedded._DELETE_TENANT[table] == f"DELETE FROM {table} WHERE tenant_key = ?"

@@ -20,6 +20,7 @@ or an employer holds hundreds); the retriever falls back to `expand` for a store
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Literal, NamedTuple, Protocol, overload, runtime_checkable
 
 import numpy as np
@@ -27,12 +28,16 @@ from pydantic import BaseModel
 
 from mem0g.types import (
     Entity,
+    EntityEvent,
     Episode,
     Fact,
     FactEvent,
     GraphSnapshot,
+    MergeResult,
     Message,
+    PossibleDuplicate,
     Relation,
+    SplitResult,
     Summary,
     Tenant,
     Validity,
@@ -59,6 +64,19 @@ class IndexRebuild(BaseModel):
 
 class StoreError(RuntimeError):
     """A store could not do what was asked; nothing was written."""
+
+
+class RepairError(ValueError):
+    """An entity repair (merge, split) the store refuses: bad input, nothing was written."""
+
+
+class UnknownEntityError(RepairError, LookupError):
+    """No such entity (or merge event) in the caller's scope: unknown, deleted, merged away,
+    or another tenant's; they are not told apart, so a scope never learns of others' ids."""
+
+
+class CrossTenantError(RepairError):
+    """Both entities are in the caller's scope but belong to different exact tenants."""
 
 
 VECTOR_KINDS = ("entities", "relations", "facts")  # what a store keeps vectors of
@@ -276,5 +294,31 @@ class GraphStore(Protocol):
         a store whose index degrades as it is written in small pieces; `progress(kind,
         percent)` as each one populates. Searches stay correct meanwhile. A store without a
         vector index returns []."""
+
+    # ---- entity repair (each one transaction of the entities' exact tenant, or nothing)
+
+    def list_entities(self, scope: Tenant) -> list[Entity]:
+        """Every entity of the scope, in write order, without embeddings."""
+
+    def merge_entities(
+        self, scope: Tenant, keep_id: str, other_id: str, *, at: datetime | None = None
+    ) -> MergeResult:
+        """Move every edge, alias and key of `other` onto `keep`, delete `other`, log a MERGE
+        (with what `split_entity` needs). Edges between the two would become self-loops: they
+        are removed and kept in the MERGE's undo record. Both must be in `scope` and of one
+        exact tenant (`UnknownEntityError`, `CrossTenantError`)."""
+
+    def split_entity(
+        self, scope: Tenant, merge_id: str, *, at: datetime | None = None
+    ) -> SplitResult:
+        """Take a logged merge back: the merged-away entity returns with its id, name, type,
+        aliases, keys and embedding, and exactly the edges that merge moved (and dropped)
+        return to it; edges keep gained later stay. Logs a SPLIT."""
+
+    def entity_history(self, scope: Tenant, entity_id: str) -> list[EntityEvent]:
+        """MERGE/SPLIT/RENAME events naming the entity (kept or merged away), oldest first."""
+
+    def possible_duplicates(self, scope: Tenant) -> list[PossibleDuplicate]:
+        """Recorded candidate pairs whose two entities both still exist, oldest first."""
 
     def close(self) -> None: ...

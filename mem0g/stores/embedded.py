@@ -36,22 +36,38 @@ from mem0g.stores.base import (
 )
 from mem0g.stores.embedded_facts import FactIndex, VectorBlock
 from mem0g.stores.embedded_facts import as_vector as _vec
+from mem0g.stores.repair import (
+    check_pair,
+    find_merge,
+    pair_key,
+    plan_merge,
+    plan_split,
+    rename_event,
+    renamed,
+    repoint_pairs,
+)
 from mem0g.types import (
     Entity,
+    EntityEvent,
     Episode,
     Fact,
     FactEvent,
     GraphSnapshot,
+    MergeResult,
     Message,
+    PossibleDuplicate,
     Relation,
+    SplitResult,
     Summary,
     Tenant,
     Validity,
     WritePlan,
+    utcnow,
 )
 
-# v2 added the fact memory's tables; a v1 file is upgraded in place when opened.
-SCHEMA_VERSION = 2
+# v2 added the fact memory's tables, v3 the entity repair's (entity_events,
+# possible_duplicates); an older file is upgraded in place when opened.
+SCHEMA_VERSION = 3
 
 _TENANT_COLS = ("user_id", "agent_id", "run_id", "tenant_key")
 _COLUMNS: dict[str, tuple[str, ...]] = {
@@ -70,8 +86,18 @@ _JSON_COLS = frozenset({"messages", "aliases", "keys", "provenance"})
 # Columns a write may change on an existing row (graph embeddings and creation data never do);
 # tables without an entry are insert-only. A summary is one row per exact tenant key.
 _MUTABLE: dict[str, tuple[str, ...]] = {
-    "entities": ("aliases", "keys", "updated_at"),
-    "relations": ("invalid_at", "mentions", "provenance", "updated_at"),
+    "entities": ("name", "aliases", "keys", "updated_at"),  # name: a rename
+    # the ends and their names change when a merge or split re-points an edge
+    "relations": (
+        "source_id",
+        "source",
+        "destination_id",
+        "destination",
+        "invalid_at",
+        "mentions",
+        "provenance",
+        "updated_at",
+    ),
     "facts": ("text", "embedding", "updated_at"),
     "summaries": ("text", "messages_covered", "updated_at"),
 }
@@ -104,13 +130,24 @@ _SCHEMA = (
         episode_id TEXT, at TEXT NOT NULL)""",
     f"""CREATE TABLE IF NOT EXISTS summaries ({_TENANT_SQL}, text TEXT NOT NULL,
         messages_covered INTEGER NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (tenant_key))""",
+    # v3: the entity repair's records. An event is its EntityEvent as JSON (a MERGE carries
+    # its undo record); a pair is unordered (`pair` = repair.pair_key), first record wins.
+    f"""CREATE TABLE IF NOT EXISTS entity_events (id TEXT PRIMARY KEY, entity_id TEXT NOT NULL,
+        other_id TEXT, {_TENANT_SQL}, event TEXT NOT NULL, data TEXT NOT NULL)""",
+    f"""CREATE TABLE IF NOT EXISTS possible_duplicates ({_TENANT_SQL}, pair TEXT NOT NULL,
+        entity_id TEXT NOT NULL, candidate_id TEXT NOT NULL, data TEXT NOT NULL,
+        PRIMARY KEY (tenant_key, pair))""",
+    "CREATE INDEX IF NOT EXISTS entity_events_tenant ON entity_events (tenant_key)",
+    "CREATE INDEX IF NOT EXISTS entity_events_entity ON entity_events (entity_id)",
+    "CREATE INDEX IF NOT EXISTS entity_events_other ON entity_events (other_id)",
     "CREATE INDEX IF NOT EXISTS episodes_tenant ON episodes (tenant_key)",
     "CREATE INDEX IF NOT EXISTS entities_tenant ON entities (tenant_key)",
     "CREATE INDEX IF NOT EXISTS relations_tenant ON relations (tenant_key)",
     "CREATE INDEX IF NOT EXISTS facts_tenant ON facts (tenant_key)",
     "CREATE INDEX IF NOT EXISTS fact_events_tenant ON fact_events (tenant_key)",
-    # summaries: its primary key is tenant_key already
+    # summaries and possible_duplicates: their primary keys start with tenant_key already
 )  # fmt: skip
+_REPAIR_TABLES = ("entity_events", "possible_duplicates")  # written by their own statements
 # Deletes per table, written out in full: statements are literal text, values go in as ?.
 _DELETE_TENANT = {
     "episodes": "DELETE FROM episodes WHERE tenant_key = ?",
@@ -119,6 +156,8 @@ _DELETE_TENANT = {
     "facts": "DELETE FROM facts WHERE tenant_key = ?",
     "fact_events": "DELETE FROM fact_events WHERE tenant_key = ?",
     "summaries": "DELETE FROM summaries WHERE tenant_key = ?",
+    "entity_events": "DELETE FROM entity_events WHERE tenant_key = ?",
+    "possible_duplicates": "DELETE FROM possible_duplicates WHERE tenant_key = ?",
 }
 _DELETE_ALL = {
     "episodes": "DELETE FROM episodes",
@@ -127,6 +166,8 @@ _DELETE_ALL = {
     "facts": "DELETE FROM facts",
     "fact_events": "DELETE FROM fact_events",
     "summaries": "DELETE FROM summaries",
+    "entity_events": "DELETE FROM entity_events",
+    "possible_duplicates": "DELETE FROM possible_duplicates",
 }
 # Upserts (built from the constant column names above; values always go in as ? parameters).
 # ON CONFLICT updates in place, so a record keeps its rowid and the load order stays stable.
@@ -180,6 +221,31 @@ def _from_row(table: str, row: sqlite3.Row) -> Any:
     data = {c: json.loads(row[c]) if c in _JSON_COLS else row[c] for c in columns}
     data["tenant"] = _tenant(row["tenant_key"])
     return _MODELS[table].model_validate(data)
+
+
+def _write_entity_event(conn: sqlite3.Connection, event: EntityEvent) -> None:
+    t = event.tenant
+    conn.execute(
+        "INSERT INTO entity_events (id, entity_id, other_id, user_id, agent_id, run_id, "
+        "tenant_key, event, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (event.id, event.entity_id, event.other_id, t.user_id, t.agent_id, t.run_id,
+         _key(t), event.event, event.model_dump_json()),
+    )  # fmt: skip
+
+
+def _write_pairs(
+    conn: sqlite3.Connection, tenant: Tenant, pairs: Iterable[PossibleDuplicate]
+) -> None:
+    """Record possible duplicates; a pair recorded already (either order) keeps its record."""
+    for pair in pairs:
+        conn.execute(
+            "INSERT INTO possible_duplicates (user_id, agent_id, run_id, tenant_key, pair, "
+            "entity_id, candidate_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (tenant_key, pair) DO NOTHING",
+            (tenant.user_id, tenant.agent_id, tenant.run_id, _key(tenant),
+             pair_key(pair.entity_id, pair.candidate_id), pair.entity_id, pair.candidate_id,
+             pair.model_dump_json()),
+        )  # fmt: skip
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -262,7 +328,7 @@ class EmbeddedGraphStore:
                     conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 elif version > SCHEMA_VERSION:
                     raise StoreError(f"{self.path}: schema v{version} is newer than this mem0g")
-                elif version < SCHEMA_VERSION:  # v1 -> v2 only added tables, created above
+                elif version < SCHEMA_VERSION:  # v2 and v3 only added tables, created above
                     conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
             self._load()
         except BaseException:
@@ -373,6 +439,48 @@ class EmbeddedGraphStore:
         bucket.relations[rel.id] = None
         self._index_vector(bucket, "relations", rel)
 
+    def _set_entity(self, entity: Entity) -> None:
+        """Replace a held entity's record (no embedding; its vector stays), its keys re-indexed."""
+        bucket = self._bucket(entity.tenant)
+        self._unindex_keys(bucket, self._entities[entity.id])
+        self._entities[entity.id] = entity
+        for key in entity.keys:
+            bucket.keys.setdefault(key, {})[entity.id] = None
+
+    def _unindex_keys(self, bucket: _Bucket, entity: Entity) -> None:
+        for key in entity.keys:
+            holders = bucket.keys.get(key)
+            if holders is not None:
+                holders.pop(entity.id, None)
+                if not holders:
+                    del bucket.keys[key]
+
+    def _drop_entity(self, entity_id: str) -> None:
+        """Forget an entity whose edges are gone already; its tenant's matrix is rebuilt on
+        next use (a merge is rare, a search right after it pays once)."""
+        entity = self._entities.pop(entity_id)
+        bucket = self._bucket(entity.tenant)
+        self._unindex_keys(bucket, entity)
+        bucket.entities.pop(entity_id, None)
+        bucket.blocks.pop("entities", None)
+        self._vectors.pop(entity_id, None)
+        self._graph.remove_node(entity_id)
+
+    def _drop_relation(self, rel_id: str) -> None:
+        rel = self._relations.pop(rel_id)
+        del self._written[rel_id]
+        self._graph.remove_edge(rel.source_id, rel.destination_id, key=rel_id)
+        self._vectors.pop(rel_id, None)
+        bucket = self._bucket(rel.tenant)
+        bucket.relations.pop(rel_id, None)
+        bucket.blocks.pop("relations", None)
+
+    def _move_relation(self, rel: Relation) -> None:
+        """A held edge with new ends (same id, place in write order and vector)."""
+        old = self._relations[rel.id]
+        self._graph.remove_edge(old.source_id, old.destination_id, key=rel.id)
+        self._add_relation(_detached(rel), None)
+
     def _index_vector(self, bucket: _Bucket, table: str, record: Entity | Relation) -> None:
         """Keep a built matrix in step with a write (or drop it when it can't be)."""
         block = bucket.blocks.get(table)
@@ -410,6 +518,8 @@ class EmbeddedGraphStore:
         with self._transaction() as conn:
             self._ready()  # another process may have committed before we got the write lock
             entities, relations = self._planned_state(plan)
+            renames = self._planned_renames(plan, entities, relations)
+            pairs = self._planned_pairs(plan, entities)
             facts = self._facts.plan(plan)
             vectors = {r.id: v for r in (*plan.new_entities, *plan.new_relations)
                        if (v := _vec(r.embedding)) is not None}  # fmt: skip
@@ -429,11 +539,17 @@ class EmbeddedGraphStore:
                 self._write(conn, "facts", fact, facts.vectors[fact.id])
             for event in facts.events:
                 self._write(conn, "fact_events", event, None)
+            for entity_event in renames:
+                _write_entity_event(conn, entity_event)
+            _write_pairs(conn, plan.tenant, pairs)
         try:  # the _add_* helpers also take an existing record (its vector is kept)
             if plan.episode is not None:
                 self._add_episode(plan.episode.model_copy(deep=True))
             for entity in entities.values():
-                self._add_entity(entity, vectors.get(entity.id))
+                if entity.id in self._entities:
+                    self._set_entity(entity)
+                else:
+                    self._add_entity(entity, vectors.get(entity.id))
             for rel in relations.values():
                 self._add_relation(rel, vectors.get(rel.id))
             if facts:
@@ -499,6 +615,161 @@ class EmbeddedGraphStore:
             rel.updated_at = plan.updated_at
         return entities, relations
 
+    def _planned_renames(
+        self, plan: WritePlan, entities: dict[str, Entity], relations: dict[str, Relation]
+    ) -> list[EntityEvent]:
+        """`AliasUpdate.name`: the entity takes the new display name (the old one stays an
+        alias) and every edge at it, stored or new in the plan, shows it; one RENAME event
+        each. Embeddings stay as they are (a name vector never changes)."""
+        events: list[EntityEvent] = []
+        names: dict[str, str] = {}
+        episode_id = plan.episode.id if plan.episode is not None else None
+        for alias in plan.alias_updates:
+            entity = entities[alias.entity_id]  # _planned_state made the working copy
+            if alias.name is None or alias.name == entity.name:
+                continue
+            entities[entity.id] = renamed(entity, alias.name)
+            events.append(
+                rename_event(entity.id, plan.tenant, entity.name, alias.name, plan.updated_at,
+                             episode_id)
+            )  # fmt: skip
+            names[entity.id] = alias.name
+        for entity_id in names:
+            for rel in self._edges_of(entity_id):
+                relations.setdefault(rel.id, rel.model_copy(deep=True))
+        for rel in relations.values():
+            rel.source = names.get(rel.source_id, rel.source)
+            rel.destination = names.get(rel.destination_id, rel.destination)
+        return events
+
+    def _planned_pairs(
+        self, plan: WritePlan, entities: dict[str, Entity]
+    ) -> list[PossibleDuplicate]:
+        """The plan's possible duplicates, each naming two different entities of its tenant."""
+        key = plan.tenant.key
+        for pair in plan.possible_duplicates:
+            if pair.entity_id == pair.candidate_id:
+                raise StoreError(f"possible duplicate of {pair.entity_id} with itself")
+            for entity_id in (pair.entity_id, pair.candidate_id):
+                found = entities.get(entity_id) or self._entities.get(entity_id)
+                if found is None or found.tenant != plan.tenant:
+                    raise StoreError(f"possible duplicate: no entity {entity_id} in {key}")
+        return list(plan.possible_duplicates)
+
+    # ------------------------------------------------------------------ entity repair
+
+    @_locked
+    def list_entities(self, scope: Tenant) -> list[Entity]:
+        return [_detached(self._entities[i]) for key in self._scope_keys(scope)
+                for i in self._buckets[key].entities]  # fmt: skip
+
+    @_locked
+    def merge_entities(
+        self, scope: Tenant, keep_id: str, other_id: str, *, at: datetime | None = None
+    ) -> MergeResult:
+        """One SQLite transaction (see `repair.plan_merge` for the rules); memory follows
+        after COMMIT, and is reloaded from the database if that fails."""
+        at = at or utcnow()
+        with self._transaction() as conn:
+            self._ready()
+            found = [self._out(e) for i in (keep_id, other_id) if (e := self._entities.get(i))]
+            keep, other = check_pair(scope, keep_id, other_id, found)
+            change = plan_merge(keep, other, [self._out(r) for r in self._edges_of(other_id)], at)
+            pairs = repoint_pairs(self._pairs(conn, [_key(keep.tenant)]), keep_id, other_id)
+            self._write(conn, "entities", change.keep, None)
+            for rel in change.moved:
+                self._write(conn, "relations", rel, None)
+            for rel in change.dropped:
+                conn.execute("DELETE FROM relations WHERE id = ?", (rel.id,))
+            conn.execute("DELETE FROM entities WHERE id = ?", (other_id,))
+            _write_entity_event(conn, change.event)
+            for pair in pairs.deletes:
+                conn.execute(
+                    "DELETE FROM possible_duplicates WHERE tenant_key = ? AND pair = ?",
+                    (_key(keep.tenant), pair),
+                )
+            _write_pairs(conn, keep.tenant, pairs.creates)
+        try:
+            for rel in change.moved:
+                self._move_relation(rel)
+            for rel in change.dropped:
+                self._drop_relation(rel.id)
+            self._drop_entity(other_id)
+            self._set_entity(_detached(change.keep))
+        except BaseException:
+            self._load()
+            raise
+        return change.result
+
+    @_locked
+    def split_entity(
+        self, scope: Tenant, merge_id: str, *, at: datetime | None = None
+    ) -> SplitResult:
+        """Take merge `merge_id` back in one transaction (rules: `repair.plan_split`)."""
+        at = at or utcnow()
+        with self._transaction() as conn:
+            self._ready()
+            row = conn.execute(
+                "SELECT entity_id FROM entity_events WHERE id = ?", (merge_id,)
+            ).fetchone()
+            events = [] if row is None else self._events(conn, row["entity_id"])
+            merge, split = find_merge(scope, merge_id, events)
+            assert merge.undo is not None
+            stored = self._entities.get(merge.entity_id)
+            keep = self._out(stored) if stored and stored.tenant == merge.tenant else None
+            edges = [self._out(r) for e in merge.undo.edges
+                     if (r := self._relations.get(e.id)) is not None]  # fmt: skip
+            taken = [r.id for r in merge.undo.dropped if r.id in self._relations]
+            other_exists = merge.undo.other.id in self._entities
+            change = plan_split(merge, split, keep, other_exists, edges, taken, at)
+            restored_vec = _vec(change.restored.embedding)
+            self._write(conn, "entities", change.restored, restored_vec)
+            self._write(conn, "entities", change.keep, None)
+            for rel in change.moved:
+                self._write(conn, "relations", rel, None)
+            for rel in change.recreated:
+                self._write(conn, "relations", rel, _vec(rel.embedding))
+            _write_entity_event(conn, change.event)
+        try:
+            self._add_entity(_detached(change.restored), restored_vec)
+            self._set_entity(_detached(change.keep))
+            for rel in change.moved:
+                self._move_relation(rel)
+            for rel in change.recreated:
+                self._add_relation(_detached(rel), _vec(rel.embedding))
+        except BaseException:
+            self._load()
+            raise
+        return change.result
+
+    def _events(self, conn: sqlite3.Connection, entity_id: str) -> list[EntityEvent]:
+        rows = conn.execute(
+            "SELECT data FROM entity_events WHERE entity_id = ? OR other_id = ? ORDER BY rowid",
+            (entity_id, entity_id),
+        )
+        return [EntityEvent.model_validate_json(row["data"]) for row in rows]
+
+    def _pairs(self, conn: sqlite3.Connection, keys: Iterable[str]) -> list[PossibleDuplicate]:
+        found: list[tuple[int, PossibleDuplicate]] = []
+        for key in keys:
+            rows = conn.execute(
+                "SELECT rowid, data FROM possible_duplicates WHERE tenant_key = ?", (key,)
+            )
+            found += [(r["rowid"], PossibleDuplicate.model_validate_json(r["data"])) for r in rows]
+        return [pair for _, pair in sorted(found, key=lambda item: item[0])]
+
+    @_locked
+    def entity_history(self, scope: Tenant, entity_id: str) -> list[EntityEvent]:
+        """Read from SQLite: repair records are rare and read by hand, so memory holds none."""
+        events = self._events(self._connection(), entity_id)
+        return [e for e in events if scope.matches(e.tenant)]
+
+    @_locked
+    def possible_duplicates(self, scope: Tenant) -> list[PossibleDuplicate]:
+        pairs = self._pairs(self._connection(), self._scope_keys(scope))
+        held = self._entities
+        return [p for p in pairs if p.entity_id in held and p.candidate_id in held]
+
     @_locked
     def delete_tenant(self, scope: Tenant) -> int:
         """Delete every record the scope filter matches, in one transaction."""
@@ -506,8 +777,8 @@ class EmbeddedGraphStore:
             self._ready()
             keys = self._scope_keys(scope)
             for key in keys:
-                for table in _COLUMNS:  # the graph's tables and the fact memory's
-                    conn.execute(_DELETE_TENANT[table], (key,))
+                for statement in _DELETE_TENANT.values():  # graph, facts, repair records
+                    conn.execute(statement, (key,))
         self._facts.drop(keys)
         removed = 0
         for key in keys:
@@ -530,8 +801,8 @@ class EmbeddedGraphStore:
     def reset(self) -> None:
         """Delete everything in this store (the file and schema stay)."""
         with self._transaction() as conn:
-            for table in _COLUMNS:
-                conn.execute(_DELETE_ALL[table])
+            for statement in _DELETE_ALL.values():
+                conn.execute(statement)
         self._load()
 
     def close(self) -> None:

@@ -80,19 +80,33 @@ from mem0g.stores.base import (
 )
 from mem0g.stores.embedded_facts import VectorBlock
 from mem0g.stores.entity_vectors import EntityVectors, Watermark
+from mem0g.stores.repair import (
+    check_pair,
+    find_merge,
+    pair_key,
+    plan_merge,
+    plan_split,
+    rename_event,
+    repoint_pairs,
+)
 from mem0g.types import (
     Entity,
+    EntityEvent,
     Episode,
     Fact,
     FactEvent,
     GraphSnapshot,
+    MergeResult,
     Message,
+    PossibleDuplicate,
     Provenance,
     Relation,
+    SplitResult,
     Summary,
     Tenant,
     Validity,
     WritePlan,
+    utcnow,
 )
 
 UTC = timezone.utc
@@ -112,7 +126,7 @@ _FIELDS = {"entities": "entity", "relations": "relation", "facts": "fact"}  # ro
 _FETCH_KEY = ("user_id", "agent_id", "run_id", "exact", "tenant_key", "include_invalid")
 # a scope with fewer than `want` candidates in all (see `_nearest`): answered by the exact scan
 _SMALL_SCOPE = 0.0
-CYPHER_FILES = ("schema", "write", "facts", "read", "retrieval", "export", "delete")
+CYPHER_FILES = ("schema", "write", "facts", "read", "retrieval", "export", "delete", "entities")
 _HEADER = re.compile(r"//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
 _T = TypeVar("_T")
 SCHEMA_VERSION = 2  # the data layout (cypher/schema.cypher): 2 = with :EntityKey nodes
@@ -413,56 +427,16 @@ def _plan_rows(plan: WritePlan, written: int) -> dict[str, Any]:
             "created_at": _db_time(ep.created_at),
             "written": written,
         }
-    entities = []
-    for pos, e in enumerate(plan.new_entities):
-        vector, flat = _vector(e.embedding)
-        props = {
-            "id": e.id,
-            **_tenant_props(e.tenant),
-            "name": e.name,
-            "type": e.type,
-            "aliases": list(e.aliases),
-            "keys": list(e.keys),
-            "created_at": _db_time(e.created_at),
-            "updated_at": _db_time(e.updated_at),
-            "written": written,
-            "pos": pos,
-            "embedding_zero": True if flat else None,
-        }
-        entities.append({"props": props, "embedding": vector})
+    entities = [_entity_row(e, written, pos) for pos, e in enumerate(plan.new_entities)]
     aliases: dict[str, dict[str, list[str]]] = {}
+    names: dict[str, str] = {}  # display names (AliasUpdate.name): the last one wins
     for a in plan.alias_updates:
         row = aliases.setdefault(a.entity_id, {"aliases": [], "keys": []})
         row["aliases"] += a.aliases
         row["keys"] += a.keys
-    relations = []
-    for pos, r in enumerate(plan.new_relations):
-        vector, flat = _vector(r.embedding)
-        props = {
-            "id": r.id,
-            **_tenant_props(r.tenant),
-            "name": r.relation,
-            "source": r.source,
-            "destination": r.destination,
-            "valid_from": _db_time(r.valid_from),
-            "invalid_at": _db_time(r.invalid_at),
-            "created_at": _db_time(r.created_at),
-            "updated_at": _db_time(r.updated_at),
-            "mentions": r.mentions,
-            "episode_ids": [p.episode_id for p in r.provenance],
-            "provenance_at": [_db_time(p.timestamp) for p in r.provenance],
-            "written": written,
-            "pos": pos,
-            "embedding_zero": True if flat else None,
-        }
-        relations.append(
-            {
-                "source_id": r.source_id,
-                "destination_id": r.destination_id,
-                "props": props,
-                "embedding": vector,
-            }
-        )
+        if a.name is not None:
+            names[a.entity_id] = a.name
+    relations = [_relation_row(r, written, pos) for pos, r in enumerate(plan.new_relations)]
     invalid = {i.relation_id: _db_time(i.invalid_at) for i in plan.invalidations}  # last wins
     mentions: dict[str, dict[str, list[Any]]] = {}
     for m in plan.mentions:
@@ -475,9 +449,121 @@ def _plan_rows(plan: WritePlan, written: int) -> dict[str, Any]:
         "entities": entities,
         "aliases": [{"id": k, **v} for k, v in aliases.items()],
         "relations": relations,
+        "renames": [{"id": k, "name": v} for k, v in names.items()],
+        "pairs": _pair_rows(plan.tenant, plan.possible_duplicates, written),
         "invalidations": [{"id": k, "invalid_at": v} for k, v in invalid.items()],
         "mentions": [{"id": k, **v} for k, v in mentions.items()],
     }
+
+
+def _entity_row(e: Entity, written: int, pos: int) -> dict[str, Any]:
+    """create_entities' row for one entity."""
+    vector, flat = _vector(e.embedding)
+    props = {
+        "id": e.id,
+        **_tenant_props(e.tenant),
+        "name": e.name,
+        "type": e.type,
+        "aliases": list(e.aliases),
+        "keys": list(e.keys),
+        "created_at": _db_time(e.created_at),
+        "updated_at": _db_time(e.updated_at),
+        "written": written,
+        "pos": pos,
+        "embedding_zero": True if flat else None,
+    }
+    return {"props": props, "embedding": vector}
+
+
+def _relation_row(r: Relation, written: int, pos: int) -> dict[str, Any]:
+    """create_relations' row for one edge."""
+    vector, flat = _vector(r.embedding)
+    props = {
+        "id": r.id,
+        **_tenant_props(r.tenant),
+        "name": r.relation,
+        "source": r.source,
+        "destination": r.destination,
+        "valid_from": _db_time(r.valid_from),
+        "invalid_at": _db_time(r.invalid_at),
+        "created_at": _db_time(r.created_at),
+        "updated_at": _db_time(r.updated_at),
+        "mentions": r.mentions,
+        "episode_ids": [p.episode_id for p in r.provenance],
+        "provenance_at": [_db_time(p.timestamp) for p in r.provenance],
+        "written": written,
+        "pos": pos,
+        "embedding_zero": True if flat else None,
+    }
+    return {
+        "source_id": r.source_id,
+        "destination_id": r.destination_id,
+        "props": props,
+        "embedding": vector,
+    }
+
+
+def _pair_rows(
+    tenant: Tenant, pairs: Sequence[PossibleDuplicate], written: int
+) -> list[dict[str, Any]]:
+    """create_pairs' rows."""
+    rows = []
+    for pos, p in enumerate(pairs):
+        props = {
+            **_tenant_props(tenant),
+            "entity_id": p.entity_id,
+            "candidate_id": p.candidate_id,
+            "data": p.model_dump_json(),
+            "written": written,
+            "pos": pos,
+        }
+        rows.append({"pair": pair_key(p.entity_id, p.candidate_id), "props": props})
+    return rows
+
+
+def _event_rows(events: Sequence[EntityEvent], written: int) -> list[dict[str, Any]]:
+    """create_entity_events' rows."""
+    return [
+        {
+            "id": ev.id,
+            **_tenant_props(ev.tenant),
+            "entity_id": ev.entity_id,
+            "other_id": ev.other_id,
+            "event": ev.event,
+            "data": ev.model_dump_json(),
+            "at": _db_time(ev.at),
+            "written": written,
+            "pos": pos,
+        }
+        for pos, ev in enumerate(events)
+    ]
+
+
+def _names_row(new: Entity, old: Entity) -> dict[str, Any]:
+    """set_entity_names' row: `old` as stored, `new` as it ends up."""
+    return {
+        "id": new.id,
+        "name": new.name,
+        "aliases": list(new.aliases),
+        "keys": list(new.keys),
+        "updated_at": _db_time(new.updated_at),
+        "removed_keys": [k for k in old.keys if k not in new.keys],
+        "added_keys": [k for k in new.keys if k not in old.keys],
+    }
+
+
+def _ends_rows(relations: Sequence[Relation]) -> list[dict[str, Any]]:
+    """repoint_relations' rows."""
+    return [
+        {
+            "id": r.id,
+            "source_id": r.source_id,
+            "source": r.source,
+            "destination_id": r.destination_id,
+            "destination": r.destination,
+        }
+        for r in relations
+    ]
 
 
 def _is_empty(plan: WritePlan) -> bool:
@@ -488,6 +574,7 @@ def _is_empty(plan: WritePlan) -> bool:
         plan.new_relations,
         plan.invalidations,
         plan.mentions,
+        plan.possible_duplicates,
         plan.new_facts,
         plan.fact_changes,
         plan.fact_events,
@@ -981,6 +1068,10 @@ class Neo4jGraphStore:
             _, counters = self._run(tx, "create_relations", {"rows": rows["relations"]})
             if counters.relationships_created != len(rows["relations"]):
                 raise StoreError("not every relation was created")
+        if rows["renames"]:
+            self._rename(tx, plan, rows["renames"], seq)
+        if rows["pairs"]:
+            self._run(tx, "create_pairs", {"rows": rows["pairs"], "tenant_key": plan.tenant.key})
         if rows["invalidations"]:
             self._run(
                 tx,
@@ -1010,9 +1101,12 @@ class Neo4jGraphStore:
         fact part's rows."""
         new_entities = {e.id for e in plan.new_entities}
         new_relations = {r.id for r in plan.new_relations}
-        entity_refs = [a.entity_id for a in plan.alias_updates] + [
-            end for r in plan.new_relations for end in (r.source_id, r.destination_id)
-        ]
+        pair_ends = [i for p in plan.possible_duplicates for i in (p.entity_id, p.candidate_id)]
+        entity_refs = (
+            [a.entity_id for a in plan.alias_updates]
+            + [end for r in plan.new_relations for end in (r.source_id, r.destination_id)]
+            + pair_ends
+        )
         relation_refs = [i.relation_id for i in plan.invalidations] + [
             m.relation_id for m in plan.mentions
         ]
@@ -1048,7 +1142,36 @@ class Neo4jGraphStore:
         for rel_id in relation_refs:
             if rel_id not in relations:
                 raise StoreError(f"unknown id {rel_id} for tenant {key}")
+        for pair in plan.possible_duplicates:  # as the embedded store's _planned_pairs
+            if pair.entity_id == pair.candidate_id:
+                raise StoreError(f"possible duplicate of {pair.entity_id} with itself")
+            for entity_id in (pair.entity_id, pair.candidate_id):
+                if entity_id not in entities:
+                    raise StoreError(f"possible duplicate: no entity {entity_id} in {key}")
         return _fact_rows(plan, check, written)
+
+    def _rename(
+        self, tx: ManagedTransaction, plan: WritePlan, rows: list[dict[str, Any]], seq: int
+    ) -> None:
+        """Display names (`AliasUpdate.name`), after the plan's edges exist so that they show
+        the new name too; one RENAME event per entity whose name changed."""
+        params = {"rows": rows, "tenant_key": plan.tenant.key}
+        done, _ = self._run(
+            tx, "rename_entities", {**params, "updated_at": _db_time(plan.updated_at)}
+        )
+        episode_id = plan.episode.id if plan.episode is not None else None
+        events = [
+            rename_event(
+                row["id"], plan.tenant, row["old"], row["name"], plan.updated_at, episode_id
+            )
+            for row in done
+        ]
+        if events:
+            self._run(
+                tx,
+                "create_entity_events",
+                {"rows": _event_rows(events, time.time_ns()), "seq": seq},
+            )
 
     def delete_tenant(self, scope: Tenant) -> int:
         """Delete every record the scope filter matches, in one transaction."""
@@ -1058,7 +1181,9 @@ class Neo4jGraphStore:
             self._run(tx, "delete_tenant_sequences", params)  # first: waits for writers
             (rels,), _ = self._run(tx, "delete_tenant_relations", params)
             (ents,), _ = self._run(tx, "delete_tenant_entities", params)
-            for name in ("episodes", "facts", "fact_events", "summaries"):
+            names = ("episodes", "facts", "fact_events", "summaries", "entity_events",
+                     "possible_duplicates")  # fmt: skip
+            for name in names:
                 self._run(tx, f"delete_tenant_{name}", params)
             return int(rels["deleted"]) + int(ents["deleted"])
 
@@ -1078,6 +1203,185 @@ class Neo4jGraphStore:
             self._auto(driver, "reset_nodes", {"batch": self.reset_batch})
         with self._lock:
             self._entity_vectors.forget()
+
+    # ------------------------------------------------------------------ entity repair
+
+    def _repair(
+        self, what: str, tenant: Tenant, work: Callable[[ManagedTransaction, int], _T]
+    ) -> _T:
+        """One managed transaction of an exact tenant: its turn and a new epoch first
+        (repair_lock), then `work(tx, seq)`; held entity vectors of the tenant are dropped
+        after, here and (by the epoch) in every other store."""
+
+        def run(tx: ManagedTransaction) -> _T:
+            (turn,), _ = self._run(tx, "repair_lock", _tenant_props(tenant))
+            if turn["seq"] is None:  # as in _write_plan: a delete_tenant got there first
+                raise TransientError("the tenant was deleted while this repair waited")
+            return work(tx, turn["seq"])
+
+        try:
+            return self._write(what, run)
+        finally:
+            with self._lock:
+                self._entity_vectors.forget(tenant.key)
+
+    def _tx_entities(self, tx: ManagedTransaction, scope: Tenant, ids: list[str]) -> list[Entity]:
+        rows, _ = self._run(tx, "get_entities", {**_scope(scope), "ids": ids})
+        return [_entity(row["entity"]) for row in rows]
+
+    def list_entities(self, scope: Tenant) -> list[Entity]:
+        """The scope's entities in write order (the dump's read), without embeddings."""
+        rows = [row["entity"] for row in self._read("snapshot_entities", _scope(scope))]
+        rows.sort(
+            key=lambda e: (e.get("written") or 0, e.get("pos") or 0, e["created_at"], e["id"])
+        )
+        return [_entity({**props, "embedding": None}) for props in rows]
+
+    def merge_entities(
+        self, scope: Tenant, keep_id: str, other_id: str, *, at: datetime | None = None
+    ) -> MergeResult:
+        """One managed transaction (rules: `repair.plan_merge`): the pair is read and checked
+        under the tenant's lock, then keep's names, the re-pointed and dropped edges, the
+        deletion of other, the MERGE event and the possible-duplicate pairs are written."""
+        at = at or utcnow()
+        # which tenant to lock: read once outside, and again under the lock
+        keep, _ = check_pair(
+            scope, keep_id, other_id, self.get_entities(scope, [keep_id, other_id])
+        )
+        tenant = keep.tenant
+
+        def work(tx: ManagedTransaction, seq: int) -> MergeResult:
+            found = self._tx_entities(tx, scope, [keep_id, other_id])
+            keep, other = check_pair(scope, keep_id, other_id, found)
+            if keep.tenant != tenant:
+                raise TransientError("the entity moved while this merge waited")
+            params = {**_scope(tenant, True), **_validity(Validity(include_invalid=True))}
+            edges, _ = self._run(
+                tx,
+                "edges_at",
+                {**params, "ids": [other_id], "vector": None, "row_limit": _ALL_ROWS},
+            )
+            change = plan_merge(keep, other, [_relation(row["relation"]) for row in edges], at)
+            key = tenant.key
+            pairs_rows, _ = self._run(
+                tx, "pairs_of", {"tenant_key": key, "ids": [keep_id, other_id]}
+            )
+            pairs = repoint_pairs(
+                [PossibleDuplicate.model_validate_json(r["data"]) for r in pairs_rows],
+                keep_id,
+                other_id,
+            )
+            self._run(
+                tx, "set_entity_names", {"rows": [_names_row(change.keep, keep)], "tenant_key": key}
+            )
+            if change.moved:
+                self._repoint(tx, key, change.moved)
+            if change.dropped:
+                _, counters = self._run(
+                    tx,
+                    "delete_relations",
+                    {"ids": [r.id for r in change.dropped], "tenant_key": key},
+                )
+                if counters.relationships_deleted != len(change.dropped):
+                    raise StoreError("not every dropped relation was deleted")
+            _, counters = self._run(tx, "delete_entity", {"id": other_id, "tenant_key": key})
+            if counters.nodes_deleted < 1:
+                raise StoreError(f"entity {other_id} was not deleted")
+            written = time.time_ns()
+            self._run(
+                tx,
+                "create_entity_events",
+                {"rows": _event_rows([change.event], written), "seq": seq},
+            )
+            if pairs.deletes:
+                self._run(tx, "delete_pairs", {"pairs": pairs.deletes, "tenant_key": key})
+            if pairs.creates:
+                self._run(
+                    tx,
+                    "create_pairs",
+                    {"rows": _pair_rows(tenant, pairs.creates, written), "tenant_key": key},
+                )
+            return change.result
+
+        return self._repair("merge_entities", tenant, work)
+
+    def _repoint(self, tx: ManagedTransaction, key: str, relations: Sequence[Relation]) -> None:
+        _, counters = self._run(
+            tx, "repoint_relations", {"rows": _ends_rows(relations), "tenant_key": key}
+        )
+        moved = len(relations)
+        if (counters.relationships_deleted, counters.relationships_created) != (moved, moved):
+            raise StoreError("not every relation was re-pointed")
+
+    def split_entity(
+        self, scope: Tenant, merge_id: str, *, at: datetime | None = None
+    ) -> SplitResult:
+        """One managed transaction (rules: `repair.plan_split`)."""
+        at = at or utcnow()
+        rows = self._read("merge_event_entity", {"id": merge_id})
+        events = self.entity_history(scope, rows[0]["entity_id"]) if rows else []
+        merge, _ = find_merge(scope, merge_id, events)
+
+        def work(tx: ManagedTransaction, seq: int) -> SplitResult:
+            history, _ = self._run(
+                tx, "entity_history", {**_scope(scope), "entity_id": merge.entity_id}
+            )
+            events = [EntityEvent.model_validate_json(row["data"]) for row in history]
+            merge_now, split = find_merge(scope, merge_id, events)
+            undo = merge_now.undo
+            assert undo is not None
+            found = {
+                e.id: e
+                for e in self._tx_entities(tx, merge.tenant, [merge.entity_id, undo.other.id])
+            }
+            keep = found.get(merge.entity_id)
+            exact = {
+                **_scope(merge.tenant),
+                "ids": [e.id for e in undo.edges] + [r.id for r in undo.dropped],
+            }
+            rel_rows, _ = self._run(tx, "get_relations", exact)
+            stored = {row["relation"]["id"]: _relation(row["relation"]) for row in rel_rows}
+            edges = [stored[e.id] for e in undo.edges if e.id in stored]
+            taken = [r.id for r in undo.dropped if r.id in stored]
+            change = plan_split(merge_now, split, keep, undo.other.id in found, edges, taken, at)
+            key = merge.tenant.key
+            written = time.time_ns()
+            _, counters = self._run(
+                tx,
+                "create_entities",
+                {"rows": [_entity_row(change.restored, written, 0)], "seq": seq},
+            )
+            if counters.nodes_created != 1 + len(change.restored.keys):
+                raise StoreError("the entity was not restored")
+            assert keep is not None  # plan_split refused otherwise
+            self._run(
+                tx, "set_entity_names", {"rows": [_names_row(change.keep, keep)], "tenant_key": key}
+            )
+            if change.moved:
+                self._repoint(tx, key, change.moved)
+            if change.recreated:
+                recreated = [
+                    _relation_row(r, written, pos) for pos, r in enumerate(change.recreated)
+                ]
+                _, counters = self._run(tx, "create_relations", {"rows": recreated})
+                if counters.relationships_created != len(recreated):
+                    raise StoreError("not every dropped relation was restored")
+            self._run(
+                tx,
+                "create_entity_events",
+                {"rows": _event_rows([change.event], written), "seq": seq},
+            )
+            return change.result
+
+        return self._repair("split_entity", merge.tenant, work)
+
+    def entity_history(self, scope: Tenant, entity_id: str) -> list[EntityEvent]:
+        rows = self._read("entity_history", {**_scope(scope), "entity_id": entity_id})
+        return [EntityEvent.model_validate_json(row["data"]) for row in rows]
+
+    def possible_duplicates(self, scope: Tenant) -> list[PossibleDuplicate]:
+        rows = self._read("possible_duplicates", _scope(scope))
+        return [PossibleDuplicate.model_validate_json(row["data"]) for row in rows]
 
     # ------------------------------------------------------------------ reads
 
