@@ -89,11 +89,11 @@ def _triples(relations: list[Relation]) -> set[tuple[str, str, str]]:
 
 CURRENT = {
     ("Maya", "works_at", "Northwind Labs"),
-    ("Sam", "works_at", "Northwind Labs"),
-    ("Maya", "reports_to", "Sam"),
+    ("Sam Okafor", "works_at", "Northwind Labs"),  # "Sam", then "Sam Okafor": the display name
+    ("Maya", "reports_to", "Sam Okafor"),
     ("Priya", "works_at", "Fabrikam"),
     ("Maya", "built", "churn model"),
-    ("Sam", "built", "churn model"),
+    ("Sam Okafor", "built", "churn model"),
     ("Leo Park", "contributed_to", "churn model"),
     ("Maya", "is_intolerant_to", "lactose"),
     ("Maya", "avoids", "dairy"),
@@ -287,8 +287,8 @@ def test_kept_store_holds_the_expected_graph(kept: Memory) -> None:
     }
     assert ended == ENDED
     people = {e.name: e for e in current.entities if e.type == "person"}
-    assert people["Sam"].aliases == ["Sam Okafor"]
-    assert "Sam Okafor" not in people
+    assert people["Sam Okafor"].aliases == ["Sam"]
+    assert "Sam" not in people
     assert kept.stats(user_id="maya").episodes == 5
 
 

@@ -156,7 +156,9 @@ RELATIONS = [
     ("Fontaine", "Coco Fontaine", "pet", ALIAS),
     ("Dr. Yilmaz", "Diego Yilmaz", "person", ALIAS),
     # structure is silent: embeddings decide, for descriptive names only (should_merge)
-    ("Paris, TX", "Paris, Texas", "location", UNKNOWN),
+    ("Paris, TX", "Paris, Texas", "location", ALIAS),
+    ("Jon", "John", "person", CONFLICT),  # the dataset links them; they are spelled alike
+    ("Louis", "Louise", "person", CONFLICT),
     ("Postgres", "PostgreSQL", None, UNKNOWN),
     ("Contoso", "Fabrikam", "organization", UNKNOWN),
     ("Al", "Amy Lee", None, UNKNOWN),  # two letters count as an acronym only in capitals

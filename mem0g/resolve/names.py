@@ -213,7 +213,7 @@ def _qualifier_relation(a: str, b: str) -> NameRelation | None:
         return None
     qa, qb = normalize_name(qual_a), normalize_name(qual_b)
     if qa and qb and (qa == qb or _abbreviates(qa, qb)):
-        return NameRelation.UNKNOWN
+        return NameRelation.ALIAS  # "Paris, TX" / "Paris, Texas"
     return NameRelation.CONFLICT
 
 
@@ -237,6 +237,8 @@ def nickname_linked(x: str, y: str) -> bool:
     "liz"/"elizabeth"), from the curated `nicknames` dataset; lower-case, normalised tokens."""
     if x == y or not x.isalpha() or not y.isalpha():
         return False
+    if abs(len(x) - len(y)) < 2 and _look_alike(x, y):
+        return False  # "Jon"/"John", "Louis"/"Louise": a near miss, not a nickname
     nn = _nicknamer()
     linked = y in nn.nicknames_of(x) or y in nn.canonicals_of(x)
     return linked and not (_formal(x) and _formal(y))
