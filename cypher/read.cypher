@@ -158,6 +158,12 @@ WHERE ($agent_id IS NULL OR ep.agent_id = $agent_id)
 RETURN ep {.*} AS episode
 ORDER BY ep.written, ep.created_at, ep.id;
 
+// The exact tenant's version (Neo4jGraphStore.tenant_version): its plan number and epoch, as
+// lock_tenant leaves them; no node means a tenant never written (or deleted).
+// name: tenant_version
+OPTIONAL MATCH (q:TenantSequence {tenant_key: $tenant_key})
+RETURN q.epoch AS epoch, q.seq AS seq;
+
 // Every exact tenant key in use, read from the tenant_key indexes (a tenant whose only records
 // are facts, fact history or a summary counts too).
 // name: tenants

@@ -16,7 +16,7 @@ MERGE (q:TenantSequence {tenant_key: $tenant_key})
 ON CREATE SET q.user_id = $user_id, q.agent_id = $agent_id, q.run_id = $run_id,
               q.epoch = randomUUID()
 SET q.seq = coalesce(q.seq, 0) + 1
-RETURN q.seq AS seq;
+RETURN q.seq AS seq, q.epoch AS epoch;
 
 // Which ids the plan would create that are taken, and which ids it refers to that this exact
 // tenant owns. Python turns the answer into a StoreError before anything is written.

@@ -147,6 +147,12 @@ class MemorySection(_Section):
     recent_messages: int = Field(default=10, ge=0, description="m: recent messages as context")
     summary: bool = True
     summary_every: int = Field(default=10, ge=1, description="k: refresh after k new messages")
+    replans: int = Field(
+        default=8,
+        ge=0,
+        description="how often an add is planned again when another writer changed its tenant "
+        "meanwhile (LLM answers to unchanged requests are reused)",
+    )
 
 
 class FactsConfig(_Section):

@@ -5,6 +5,7 @@ nothing."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -14,12 +15,18 @@ from typing import Any
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.extract import payload_messages
-from mem0g.llm.client import LLMClient
+from mem0g.llm.client import LLMClient, ReplayingLLM
 from mem0g.llm.protocol import Context
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.resolve.facts import FactPlan
 from mem0g.retrieve import DualRetriever
-from mem0g.stores.base import GraphStore, IndexRebuild, StoreStats, UnknownEntityError
+from mem0g.stores.base import (
+    GraphStore,
+    IndexRebuild,
+    PlanConflict,
+    StoreStats,
+    UnknownEntityError,
+)
 from mem0g.stores.repair import describe
 from mem0g.summary import SummaryWorker
 from mem0g.types import (
@@ -50,6 +57,8 @@ from mem0g.types import (
 )
 
 MessagesIn = str | Mapping[str, Any] | Iterable[Mapping[str, Any] | Message]
+
+log = logging.getLogger(__name__)
 
 
 def parse_messages(messages: MessagesIn) -> list[Message]:
@@ -206,12 +215,45 @@ class Memory:
         )
 
     def _add(self, tenant: Tenant, messages: list[Message], when: datetime) -> AddResult:
+        """Plan from the tenant's current version and apply; when another writer (another
+        `Memory`, another process) changed the tenant meanwhile, the store refuses the plan
+        and it is made again from fresh reads. The context and every LLM answer to an
+        unchanged request are reused, so a re-plan asks the LLM only where what it is shown
+        changed (a new candidate, a new existing edge)."""
         now = utcnow()
         episode = Episode(tenant=tenant, messages=messages, timestamp=when, created_at=now)
         provenance = Provenance(episode_id=episode.id, timestamp=when)
         context = self.context_for(tenant)
-        stages = Stages(self.llm, self.embedder, self.store, self.config)
+        llm = ReplayingLLM(self.llm)
         graph_usage, fact_usage = Usage(), Usage()
+        for attempt in range(self.config.memory.replans + 1):
+            version = self.store.tenant_version(tenant)
+            try:
+                return self._plan_and_apply(
+                    tenant, messages, when, episode, provenance, now, context, llm,
+                    (graph_usage, fact_usage), version,
+                )  # fmt: skip
+            except PlanConflict:
+                if attempt == self.config.memory.replans:
+                    raise
+                log.info("add for %s: tenant changed meanwhile, planning again", tenant.key)
+        raise AssertionError("unreachable")
+
+    def _plan_and_apply(
+        self,
+        tenant: Tenant,
+        messages: list[Message],
+        when: datetime,
+        episode: Episode,
+        provenance: Provenance,
+        now: datetime,
+        context: Context,
+        llm: ReplayingLLM,
+        usages: tuple[Usage, Usage],
+        version: str,
+    ) -> AddResult:
+        stages = Stages(llm, self.embedder, self.store, self.config)  # type: ignore[arg-type]
+        graph_usage, fact_usage = usages
         args = (tenant, messages, when, context, provenance, now)
         futures: list[Future[Any]] = []
         if self.config.memory.graph:
@@ -234,6 +276,7 @@ class Memory:
             new_facts=facts.new_facts,
             fact_changes=facts.changes,
             fact_events=facts.events,
+            based_on=version,
         )
         self.store.apply(plan)
         return AddResult(

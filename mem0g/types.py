@@ -354,6 +354,9 @@ class WritePlan(BaseModel):
     fact_changes: list[FactChange] = Field(default_factory=list)
     fact_events: list[FactEvent] = Field(default_factory=list)
     updated_at: datetime = Field(default_factory=utcnow)
+    # the tenant's version (`GraphStore.tenant_version`) the plan was computed from: the store
+    # refuses it with PlanConflict when another writer changed the tenant since
+    based_on: str | None = None
 
 
 # ---------------------------------------------------------------- results

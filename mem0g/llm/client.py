@@ -215,3 +215,24 @@ class LLMClient:
             return [m.id for m in self._client.models.list()]
         except openai.APIError as err:
             raise LLMError(f"the LLM endpoint is not reachable: {err}") from err
+
+
+class ReplayingLLM:
+    """One add's LLM calls, remembered by request: a re-plan of the same add (another writer
+    changed the tenant meanwhile) gets the same answer to the same request without a call,
+    and asks only what changed. Thread-safe: both paths of an add call it at once."""
+
+    def __init__(self, llm: LLMClient) -> None:
+        self._llm = llm
+        self._answers: dict[tuple[str, str], Any] = {}
+        self._guard = threading.Lock()
+
+    def call(self, task: str, payload: BaseModel, usage: Usage | None = None) -> Any:
+        key = (task, payload.model_dump_json())
+        with self._guard:
+            if key in self._answers:
+                return self._answers[key].model_copy(deep=True)
+        answer = self._llm.call(task, payload, usage)
+        with self._guard:
+            self._answers[key] = answer.model_copy(deep=True)
+        return answer

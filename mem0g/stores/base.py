@@ -66,6 +66,11 @@ class StoreError(RuntimeError):
     """A store could not do what was asked; nothing was written."""
 
 
+class PlanConflict(StoreError):
+    """Another writer changed the tenant after the plan was computed (`WritePlan.based_on`
+    is stale): nothing was written; plan again from fresh reads."""
+
+
 class RepairError(ValueError):
     """An entity repair (merge, split) the store refuses: bad input, nothing was written."""
 
@@ -134,7 +139,14 @@ def edge_ref(rel: Relation, hop: int, score: float) -> EdgeRef:
 @runtime_checkable
 class GraphStore(Protocol):
     def apply(self, plan: WritePlan) -> None:
-        """Write the whole plan in one transaction, or nothing (then raise)."""
+        """Write the whole plan in one transaction, or nothing (then raise). With
+        `plan.based_on`, first check inside the transaction that the exact tenant's version is
+        still that one (else raise PlanConflict); every write of a tenant moves its version."""
+
+    def tenant_version(self, tenant: Tenant) -> str:
+        """An opaque token that changes whenever anything of the exact tenant is written
+        (adds, fact edits, merges, splits, deletes), read from the database itself, so a
+        writer in another process is seen. A plan records it as `based_on`."""
 
     def get_entities(self, scope: Tenant, ids: Sequence[str]) -> list[Entity]: ...
 

@@ -28,6 +28,7 @@ import numpy as np
 from mem0g.stores.base import (
     EdgeRef,
     IndexRebuild,
+    PlanConflict,
     StoreError,
     StoreStats,
     check_index_kinds,
@@ -137,6 +138,10 @@ _SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS possible_duplicates ({_TENANT_SQL}, pair TEXT NOT NULL,
         entity_id TEXT NOT NULL, candidate_id TEXT NOT NULL, data TEXT NOT NULL,
         PRIMARY KEY (tenant_key, pair))""",
+    # each exact tenant's write counter (tenant_version): kept through a delete, so a plan
+    # computed before the delete can never pass for one computed after it
+    """CREATE TABLE IF NOT EXISTS tenant_versions (tenant_key TEXT PRIMARY KEY,
+        version INTEGER NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS entity_events_tenant ON entity_events (tenant_key)",
     "CREATE INDEX IF NOT EXISTS entity_events_entity ON entity_events (entity_id)",
     "CREATE INDEX IF NOT EXISTS entity_events_other ON entity_events (other_id)",
@@ -177,6 +182,24 @@ _UPSERT = {
     + ", ".join(f"{c} = excluded.{c}" for c in _MUTABLE.get(table, ()))
     for table, cols in _COLUMNS.items()
 }
+
+
+def _take_turn(conn: sqlite3.Connection, tenant_key: str, based_on: str | None) -> None:
+    """Inside a write transaction (BEGIN IMMEDIATE holds SQLite's one write lock, across
+    processes): check the plan's version, then move the tenant's version on."""
+    row = conn.execute(
+        "SELECT version FROM tenant_versions WHERE tenant_key = ?", (tenant_key,)
+    ).fetchone()
+    version = row["version"] if row else 0
+    if based_on is not None and based_on != str(version):
+        raise PlanConflict(
+            f"the tenant changed since this plan was made (version {based_on} -> {version})"
+        )
+    conn.execute(
+        "INSERT INTO tenant_versions VALUES (?, 1) ON CONFLICT (tenant_key) "
+        "DO UPDATE SET version = version + 1",
+        (tenant_key,),
+    )
 
 
 def _vec_blob(blob: bytes | None) -> np.ndarray | None:
@@ -517,6 +540,7 @@ class EmbeddedGraphStore:
         """Validate, write in one SQLite transaction, and only after COMMIT update memory."""
         with self._transaction() as conn:
             self._ready()  # another process may have committed before we got the write lock
+            _take_turn(conn, _key(plan.tenant), plan.based_on)
             entities, relations = self._planned_state(plan)
             renames = self._planned_renames(plan, entities, relations)
             pairs = self._planned_pairs(plan, entities)
@@ -674,6 +698,7 @@ class EmbeddedGraphStore:
             self._ready()
             found = [self._out(e) for i in (keep_id, other_id) if (e := self._entities.get(i))]
             keep, other = check_pair(scope, keep_id, other_id, found)
+            _take_turn(conn, _key(keep.tenant), None)
             change = plan_merge(keep, other, [self._out(r) for r in self._edges_of(other_id)], at)
             pairs = repoint_pairs(self._pairs(conn, [_key(keep.tenant)]), keep_id, other_id)
             self._write(conn, "entities", change.keep, None)
@@ -722,6 +747,7 @@ class EmbeddedGraphStore:
             taken = [r.id for r in merge.undo.dropped if r.id in self._relations]
             other_exists = merge.undo.other.id in self._entities
             change = plan_split(merge, split, keep, other_exists, edges, taken, at)
+            _take_turn(conn, _key(merge.tenant), None)
             restored_vec = _vec(change.restored.embedding)
             self._write(conn, "entities", change.restored, restored_vec)
             self._write(conn, "entities", change.keep, None)
@@ -771,6 +797,15 @@ class EmbeddedGraphStore:
         return [p for p in pairs if p.entity_id in held and p.candidate_id in held]
 
     @_locked
+    def tenant_version(self, tenant: Tenant) -> str:
+        row = (
+            self._connection()
+            .execute("SELECT version FROM tenant_versions WHERE tenant_key = ?", (_key(tenant),))
+            .fetchone()
+        )
+        return str(row["version"] if row else 0)
+
+    @_locked
     def delete_tenant(self, scope: Tenant) -> int:
         """Delete every record the scope filter matches, in one transaction."""
         with self._transaction() as conn:
@@ -779,6 +814,7 @@ class EmbeddedGraphStore:
             for key in keys:
                 for statement in _DELETE_TENANT.values():  # graph, facts, repair records
                     conn.execute(statement, (key,))
+                _take_turn(conn, key, None)
         self._facts.drop(keys)
         removed = 0
         for key in keys:

@@ -72,6 +72,7 @@ from mem0g.stores.base import (
     VECTOR_KINDS,
     EdgeRef,
     IndexRebuild,
+    PlanConflict,
     StoreError,
     StoreStats,
     check_index_kinds,
@@ -264,6 +265,23 @@ def _tenant(props: dict[str, Any]) -> Tenant:
     return Tenant(
         user_id=props.get("user_id"), agent_id=props.get("agent_id"), run_id=props.get("run_id")
     )
+
+
+def _version(epoch: str | None, seq: int | None) -> str:
+    return f"{epoch or ''}:{seq or 0}"
+
+
+def _check_version(based_on: str | None, epoch: str | None, seq: int) -> None:
+    """Inside the plan's transaction, holding the tenant's turn (lock_tenant moved seq on):
+    the plan must have been computed from the version just before this turn. A tenant that
+    had no sequence node (":0") gets one with seq 1 and a new epoch here."""
+    if based_on is None:
+        return
+    before = _version(epoch, seq - 1)
+    if based_on != before and not (based_on == ":0" and seq == 1):
+        raise PlanConflict(
+            f"the tenant changed since this plan was made (version {based_on} -> {before})"
+        )
 
 
 def _tenant_props(tenant: Tenant) -> dict[str, Any]:
@@ -1021,6 +1039,10 @@ class Neo4jGraphStore:
 
     # ------------------------------------------------------------------ writes
 
+    def tenant_version(self, tenant: Tenant) -> str:
+        (row,) = self._read("tenant_version", {"tenant_key": tenant.key})
+        return _version(row["epoch"], row["seq"])
+
     def apply(self, plan: WritePlan) -> None:
         """Validate, then write the whole plan in one transaction; a bad plan writes nothing."""
         driver = self._ready()
@@ -1051,6 +1073,7 @@ class Neo4jGraphStore:
             # deleted it (the SET was then a no-op): no turn was taken, so the driver must
             # run the whole function again, which starts the tenant's sequence afresh.
             raise TransientError("the tenant was deleted while this plan waited for its turn")
+        _check_version(plan.based_on, turn["epoch"], seq)
         facts = self._check_plan(tx, plan, rows["written"])
         updated_at = _db_time(plan.updated_at)
         if rows["episode"] is not None:
