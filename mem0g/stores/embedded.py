@@ -68,7 +68,7 @@ from mem0g.types import (
 
 # v2 added the fact memory's tables, v3 the entity repair's (entity_events,
 # possible_duplicates); an older file is upgraded in place when opened.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _TENANT_COLS = ("user_id", "agent_id", "run_id", "tenant_key")
 _COLUMNS: dict[str, tuple[str, ...]] = {
@@ -138,7 +138,7 @@ _SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS possible_duplicates ({_TENANT_SQL}, pair TEXT NOT NULL,
         entity_id TEXT NOT NULL, candidate_id TEXT NOT NULL, data TEXT NOT NULL,
         PRIMARY KEY (tenant_key, pair))""",
-    # each exact tenant's write counter (tenant_version): kept through a delete, so a plan
+    # v4: each exact tenant's write counter (tenant_version): kept through a delete, so a plan
     # computed before the delete can never pass for one computed after it
     """CREATE TABLE IF NOT EXISTS tenant_versions (tenant_key TEXT PRIMARY KEY,
         version INTEGER NOT NULL)""",
@@ -182,6 +182,12 @@ _UPSERT = {
     + ", ".join(f"{c} = excluded.{c}" for c in _MUTABLE.get(table, ()))
     for table, cols in _COLUMNS.items()
 }
+
+
+def _tenant_ids(tenant: Tenant) -> list[tuple[str, str]]:
+    """The ids a tenant sets (a scope's filter), as index keys."""
+    ids = (("user_id", tenant.user_id), ("agent_id", tenant.agent_id), ("run_id", tenant.run_id))
+    return [(field, value) for field, value in ids if value is not None]
 
 
 def _take_turn(conn: sqlite3.Connection, tenant_key: str, based_on: str | None) -> None:
@@ -351,7 +357,7 @@ class EmbeddedGraphStore:
                     conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 elif version > SCHEMA_VERSION:
                     raise StoreError(f"{self.path}: schema v{version} is newer than this mem0g")
-                elif version < SCHEMA_VERSION:  # v2 and v3 only added tables, created above
+                elif version < SCHEMA_VERSION:  # v2, v3, v4 only added tables, created above
                     conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
             self._load()
         except BaseException:
@@ -408,6 +414,9 @@ class EmbeddedGraphStore:
         self._episodes: dict[str, Episode] = {}
         self._vectors: dict[str, np.ndarray] = {}  # entity/relation id -> raw float32 embedding
         self._buckets: dict[str, _Bucket] = {}
+        # ("user_id", "alice") -> the tenant keys with that id, in bucket order: a scope's
+        # keys are an intersection of these, not a scan of every tenant of the store
+        self._tenant_index: dict[tuple[str, str], dict[str, None]] = {}
         for row in conn.execute("SELECT * FROM episodes ORDER BY rowid"):
             self._add_episode(_from_row("episodes", row))
         for row in conn.execute("SELECT * FROM entities ORDER BY rowid"):
@@ -430,9 +439,12 @@ class EmbeddedGraphStore:
             raise StoreError(f"{self.path} holds embeddings that are not {self.dims}-dimensional")
 
     def _bucket(self, tenant: Tenant) -> _Bucket:
-        bucket = self._buckets.get(_key(tenant))
+        key = _key(tenant)
+        bucket = self._buckets.get(key)
         if bucket is None:
-            bucket = self._buckets[_key(tenant)] = _Bucket(tenant)
+            bucket = self._buckets[key] = _Bucket(tenant)
+            for field, value in _tenant_ids(tenant):
+                self._tenant_index.setdefault((field, value), {})[key] = None
         return bucket
 
     def _add_episode(self, episode: Episode) -> None:
@@ -531,7 +543,11 @@ class EmbeddedGraphStore:
         """The exact tenant keys a scope covers (`exact`: only the scope's own key)."""
         if exact:
             return [scope.key] if scope.key in self._buckets else []
-        return [key for key, bucket in self._buckets.items() if scope.matches(bucket.tenant)]
+        sets = [self._tenant_index.get(pair, {}) for pair in _tenant_ids(scope)]
+        if not sets:
+            return []
+        smallest = min(sets, key=len)  # in bucket order; the others only filter
+        return [key for key in smallest if all(key in other for other in sets)]
 
     # ------------------------------------------------------------------ writes
 
@@ -819,6 +835,11 @@ class EmbeddedGraphStore:
         removed = 0
         for key in keys:
             bucket = self._buckets.pop(key)
+            for pair in _tenant_ids(bucket.tenant):
+                keys_with_id = self._tenant_index.get(pair, {})
+                keys_with_id.pop(key, None)
+                if not keys_with_id:
+                    self._tenant_index.pop(pair, None)
             removed += len(bucket.entities) + len(bucket.relations)
             for rel_id in bucket.relations:
                 rel = self._relations.pop(rel_id)
