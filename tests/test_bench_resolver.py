@@ -376,7 +376,11 @@ def test_evaluate_scores_a_perfect_resolution_one_and_errors_lower(bench: Module
     world = bench.build_world(40, seed=7)
     nodes, edges = _gold_graph(bench, world)
     names = {n: world.identities[n][1] for n in set(nodes)}
-    perfect = bench.evaluate(world, nodes, edges, names)
+    keys = {n: set() for n in names}
+    for m, n in zip(world.mentions, nodes, strict=True):
+        keys[n].add(bench.normalize_name(m.name))
+    perfect = bench.evaluate(world, nodes, edges, names, keys)
+    assert perfect["nodes"]["placed_mentions_not_named_by_their_node"] == 0
     for kind in ("overall", *bench.KINDS):
         assert perfect["merge"][kind]["precision"] == perfect["merge"][kind]["recall"] == 1.0
     assert perfect["final_state"]["accuracy"] == 1.0
@@ -438,6 +442,7 @@ def test_tiny_run_writes_complete_report(bench: ModuleType, tmp_path: Path) -> N
     assert metrics["history"]["past_values"] == len(world.movers)
     assert metrics["current_at_5"]["queries"] == 40
     assert metrics["nodes"]["entities_stored"] > 0
+    assert isinstance(metrics["nodes"]["placed_mentions_not_named_by_their_node"], int)
     assert [t["name"] for t in report["targets"]] == [
         "merge_precision >= 0.995",
         "merge_recall >= 0.95",
@@ -451,3 +456,26 @@ def test_tiny_run_writes_complete_report(bench: ModuleType, tmp_path: Path) -> N
     # what the store holds is traceable: a placed mention's node is a stored entity
     placed = [r for r in rows if r["node"] is not None]
     assert placed and all(r["node_name"] for r in placed)
+
+
+@pytest.mark.neo4j
+@pytest.mark.model
+def test_neo4j_run_writes_complete_report(
+    bench: ModuleType, tmp_path: Path, neo4j_server: Any, neo4j_connect: Any, monkeypatch: Any
+) -> None:
+    """The same run on a Neo4j server (the test server, emptied by neo4j_connect)."""
+    monkeypatch.setenv("NEO4J_USERNAME", neo4j_server.user)
+    monkeypatch.setenv("NEO4J_PASSWORD", neo4j_server.password)
+    out = tmp_path / "neo4j.json"
+    argv = ["--store", "neo4j", "--neo4j-uri", neo4j_server.uri, "--people", "12", "--queries", "5"]
+    assert bench.main([*argv, "--quiet", "--out", str(out)]) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["store"] == "neo4j" and report["store_info"]["server"] == "external"
+    world = bench.build_world(12, seed=7)
+    assert report["throughput"]["adds"] == len(world.turns)
+    assert report["throughput"]["unmatched_llm_requests"] == 0
+    assert report["metrics"]["merge"]["overall"]["mentions"] == len(world.mentions)
+    assert report["metrics"]["current_at_5"]["queries"] == 5
+    # the adds went to the server: its tenant holds the stored entities
+    stats = neo4j_connect().stats()
+    assert stats.entities == report["metrics"]["nodes"]["entities_stored"] > 0
