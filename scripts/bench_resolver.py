@@ -624,18 +624,25 @@ class FaithfulExtractor:
 
     def resolve_updates(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         operations = []
+        reference = str(payload.get("reference_time", ""))[:10]
         for new in payload.get("new", []):
             if new["relation"] not in FUNCTIONAL:
                 continue
-            for old in payload.get("existing", []):
-                if (
-                    old["source"] == new["source"]
-                    and old["relation"] == new["relation"]
-                    and old["destination"] != new["destination"]
-                ):
-                    operations.append(
-                        {"op": "UPDATE", "new_index": new["index"], "existing_id": old["id"]}
-                    )
+            prior = [
+                old
+                for old in payload.get("existing", [])
+                if old["source"] == new["source"] and old["relation"] == new["relation"]
+            ]
+            # diagnostics only: a dated change (valid_from before the add's day) whose
+            # payload does or does not show the value it replaces
+            if str(new.get("valid_from") or reference)[:10] != reference:
+                self._count("dated_functional_triples")
+                self._count("dated_functional_with_prior_shown", bool(prior))
+            operations += [
+                {"op": "UPDATE", "new_index": new["index"], "existing_id": old["id"]}
+                for old in prior
+                if old["destination"] != new["destination"]
+            ]
         self._count("update_operations", len(operations))
         return {"operations": operations}
 
@@ -1121,6 +1128,9 @@ def run(args: argparse.Namespace, stores: BenchStores, progress: Progress) -> in
             "every merged name as an alias, so it should be 0",
             "a kind whose identities are each mentioned once (pets) has no gold pairs: its "
             "recall is 1 by definition and any merged pair is a false one",
+            "extractor.dated_functional_with_prior_shown: of the resolve_updates payloads' "
+            "dated lives_in/works_at triples (the moves), how many showed an existing edge "
+            "with the same source name and relation, i.e. could be UPDATEd at all",
             "person_mentions_by_form: how often a person's mention landed on the node holding "
             "most of that person's mentions",
         ],

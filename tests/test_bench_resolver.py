@@ -209,9 +209,13 @@ def test_resolve_updates_answers_like_a_careful_llm(bench: ModuleType) -> None:
         {"id": "e3", "source": "Diego Yilmaz", "relation": "has_hobby", "destination": "golf"},
         {"id": "e4", "source": "Ana Silva", "relation": "works_at", "destination": "Contoso"},
     ]
-    answer = extractor.resolve_updates({"new": new, "existing": existing})
+    new[0]["valid_from"] = "2024-03-01T00:00:00+00:00"  # a dated move, told in December
+    payload = {"reference_time": "2024-12-02T09:00:00+00:00", "new": new, "existing": existing}
+    answer = extractor.resolve_updates(payload)
     # only the functional relation with the same source and another destination
     assert answer == {"operations": [{"op": "UPDATE", "new_index": 0, "existing_id": "e1"}]}
+    assert extractor.stats["dated_functional_triples"] == 1
+    assert extractor.stats["dated_functional_with_prior_shown"] == 1
 
 
 def test_candidates_are_answered_only_when_asked_and_only_from_visible_text(
