@@ -949,20 +949,27 @@ def world_summary(world: World) -> dict[str, Any]:
 
 
 def targets_of(metrics: Mapping[str, Any], people: int) -> list[dict[str, Any]]:
-    measured = {
-        "merge_precision": metrics["merge"]["overall"]["precision"],
-        "merge_recall": metrics["merge"]["overall"]["recall"],
-        "final_state_accuracy": metrics["final_state"]["accuracy"],
-        "current_at_5": metrics["current_at_5"]["rate"],
-    }
+    """The issue's four targets on the overall figures, then the two merge targets on persons
+    alone: overall pairs are mostly pairs of city, company and hobby mentions (hubs with
+    dozens of mentions each), so the overall figures can pass while people are confused."""
+    merge = metrics["merge"]
+    measured = [
+        ("merge_precision", merge["overall"]["precision"], None),
+        ("merge_recall", merge["overall"]["recall"], None),
+        ("final_state_accuracy", metrics["final_state"]["accuracy"], None),
+        ("current_at_5", metrics["current_at_5"]["rate"], None),
+        ("merge_precision", merge["person"]["precision"], "person"),
+        ("merge_recall", merge["person"]["recall"], "person"),
+    ]
     return [
         {
-            "name": f"{name} >= {goal}",
-            "measured": measured[name],
-            "pass": measured[name] is not None and measured[name] >= goal,
+            "name": f"{name}{f' ({kind})' if kind else ''} >= {TARGETS[name]}",
+            "measured": value,
+            "pass": value is not None and value >= TARGETS[name],
             "at_target_size": people >= TARGET_PEOPLE,
+            "issue_target": kind is None,
         }
-        for name, goal in TARGETS.items()
+        for name, value, kind in measured
     ]
 
 
@@ -1117,7 +1124,8 @@ def run(args: argparse.Namespace, stores: BenchStores, progress: Progress) -> in
             "by relation name; INVALIDATE lines skipped), read back from get_all",
             "merge precision/recall are over pairs of mentions: predicted pairs share a "
             "node, gold pairs share an identity; a mention whose triple left no edge is a "
-            "singleton",
+            "singleton. Overall pairs are mostly city/company/hobby pairs (hubs), so the "
+            "person row is the crowded-names figure; targets are judged on both",
             "final state: exactly one current edge of the relation out of the nodes the "
             "person's mentions landed on, to a node whose majority identity is the gold value",
             "history: an invalidated edge out of the person's nodes to the old value "
@@ -1216,7 +1224,8 @@ def print_report(report: Mapping[str, Any]) -> None:
     for t in report["targets"]:
         verdict = "PASS" if t["pass"] else "FAIL"
         size = "" if t["at_target_size"] else f" (target is at {TARGET_PEOPLE:,} people)"
-        console.print(f"  {verdict} {t['name']}: measured {_fmt(t['measured'])}{size}")
+        extra = "" if t["issue_target"] else " [persons only, beside the issue's overall]"
+        console.print(f"  {verdict} {t['name']}: measured {_fmt(t['measured'])}{size}{extra}")
 
 
 def _fmt(value: float | None) -> str:

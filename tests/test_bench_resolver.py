@@ -452,7 +452,10 @@ def test_tiny_run_writes_complete_report(bench: ModuleType, tmp_path: Path) -> N
         "merge_recall >= 0.95",
         "final_state_accuracy >= 0.95",
         "current_at_5 >= 0.95",
+        "merge_precision (person) >= 0.995",
+        "merge_recall (person) >= 0.95",
     ]
+    assert [t["issue_target"] for t in report["targets"]] == [True] * 4 + [False] * 2
     assert all(t["at_target_size"] is False for t in report["targets"])
     assert len(report["machine"]["load_avg_start"]) == 3
     rows = [json.loads(line) for line in mentions.read_text(encoding="utf-8").splitlines()]
