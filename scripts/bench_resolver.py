@@ -1216,16 +1216,16 @@ def print_report(report: Mapping[str, Any]) -> None:
         other.add_row(*row)
     console.print(other)
     for ex in nodes["examples_mixed"][:3]:
-        console.print(
-            f"  mixed node {ex['node']!r}: {ex['count']} identities, e.g. {ex['identities'][:4]}"
-        )
+        line = f"  mixed node {ex['node']!r}: {ex['count']} identities, e.g. {ex['identities'][:4]}"
+        console.print(line, markup=False)  # names and lists are not rich markup
     for ex in nodes["examples_split"][:3]:
-        console.print(f"  split {ex['identity']!r} over {ex['nodes']}")
+        console.print(f"  split {ex['identity']!r} over {ex['nodes']}", markup=False)
     for t in report["targets"]:
         verdict = "PASS" if t["pass"] else "FAIL"
         size = "" if t["at_target_size"] else f" (target is at {TARGET_PEOPLE:,} people)"
         extra = "" if t["issue_target"] else " [persons only, beside the issue's overall]"
-        console.print(f"  {verdict} {t['name']}: measured {_fmt(t['measured'])}{size}{extra}")
+        line = f"  {verdict} {t['name']}: measured {_fmt(t['measured'])}{size}{extra}"
+        console.print(line, markup=False)
 
 
 def _fmt(value: float | None) -> str:
