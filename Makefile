@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint unit bench bench-neo4j neo4j-start neo4j-stop clean
+.PHONY: install demo test lint unit bench bench-neo4j bench-resolver neo4j-start neo4j-stop clean
 
 install: $(STAMP)
 
@@ -37,6 +37,9 @@ bench-neo4j: install
 		--pool-size 20000 --vector-cache bench-results/vectors-minilm.npz \
 		--server-cpus 1 --client-cpus 0 --server-warmup 1000 --reindex --trickle 5000 \
 		--out bench-results/search-neo4j.json
+
+bench-resolver: install
+	$(BIN)/python scripts/bench_resolver.py --people 1500 --out bench-results/resolver.json
 
 neo4j-start: install
 	$(BIN)/python scripts/neo4j start

@@ -6,7 +6,6 @@ the numbers themselves are measured by hand on a quiet machine.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,24 +17,14 @@ from typing import Any
 
 import pytest
 from neo4j_server import free_port
+from script_module import load_script
 
 from mem0g.types import Entity, Tenant, WritePlan
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_search.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_search", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    return _load()
+    return load_script("bench_search")
 
 
 def _positive(stats: dict) -> None:
