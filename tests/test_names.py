@@ -190,8 +190,13 @@ def test_should_merge_the_brief_examples() -> None:
 def test_should_merge_by_relation() -> None:
     # SAME merges whatever the similarity; an ALIAS needs the floor; UNKNOWN needs t.
     assert should_merge("Zoë", "person", "Zoe", "person", 0.0, T)
-    assert should_merge("Bob", "person", "Bob Chen", "person", ALIAS_FLOOR, T)
-    assert not should_merge("Bob", "person", "Bob Chen", "person", ALIAS_FLOOR - 0.01, T)
+    assert should_merge("Northwind", "company", "Northwind Traders", "company", ALIAS_FLOOR, T)
+    assert not should_merge(
+        "Northwind", "company", "Northwind Traders", "company", ALIAS_FLOOR - 0.01, T
+    )
+    # between persons (and pets) the structure alone decides: a nickname sits below the floor
+    assert should_merge("Rick", "person", "Richard Johansson", "person", 0.28, T)
+    assert should_merge("Bob", "person", "Bob Chen", "person", 0.0, T)
     assert should_merge("vegetarian diet", "diet", "vegetarianism", "diet", T, T)
     assert not should_merge("vegetarian diet", "diet", "vegetarianism", "diet", T - 0.01, T)
 

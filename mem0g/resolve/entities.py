@@ -13,6 +13,7 @@ types.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
@@ -27,6 +28,7 @@ from mem0g.resolve.names import (
     judge,
     lookup_keys,
     name_relation,
+    name_size,
     normalize_name,
     token_keys,
     types_compatible,
@@ -56,9 +58,14 @@ class ResolvedEntities(BaseModel):
     renamed: dict[str, str] = Field(default_factory=dict)  # stored entity id -> new name
 
 
+_POSSESSIVE = re.compile(r"['’]s\b")
+
+
 class Mentions(BaseModel):
     """What the conversation names, nearest first: this add (its messages, its speakers and
-    its extracted names), then the recent messages. Normalised, space-padded texts."""
+    its extracted names), then each recent message, the latest first (a reader takes "Ravi"
+    for the Ravi named a moment ago, not the one named five turns back). Normalised,
+    space-padded texts."""
 
     levels: list[str] = Field(default_factory=list)
     speakers: set[str] = Field(default_factory=set)
@@ -68,10 +75,12 @@ class Mentions(BaseModel):
         cls, current: Sequence[str], recent: Sequence[str] = (), speakers: Sequence[str] = ()
     ) -> Mentions:
         def text(parts: Sequence[str]) -> str:
+            # "Patricia Castillo's cat": the possessive must not glue onto the name
+            parts = [_POSSESSIVE.sub(" ", p) for p in parts]
             return " " + " | ".join(normalize_name(p) for p in parts) + " "
 
         return cls(
-            levels=[text(current), text(recent)],
+            levels=[text(current), *(text([m]) for m in reversed(recent))],
             speakers={normalize_name(s) for s in speakers if s and normalize_name(s)},
         )
 
@@ -209,9 +218,10 @@ class _Resolver:
 
 
 def _order(names: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Fuller names first, so "Diego" in the add that introduces "Diego Yilmaz" finds him."""
+    """Fuller names first, so "Diego" (or "Dr. Yilmaz") in the add that introduces "Diego
+    Yilmaz" finds him."""
     wanted = [(n, t) for n, t in names.items() if normalize_name(n)]
-    return sorted(wanted, key=lambda nt: -len(normalize_name(nt[0]).split()))
+    return sorted(wanted, key=lambda nt: -name_size(*nt))
 
 
 def resolve_entities(

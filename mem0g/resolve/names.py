@@ -36,6 +36,7 @@ __all__ = [
     "judge",
     "lookup_keys",
     "name_relation",
+    "name_size",
     "nickname_linked",
     "normalize_name",
     "pick_merge_target",
@@ -49,9 +50,11 @@ DEFAULT_THRESHOLD = 0.84
 merged. Proper names are never merged on cosine, whatever its value."""
 
 ALIAS_FLOOR = 0.3
-"""Cosine a structural ALIAS still needs. Low, since a first name sits far from its full name
-("Bob"/"Bob Chen" ~0.58) and acronyms lower still, but it stops acronym collisions such as
-"PR"/"Puerto Rico" (~0.26)."""
+"""Cosine a structural ALIAS still needs, except between persons or pets. Low, since a first
+name sits far from its full name ("Bob"/"Bob Chen" ~0.58) and acronyms lower still, but it
+stops acronym collisions such as "PR"/"Puerto Rico" (~0.26). A nickname sits below it
+("Rick"/"Richard Johansson" 0.28, "Trish"/"Patricia Castillo" 0.26), and between two persons
+the structure rules are strict enough on their own."""
 
 PERSON, ORGANIZATION, LOCATION, PET, ENTITY = "person", "organization", "location", "pet", "entity"
 NAMED_KINDS = frozenset({PERSON, ORGANIZATION, LOCATION, PET})
@@ -386,11 +389,13 @@ def is_proper(name: str, type_: str | None) -> bool:
     return any(w[0].isupper() for w in words[1:])
 
 
-def _decide(relation: NameRelation, similarity: float, threshold: float, proper: bool) -> bool:
+def _decide(
+    relation: NameRelation, similarity: float, threshold: float, proper: bool, kind: str = ENTITY
+) -> bool:
     if relation is NameRelation.SAME:
         return True
     if relation is NameRelation.ALIAS:
-        return similarity >= ALIAS_FLOOR
+        return kind in _GIVEN_NAME_KINDS or similarity >= ALIAS_FLOOR
     if relation is NameRelation.CONFLICT or proper:
         return False
     return similarity >= threshold
@@ -411,7 +416,7 @@ def should_merge(
     kind = _shared_kind(new_type, cand_type)
     relation = _candidate_relation(new_name, cand_name, cand_aliases, kind)
     proper = is_proper(new_name, new_type) or is_proper(cand_name, cand_type)
-    return _decide(relation, similarity, threshold, proper)
+    return _decide(relation, similarity, threshold, proper, kind)
 
 
 class Candidate(NamedTuple):
@@ -437,6 +442,12 @@ def _distinct(a: Candidate, b: Candidate, kind: str) -> bool:
     """Two stored nodes whose names say they are different things."""
     relation = _candidate_relation(a.name, b.name, b.aliases, kind)
     return relation in (NameRelation.CONFLICT, NameRelation.UNKNOWN)
+
+
+def name_size(name: str, type_: str | None) -> int:
+    """Words that identify ("Dr. Zhang" has one: the title says nothing about who)."""
+    kind = canonical_type(type_)
+    return len(_key_tokens(normalize_name(name), kind))
 
 
 def _is_short_form(name: str, kind: str) -> bool:
@@ -465,7 +476,7 @@ def judge(
             kind = _shared_kind(new_type, cand.type)
             relation = _candidate_relation(new_name, cand.name, cand.aliases, kind)
             proper = proper_new or is_proper(cand.name, cand.type)
-            if _decide(relation, cand.similarity, threshold, proper):
+            if _decide(relation, cand.similarity, threshold, proper, kind):
                 scored.append((relation, cand, kind))
     if not scored:
         return Verdict(None)
