@@ -85,15 +85,17 @@ class Mentions(BaseModel):
         )
 
     def named(self, candidates: Sequence[Entity]) -> list[set[str]]:
-        """Per level, the candidates whose full name (two words or more, or a speaker's
-        name) the level names. A single word names nobody: it is what we are resolving."""
+        """Per level, the candidates whose full name (two identifying words or more, or a
+        speaker's name) the level names. A single word names nobody, nor does a title with
+        one ("Dr. Zhang" stored on one Zhang): that is what we are resolving."""
         out: list[set[str]] = []
         for level, text in enumerate(self.levels):
             ids = set()
             for e in candidates:
                 for form in (e.name, *e.aliases):
                     key = normalize_name(form)
-                    if (level == 0 and key in self.speakers) or (" " in key and f" {key} " in text):
+                    full = name_size(form, e.type) > 1 and f" {key} " in text
+                    if full or (level == 0 and key in self.speakers):
                         ids.add(e.id)
             out.append(ids)
         return out
