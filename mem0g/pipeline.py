@@ -129,6 +129,7 @@ class Stages:
             reference_time=when,
             max_existing=self.config.resolver.max_existing,
             usage=usage,
+            renamed=resolved.renamed,
         )
         invalidated: set[str] = set()
 

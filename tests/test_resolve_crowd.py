@@ -5,6 +5,7 @@ the relation generator's answer, or kept apart as possible duplicates."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -217,3 +218,101 @@ def test_descriptive_entities_merge_on_similarity(make_memory) -> None:
     _add(m, "I love weekend hikes.", "2024-01-02")
     assert _of_type(m, "hobby") == {"hiking": ["hikes"]}
     assert _of_type(m, "person") == {"Maya": []}
+
+
+TARGETS = ("merge_precision >= 0.995", "merge_recall >= 0.95", "final_state_accuracy >= 0.95",
+           "current_at_5 >= 0.95", "merge_precision (person) >= 0.995",
+           "merge_recall (person) >= 0.95")  # fmt: skip
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("store", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_a_crowded_tenant_reaches_the_targets(
+    store: str, tmp_path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """scripts/bench_resolver.py's world at 200 people (about 460 adds: 50 first names x 50
+    surnames, family pets and companies, close cities, short forms and nicknames where the
+    conversation makes them clear, a fifth moving or changing jobs), through the public API."""
+    from script_module import load_script
+
+    bench = load_script("bench_resolver")
+    out = tmp_path / "crowd.json"
+    argv = ["--people", "200", "--queries", "100", "--quiet", "--out", str(out)]
+    if store == "neo4j":
+        server = request.getfixturevalue("neo4j_server")
+        request.getfixturevalue("neo4j_connect")  # empties the database
+        monkeypatch.setenv("NEO4J_USERNAME", server.user)
+        monkeypatch.setenv("NEO4J_PASSWORD", server.password)
+        argv += ["--store", "neo4j", "--neo4j-uri", server.uri]
+    assert bench.main(argv) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    measured = {t["name"]: t for t in report["targets"]}
+    assert tuple(measured) == TARGETS
+    failed = {name: t["measured"] for name, t in measured.items() if not t["pass"]}
+    assert not failed, failed
+    assert report["metrics"]["nodes"]["nodes_holding_several_identities"] == 0
+
+
+def test_a_job_change_to_a_busy_employer_shows_the_old_job(
+    make_memory, llm_server: ScriptedLLMServer
+) -> None:
+    """The update resolver shows the LLM at most s edges per new triple; the edge the triple
+    most likely replaces (same person, same relation) comes first, however many edges the
+    new employer already holds."""
+    people = [
+        f"{first} Yilmaz" for first in "Ann Ben Cy Dan Eve Fay Gus Hal Ida Jo Kim Lou".split()
+    ]
+    rules = turn(
+        "Diego Yilmaz works at Contoso",
+        [("Diego Yilmaz", "person"), ("Contoso", "organization")],
+        [("Diego Yilmaz", "works_at", "Contoso")],
+    )
+    for name in people:
+        rules += turn(
+            f"{name} works at Acme",
+            [(name, "person"), ("Acme", "organization")],
+            [(name, "works_at", "Acme")],
+        )
+    rules += turn(
+        "Diego Yilmaz now works at Acme",
+        [("Diego Yilmaz", "person"), ("Acme", "organization")],
+        [("Diego Yilmaz", "works_at", "Acme", "2024-03-01")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Diego Yilmaz works at Contoso.", "2024-01-01")
+    for i, name in enumerate(people):
+        _add(m, f"{name} works at Acme.", f"2024-01-{i + 2:02d}")
+    _add(m, "Diego Yilmaz now works at Acme.", "2024-03-02")
+    asked = [r.payload for r in llm_server.requests if r.task == "resolve_updates"][-1]
+    shown = {(e["source"], e["relation"], e["destination"]) for e in asked["existing"]}
+    assert len(asked["existing"]) <= 10
+    assert ("Diego Yilmaz", "works_at", "Contoso") in shown
+
+
+def test_existing_edges_are_shown_under_the_name_this_add_gives(
+    make_memory, llm_server: ScriptedLLMServer
+) -> None:
+    rules = turn(
+        "Sam lives in London",
+        [("Sam", "person"), ("London", "city")],
+        [("Sam", "lives_in", "London")],
+    )
+    rules += turn(
+        "Sam Okafor moved to Paris",
+        [("Sam Okafor", "person"), ("Paris", "city")],
+        [("Sam Okafor", "lives_in", "Paris", "2024-02-01")],
+        [("UPDATE", 0, "e1")],
+    )
+    m = make_memory(rules)
+    _add(m, "Sam lives in London.", "2024-01-01")
+    result = _add(m, "Sam Okafor moved to Paris.", "2024-02-02")
+    asked = [r.payload for r in llm_server.requests if r.task == "resolve_updates"][-1]
+    assert [(e["source"], e["destination"]) for e in asked["existing"]] == [
+        ("Sam Okafor", "London")
+    ]
+    assert ("UPDATE", "Sam Okafor", "lives_in", "Paris") in [
+        (c.event.value, c.source, c.relation, c.destination) for c in result.relations
+    ]
+    current = {(r.source, r.destination) for r in m.get_all(user_id=U).relations}
+    assert current == {("Sam Okafor", "Paris")}

@@ -8,6 +8,7 @@ similar existing edges each, and only when such edges exist. Nothing here writes
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime
 
 import numpy as np
@@ -53,8 +54,13 @@ def resolve_updates(
     reference_time: datetime,
     max_existing: int,
     usage: Usage | None = None,
+    renamed: Mapping[str, str] | None = None,
 ) -> UpdateDecisions:
-    """One Decision per new relation (same order). At most one LLM call."""
+    """One Decision per new relation (same order). At most one LLM call. `renamed`: entity
+    id -> the display name this add gives it, so existing edges are shown under the same
+    names as the new triples ("Sam" lives_in London beside "Sam Okafor" lives_in Paris would
+    look like two people)."""
+    renamed = renamed or {}
     decisions = [Decision() for _ in new]
     endpoint_ids = sorted({r.source_id for r in new} | {r.destination_id for r in new})
     current = store.relations_touching(tenant, endpoint_ids, Validity(), exact=True)
@@ -73,7 +79,17 @@ def resolve_updates(
             continue
         if touching:
             vec = np.asarray(rel.embedding, dtype=np.float32)
-            touching.sort(key=lambda old: -float(np.dot(vec, np.asarray(old.embedding))))
+
+            def rank(
+                old: Relation, rel: Relation = rel, vec: np.ndarray = vec
+            ) -> tuple[bool, float]:
+                """The edges this triple most likely replaces first: same source, same
+                relation (Diego works_at X when Diego now works_at Y), however many edges
+                the destination hub holds; then the most similar."""
+                rival = old.source_id == rel.source_id and old.relation == rel.relation
+                return (not rival, -float(np.dot(vec, np.asarray(old.embedding))))
+
+            touching.sort(key=rank)
             candidates[i] = touching[:max_existing]
             asked.append(i)
     out = UpdateDecisions(decisions=decisions)
@@ -100,9 +116,9 @@ def resolve_updates(
         existing=[
             ExistingTriple(
                 id=sid,
-                source=old.source,
+                source=renamed.get(old.source_id, old.source),
                 relation=old.relation,
-                destination=old.destination,
+                destination=renamed.get(old.destination_id, old.destination),
                 valid_from=iso(old.valid_from),
                 created_at=old.created_at.isoformat(),
             )
