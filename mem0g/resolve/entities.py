@@ -33,7 +33,7 @@ from mem0g.resolve.names import (
     token_keys,
     types_compatible,
 )
-from mem0g.stores.base import GraphStore
+from mem0g.stores.base import GraphStore, row_scores, top_k
 from mem0g.types import AliasUpdate, Entity, PossibleDuplicate, Tenant
 
 
@@ -116,6 +116,46 @@ def _fuller(name: str, entity: Entity) -> bool:
     return name_relation(name, entity.name, kind) is NameRelation.ALIAS
 
 
+class _Batch:
+    """The add's own new entities, indexed as a store indexes its entities (by key, and by
+    name vector for the top k), so resolving N names in one add is not N x N comparisons."""
+
+    def __init__(self, entities: Sequence[Entity]) -> None:
+        self.by_key: dict[str, dict[str, Entity]] = {}
+        self.entities: list[Entity] = []
+        self.matrix = np.zeros((0, 0), dtype=np.float32)
+        for entity in entities:
+            self.add(entity)
+
+    def add(self, entity: Entity) -> None:
+        vector = np.asarray(entity.embedding or [], dtype=np.float32)
+        if self.matrix.shape[0] == len(self.entities):  # full: double the capacity
+            grown = np.zeros((max(8, 2 * len(self.entities)), vector.shape[0]), np.float32)
+            if self.entities:
+                grown[: len(self.entities)] = self.matrix[: len(self.entities)]
+            self.matrix = grown
+        self.matrix[len(self.entities)] = vector
+        self.entities.append(entity)
+        self.index(entity, entity.keys)
+
+    def index(self, entity: Entity, keys: Sequence[str]) -> None:
+        for key in keys:
+            self.by_key.setdefault(key, {})[entity.id] = entity
+
+    def near(self, keys: Sequence[str], vector: np.ndarray, k: int) -> dict[str, float]:
+        """Entity id -> cosine, for entities holding a key or among the k most similar."""
+        n = len(self.entities)
+        if not n:
+            return {}
+        scores = row_scores(self.matrix[:n], vector)
+        picked = {i: None for i in top_k(scores, k)}
+        ids = {e.id: i for i, e in enumerate(self.entities)}
+        for key in keys:
+            for entity_id in self.by_key.get(key, {}):
+                picked[ids[entity_id]] = None
+        return {self.entities[i].id: float(scores[i]) for i in picked}
+
+
 class _Resolver:
     """One add's resolution state; `resolve_entities` / `settle` / `finish` drive it."""
 
@@ -130,6 +170,7 @@ class _Resolver:
     ) -> None:
         self.store, self.tenant, self.threshold, self.k, self.now = store, tenant, threshold, k, now
         self.out = out
+        self.batch = _Batch(out.new_entities)
 
     def merge(self, name: str, entity: Entity) -> None:
         out = self.out
@@ -147,6 +188,7 @@ class _Resolver:
         new_keys = [key for key in new_keys if key not in entity.keys]
         entity.keys.extend(new_keys)
         if entity in out.new_entities:
+            self.batch.index(entity, new_keys)
             return
         update = next((u for u in out.alias_updates if u.entity_id == entity.id), None)
         if update is None:
@@ -171,15 +213,15 @@ class _Resolver:
         self.out.new_entities.append(entity)
         self.out.by_id[entity.id] = entity
         self.out.ids[name] = entity.id
+        self.batch.add(entity)
         return entity
 
     def candidates(
         self, name: str, type_: str, vector: np.ndarray
     ) -> dict[str, tuple[Entity, float]]:
         found: dict[str, tuple[Entity, float]] = {}
-        stored = self.store.find_entities(
-            self.tenant, [normalize_name(name), *lookup_keys(name, type_)], exact=True
-        )
+        keys = [normalize_name(name), *lookup_keys(name, type_)]
+        stored = self.store.find_entities(self.tenant, keys, exact=True)
         for e, score in self.store.similar_entities(self.tenant, vector, self.k, exact=True):
             found[e.id] = (self.out.by_id.get(e.id, e), score)
         for e in stored:
@@ -187,8 +229,8 @@ class _Resolver:
                 emb = e.embedding
                 score = float(np.dot(vector, np.asarray(emb, dtype=np.float32))) if emb else 0.0
                 found[e.id] = (self.out.by_id.get(e.id, e), score)
-        for e in self.out.new_entities:
-            found[e.id] = (e, float(np.dot(vector, np.asarray(e.embedding or vector))))
+        for entity_id, score in self.batch.near(keys, vector, self.k).items():
+            found[entity_id] = (self.out.by_id[entity_id], score)
         return found
 
     def resolve(self, name: str, type_: str, vector: np.ndarray, mentions: Mentions) -> None:
