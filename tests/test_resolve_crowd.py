@@ -182,6 +182,7 @@ def test_relation_generator_settles_an_ambiguous_name(make_memory) -> None:
     m = make_memory(_two_diegos([settle_rule, *note]), memory={"recent_messages": 1})
     result = _ingest_two_diegos(m)
     assert result.possible_duplicates == []
+    assert result.usage.calls <= 3  # settled inside call 2: no extra call
     assert ("Diego Chen", "plays", "chess") in _edges(m)
     assert _of_type(m, "person") == {"Diego Chen": ["Diego"], "Diego Yilmaz": []}
 

@@ -19,9 +19,12 @@ def turn(
     entities: Sequence[EntitySpec],
     relations: Sequence[RelationSpec] = (),
     operations: Sequence[OperationSpec] | None = None,
+    facts: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Rules answering extract_entities, establish_relations and (optionally) resolve_updates
-    for the messages whose text contains `contains`."""
+    for the messages whose text contains `contains`. `facts` scripts the fact path too (its
+    extract_facts answer; `[]` for none): `Memory` runs it by default, so pass it unless the
+    fact path is off (`{"memory": {"facts": False}}`)."""
     match = {"messages": contains}  # the new messages only, never the recent context
     rules: list[dict[str, Any]] = [
         {
@@ -45,6 +48,8 @@ def turn(
             },
         },
     ]
+    if facts is not None:
+        rules.append({"task": "extract_facts", "match": match, "response": {"facts": list(facts)}})
     if operations is not None:
         rules.append(
             {
