@@ -100,6 +100,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(__import__("mem0g.eval.cli", fromlist=["eval_app"]).eval_app)  # mem0g eval ...
 
 
 class _DeferredEmbedder:

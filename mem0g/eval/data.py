@@ -1,0 +1,422 @@
+"""Benchmark files, read and checked before any work: LoCoMo and LongMemEval, both turned
+into one shape (units = tenants, each with sessions of turns and its questions).
+
+The user supplies the files (LoCoMo's `data/locomo10.json`, LongMemEval's
+`longmemeval_s_cleaned.json`); nothing here ships or copies them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+UTC = timezone.utc
+
+# The official LoCoMo category numbers. Some published tables swap 1, 3 and 4: the report
+# states this mapping next to every per-category figure.
+LOCOMO_CATEGORIES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
+LONGMEMEVAL_TYPES = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "temporal-reasoning",
+    "knowledge-update",
+)
+NOT_MENTIONED = "Not mentioned in the conversation"
+
+
+class EvalInputError(ValueError):
+    """Bad input (file, option, unreachable endpoint): reported before any work starts."""
+
+
+@dataclass
+class Turn:
+    ref: str  # LoCoMo dia_id ("D1:3"); LongMemEval "<session id>:<turn index>"
+    speaker: str
+    role: str  # "user" | "assistant"
+    text: str
+    session: str
+    has_answer: bool = False
+
+
+@dataclass
+class Session:
+    id: str
+    time: datetime
+    turns: list[Turn]
+
+
+@dataclass
+class Observation:
+    """LoCoMo's per-session observation facts, each tied to the dia_ids it came from."""
+
+    session: str
+    speaker: str
+    text: str
+    refs: list[str]
+
+
+@dataclass
+class Question:
+    id: str
+    unit: str
+    text: str
+    answer: str | None
+    category: str  # LoCoMo: "1".."5"; LongMemEval: the question type
+    evidence: list[str] = field(default_factory=list)  # LoCoMo dia_ids
+    answer_sessions: list[str] = field(default_factory=list)  # LongMemEval
+    date: datetime | None = None
+    adversarial_answer: str | None = None
+    abstention: bool = False
+
+
+@dataclass
+class Unit:
+    """One tenant: a LoCoMo conversation, or one LongMemEval question's haystack."""
+
+    id: str
+    sessions: list[Session]
+    questions: list[Question]
+    observations: list[Observation] = field(default_factory=list)
+    speakers: tuple[str, str] = ("user", "assistant")
+
+    @property
+    def turns(self) -> list[Turn]:
+        return [t for s in self.sessions for t in s.turns]
+
+
+@dataclass
+class Dataset:
+    benchmark: str  # "locomo" | "longmemeval"
+    path: Path
+    sha256: str
+    units: list[Unit]
+
+    @property
+    def questions(self) -> list[Question]:
+        return [q for u in self.units for q in u.questions]
+
+
+def _fail(path: Path, where: str, message: str) -> EvalInputError:
+    return EvalInputError(f"{path}: {where}: {message}" if where else f"{path}: {message}")
+
+
+def parse_locomo_time(text: str) -> datetime:
+    """LoCoMo session times look like "1:56 pm on 8 May, 2023"."""
+    cleaned = " ".join(str(text).replace(",", ", ").split()).replace(" ,", ",")
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%H:%M on %d %B, %Y"):
+        try:
+            return datetime.strptime(cleaned, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    raise ValueError(f'not a LoCoMo date like "1:56 pm on 8 May, 2023": {text!r}')
+
+
+def parse_longmemeval_time(text: str) -> datetime:
+    """LongMemEval dates look like "2023/05/20 (Sat) 02:21"."""
+    cleaned = " ".join(str(text).split())
+    for fmt in ("%Y/%m/%d (%a) %H:%M", "%Y/%m/%d %H:%M", "%Y/%m/%d"):
+        try:
+            return datetime.strptime(cleaned, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    raise ValueError(f'not a LongMemEval date like "2023/05/20 (Sat) 02:21": {text!r}')
+
+
+def _read(path: Path) -> tuple[Any, str]:
+    if not path.is_file():
+        raise EvalInputError(f"{path}: no such file")
+    raw = path.read_bytes()
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise EvalInputError(f"{path}: not a JSON file ({err})") from None
+    return data, hashlib.sha256(raw).hexdigest()
+
+
+def detect(data: Any) -> str | None:
+    """ "locomo", "longmemeval", or None when the file is neither."""
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict):
+        return None
+    first = data[0]
+    if "conversation" in first and "qa" in first:
+        return "locomo"
+    if "question_id" in first and "haystack_sessions" in first:
+        return "longmemeval"
+    return None
+
+
+def _wrong_format(path: Path, data: Any, expected: str) -> EvalInputError:
+    found = detect(data)
+    hint = {
+        "locomo": "it is a LoCoMo file: run `mem0g eval locomo`",
+        "longmemeval": "it is a LongMemEval file: run `mem0g eval longmemeval`",
+    }.get(found or "", "")
+    shapes = {
+        "locomo": "a JSON list of samples with `sample_id`, `conversation` and `qa` "
+        "(LoCoMo's data/locomo10.json)",
+        "longmemeval": "a JSON list of questions with `question_id`, `question_type`, "
+        "`haystack_sessions` (LongMemEval's longmemeval_s_cleaned.json)",
+    }
+    return EvalInputError(
+        f"{path}: not a {expected} file: expected {shapes[expected]}"
+        + (f"; {hint}" if hint else "")
+    )
+
+
+def _image_note(turn: dict[str, Any]) -> str:
+    caption = turn.get("blip_caption")
+    return f" [shares a photo: {caption}]" if isinstance(caption, str) and caption.strip() else ""
+
+
+def _refs(value: Any) -> list[str]:
+    """dia_ids as the dataset writes them: a string (sometimes "D8:6; D9:17"), or a list."""
+    items = value if isinstance(value, list) else [value]
+    refs: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            refs.extend(p.strip() for p in item.replace(",", ";").split(";") if p.strip())
+    return refs
+
+
+def _records(
+    path: Path, benchmark: str, label: str, required: tuple[str, ...]
+) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+    """The file's records, each a JSON object with the required keys and a unique id (the
+    first key); returns the file's digest too."""
+    data, digest = _read(path)
+    if detect(data) != benchmark:
+        raise _wrong_format(path, data, benchmark)
+    seen: set[str] = set()
+    records = []
+    for i, item in enumerate(data):
+        where = f"{label} #{i}"
+        if not isinstance(item, dict):
+            raise _fail(path, where, "not a JSON object")
+        for key in required:
+            if key not in item:
+                raise _fail(path, where, f"missing `{key}`")
+        uid = str(item[required[0]])
+        if uid in seen:
+            raise _fail(path, where, f"duplicate {required[0]} {uid!r}")
+        seen.add(uid)
+        records.append((uid, item))
+    return digest, records
+
+
+def load_locomo(path: Path | str) -> Dataset:
+    path = Path(path)
+    digest, records = _records(path, "locomo", "sample", ("sample_id", "conversation", "qa"))
+    units: list[Unit] = []
+    for uid, sample in records:
+        conv = sample["conversation"]
+        if not isinstance(conv, dict) or "speaker_a" not in conv or "speaker_b" not in conv:
+            raise _fail(path, f"{uid}: conversation", "needs `speaker_a` and `speaker_b`")
+        a, b = str(conv["speaker_a"]), str(conv["speaker_b"])
+        numbers = sorted(
+            int(k.split("_")[1])
+            for k in conv
+            if k.startswith("session_") and k.split("_")[1].isdigit() and k.count("_") == 1
+        )
+        if not numbers:
+            raise _fail(path, f"{uid}: conversation", "has no `session_N` lists")
+        sessions = []
+        for n in numbers:
+            turns_in = conv[f"session_{n}"]
+            stamp = conv.get(f"session_{n}_date_time")
+            if not isinstance(turns_in, list):
+                raise _fail(path, f"{uid}: session_{n}", "not a list of turns")
+            if stamp is None:
+                raise _fail(path, f"{uid}: session_{n}", "no `session_{n}_date_time`")
+            try:
+                when = parse_locomo_time(stamp)
+            except ValueError as err:
+                raise _fail(path, f"{uid}: session_{n}_date_time", str(err)) from None
+            turns = []
+            for j, t in enumerate(turns_in):
+                if not (isinstance(t, dict) and {"speaker", "dia_id", "text"} <= set(t)):
+                    raise _fail(
+                        path, f"{uid}: session_{n} turn #{j}", "needs speaker, dia_id, text"
+                    )
+                text = (str(t["text"]) + _image_note(t)).strip()
+                if not text:
+                    continue
+                speaker = str(t["speaker"])
+                role = "assistant" if speaker == b and speaker != a else "user"
+                turns.append(Turn(str(t["dia_id"]), speaker, role, text, f"session_{n}"))
+            sessions.append(Session(f"session_{n}", when, turns))
+        observations = []
+        for key, per_speaker in (sample.get("observation") or {}).items():
+            session = key.removesuffix("_observation")
+            if not isinstance(per_speaker, dict):
+                continue
+            for speaker, items in per_speaker.items():
+                for item in items or []:
+                    if isinstance(item, list) and len(item) >= 2 and str(item[0]).strip():
+                        observations.append(
+                            Observation(session, str(speaker), str(item[0]).strip(), _refs(item[1]))
+                        )
+        questions = []
+        for j, qa in enumerate(sample["qa"]):
+            qwhere = f"{uid}: qa #{j}"
+            if not isinstance(qa, dict) or "question" not in qa or "category" not in qa:
+                raise _fail(path, qwhere, "needs `question` and `category`")
+            try:
+                category = int(qa["category"])
+            except (TypeError, ValueError):
+                category = 0
+            if category not in LOCOMO_CATEGORIES:
+                raise _fail(path, qwhere, f"unknown category {qa['category']!r} (1-5)")
+            answer = qa.get("answer")
+            if category != 5 and answer is None:
+                raise _fail(path, qwhere, "no `answer`")
+            questions.append(
+                Question(
+                    id=f"{uid}:q{j}",
+                    unit=uid,
+                    text=str(qa["question"]),
+                    answer=None if answer is None else str(answer),
+                    category=str(category),
+                    evidence=_refs(qa.get("evidence") or []),
+                    adversarial_answer=(
+                        str(qa["adversarial_answer"]) if qa.get("adversarial_answer") else None
+                    ),
+                )
+            )
+        units.append(Unit(uid, sessions, questions, observations, (a, b)))
+    return Dataset("locomo", path, digest, units)
+
+
+def load_longmemeval(path: Path | str) -> Dataset:
+    path = Path(path)
+    need = ("question_id", "question_type", "question", "answer", "haystack_sessions")
+    digest, records = _records(path, "longmemeval", "question", need)
+    units: list[Unit] = []
+    for qid, item in records:
+        qtype = str(item["question_type"])
+        if qtype not in LONGMEMEVAL_TYPES:
+            raise _fail(path, qid, f"unknown question_type {qtype!r}")
+        haystack = item["haystack_sessions"]
+        ids = item.get("haystack_session_ids") or [f"s{n}" for n in range(len(haystack))]
+        dates = item.get("haystack_dates") or []
+        if not isinstance(haystack, list) or len(ids) != len(haystack):
+            raise _fail(path, qid, "haystack_sessions and haystack_session_ids differ in length")
+        if len(dates) != len(haystack):
+            raise _fail(path, qid, "haystack_dates must give one date per session")
+        sessions = []
+        for n, (sid, stamp, turns_in) in enumerate(zip(ids, dates, haystack, strict=True)):
+            try:
+                when = parse_longmemeval_time(stamp)
+            except ValueError as err:
+                raise _fail(path, f"{qid}: haystack_dates[{n}]", str(err)) from None
+            if not isinstance(turns_in, list):
+                raise _fail(path, f"{qid}: haystack_sessions[{n}]", "not a list of turns")
+            turns = []
+            for j, t in enumerate(turns_in):
+                if not (isinstance(t, dict) and "role" in t and "content" in t):
+                    raise _fail(path, f"{qid}: session {sid} turn #{j}", "needs role and content")
+                text = str(t["content"]).strip()
+                if not text:
+                    continue
+                role = "assistant" if t["role"] == "assistant" else "user"
+                turns.append(
+                    Turn(f"{sid}:{j}", role, role, text, str(sid), bool(t.get("has_answer")))
+                )
+            sessions.append(Session(str(sid), when, turns))
+        qdate = item.get("question_date")
+        try:
+            question_date = parse_longmemeval_time(qdate) if qdate else None
+        except ValueError as err:
+            raise _fail(path, f"{qid}: question_date", str(err)) from None
+        question = Question(
+            id=qid,
+            unit=qid,
+            text=str(item["question"]),
+            answer=str(item["answer"]),
+            category=qtype,
+            answer_sessions=[str(s) for s in item.get("answer_session_ids") or []],
+            date=question_date,
+            abstention=qid.endswith("_abs"),
+        )
+        units.append(Unit(qid, sessions, [question]))
+    return Dataset("longmemeval", path, digest, units)
+
+
+def load(benchmark: str, path: Path | str) -> Dataset:
+    if benchmark == "locomo":
+        return load_locomo(path)
+    if benchmark == "longmemeval":
+        return load_longmemeval(path)
+    raise EvalInputError(f"unknown benchmark {benchmark!r}")
+
+
+def parse_categories(benchmark: str, values: Sequence[str] | None) -> list[str] | None:
+    """`--categories`: LoCoMo numbers or names (1 or multi-hop), LongMemEval question types."""
+    if not values:
+        return None
+    chosen: list[str] = []
+    for raw in values:
+        for value in (v.strip() for v in str(raw).split(",")):
+            if not value:
+                continue
+            if benchmark == "locomo":
+                names = {name: str(n) for n, name in LOCOMO_CATEGORIES.items()}
+                if value in names:
+                    value = names[value]
+                if value not in {str(n) for n in LOCOMO_CATEGORIES}:
+                    known = ", ".join(f"{n} ({name})" for n, name in LOCOMO_CATEGORIES.items())
+                    raise EvalInputError(f"unknown LoCoMo category {value!r}; known: {known}")
+            elif value not in LONGMEMEVAL_TYPES:
+                known = ", ".join(LONGMEMEVAL_TYPES)
+                raise EvalInputError(f"unknown LongMemEval question type {value!r}; known: {known}")
+            if value not in chosen:
+                chosen.append(value)
+    return chosen or None
+
+
+def category_name(benchmark: str, category: str) -> str:
+    if benchmark == "locomo":
+        return f"{category} {LOCOMO_CATEGORIES.get(int(category), '?')}"
+    return category
+
+
+def select(
+    dataset: Dataset,
+    *,
+    categories: list[str] | None = None,
+    limit_conversations: int | None = None,
+    limit_questions: int | None = None,
+    limit_sessions: int | None = None,
+) -> list[Unit]:
+    """The units and questions a run covers. LoCoMo: `limit_questions` per conversation;
+    LongMemEval (one question per unit): in total."""
+    units = dataset.units[:limit_conversations] if limit_conversations else list(dataset.units)
+    chosen: list[Unit] = []
+    total = 0
+    for unit in units:
+        qs = [q for q in unit.questions if categories is None or q.category in categories]
+        if limit_questions:
+            if dataset.benchmark == "locomo":
+                qs = qs[:limit_questions]
+            else:
+                qs = qs[: max(0, limit_questions - total)]
+        total += len(qs)
+        if not qs and dataset.benchmark == "longmemeval":
+            continue
+        sessions = unit.sessions[:limit_sessions] if limit_sessions else unit.sessions
+        kept = {s.id for s in sessions}
+        observations = [o for o in unit.observations if o.session in kept]
+        chosen.append(Unit(unit.id, sessions, qs, observations, unit.speakers))
+    return chosen

@@ -1,0 +1,379 @@
+"""The evaluation harness (mem0g.eval) end to end on small files written for these tests
+(tests/data/eval: our own conversations in the official LoCoMo and LongMemEval formats).
+
+Full mode runs against the scripted TEST DOUBLE LLM server (scripted answers and judge
+verdicts, not a real LLM); retrieval mode runs with the LLM pointed at a dead port.
+Every expected figure below was worked out by hand from the files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from neo4j_server import free_port
+from typer.testing import CliRunner
+
+from mem0g.cli import app
+from mem0g.eval import (
+    EvalInputError,
+    load_locomo,
+    load_longmemeval,
+    render,
+    run_locomo,
+    run_longmemeval,
+)
+from mem0g.eval.metrics import bleu1, recall_at_k, token_f1
+from mem0g.testing import ScriptedLLMServer
+
+DATA = Path(__file__).parent / "data" / "eval"
+LOCOMO = DATA / "locomo_tiny.json"
+LME = DATA / "longmemeval_tiny.json"
+HASHING = {"embedder": {"provider": "hashing"}}
+
+
+def dead_llm() -> dict[str, Any]:
+    port = free_port()  # nothing listens there
+    return {
+        **HASHING,
+        "llm": {"provider": "openai-compatible", "base_url": f"http://127.0.0.1:{port}/v1"},
+    }
+
+
+def _png_ok(path: Path) -> None:
+    import matplotlib.image as mpimg
+
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert mpimg.imread(str(path)).shape[0] > 100
+
+
+# ---------------------------------------------------------------- files and metrics
+
+
+def test_loaders_read_the_official_formats() -> None:
+    lo = load_locomo(LOCOMO)
+    assert [u.id for u in lo.units] == ["tiny-1", "tiny-2"]
+    first = lo.units[0]
+    assert first.sessions[0].time.isoformat() == "2023-03-03T09:15:00+00:00"
+    assert [t.role for t in first.sessions[0].turns] == ["user", "assistant", "user", "assistant"]
+    assert "[shares a photo: a photo of a cello on a stand]" in first.sessions[0].turns[3].text
+    assert first.questions[4].category == "5" and first.questions[4].answer is None
+    assert len(first.observations) == 7 and first.observations[0].refs == ["D1:1"]
+    lme = load_longmemeval(LME)
+    assert [u.id for u in lme.units] == ["lme-1", "lme-2", "lme-3_abs"]
+    assert lme.units[2].questions[0].abstention
+    assert lme.units[0].sessions[1].turns[0].has_answer
+    assert lme.units[0].questions[0].date.isoformat() == "2023-06-01T10:00:00+00:00"
+
+
+def test_metrics_by_hand() -> None:
+    assert token_f1("Riverside", "Riverside Hospital") == pytest.approx(2 / 3)
+    assert token_f1("the cello, Leeds", "cello Leeds") == 1.0
+    assert bleu1("Riverside", "Riverside Hospital") == pytest.approx(math.exp(-1))
+    ranked = [["D1"], ["D2", "D3"], ["D4"]]
+    assert recall_at_k(ranked, ["D3", "D4"], 1) == 0.0
+    assert recall_at_k(ranked, ["D3", "D4"], 2) == 0.5
+    assert recall_at_k(ranked, ["D3", "D4"], 3) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"data": LME}, "not a locomo file.*LongMemEval file: run `mem0g eval longmemeval`"),
+        ({"categories": ["7"]}, "unknown LoCoMo category '7'"),
+        ({"mode": "retrieval", "facts": "summary"}, "unknown --facts"),
+        ({"data": DATA / "missing.json"}, "no such file"),
+    ],
+)
+def test_bad_input_fails_before_any_work(tmp_path: Path, kwargs: dict, message: str) -> None:
+    run_dir = tmp_path / "run"
+    args = {"data": LOCOMO, "mode": "retrieval", "memory_config": dead_llm(), "progress": False}
+    args.update(kwargs)
+    with pytest.raises(EvalInputError, match=message):
+        run_locomo(args.pop("data"), run_dir, **args)
+    assert not run_dir.exists()
+
+
+def test_unreachable_llm_in_full_mode_fails_before_any_work(tmp_path: Path) -> None:
+    with pytest.raises(EvalInputError, match="not reachable"):
+        run_locomo(LOCOMO, tmp_path / "run", memory_config=dead_llm(), progress=False)
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_reports_bad_input_with_exit_code_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["eval", "longmemeval", str(LOCOMO), "--mode", "retrieval", "-o", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 2
+    assert "LoCoMo file: run `mem0g eval locomo`" in result.output
+
+
+# ---------------------------------------------------------------- retrieval mode
+
+
+def test_locomo_retrieval_recall_and_baselines_with_no_llm(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    results = run_locomo(
+        LOCOMO, run_dir, mode="retrieval", memory_config=dead_llm(), progress=False, workers=2
+    )
+    r = results["retrieval"]
+    # BM25 by hand (no stemming): "chew" is not "chews", "move" not "moved"; "recital" finds
+    # D2:2 but no question word is in D1:2
+    bm = r["bm25"]
+    assert bm["4"]["evidence_recall@5"] == 0.75  # Biscuit, Riverside, Berlin found; Lisbon not
+    assert bm["2"]["evidence_recall@5"] == 1.0
+    assert bm["1"]["evidence_recall@5"] == 0.5
+    assert bm["5"]["evidence_recall@20"] == 0.0
+    assert bm["overall 1-4"]["evidence_recall@5"] == pytest.approx(4.5 / 6, abs=1e-4)
+    # every turn fits in the top 20 of these small conversations
+    assert r["mem0g"]["all 1-5"]["evidence_recall@20"] == 1.0
+    assert r["dense"]["all 1-5"]["evidence_recall@20"] == 1.0
+    # verbatim storage + Memory.search ranks the turns as the dense baseline does
+    rows = [json.loads(line) for line in (run_dir / "questions.jsonl").read_text().splitlines()]
+    assert len(rows) == 7
+    for row in rows:
+        assert row["systems"]["mem0g"]["top"] == row["systems"]["dense"]["top"]
+    runs = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+    assert runs[-1]["network_calls"] == {} and runs[-1]["completed"]
+    report = (run_dir / "report.md").read_text()
+    assert "1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial" in report
+    assert "| 4 single-hop | 4 |" in report
+    _png_ok(run_dir / "plots" / "categories.png")
+    _png_ok(run_dir / "plots" / "search_latency_cdf.png")
+    saved = json.loads((run_dir / "results.json").read_text())
+    assert saved["retrieval"] == r
+    assert saved["store"]["facts"] == 9 and saved["store"]["entities"] == 0
+
+
+def test_locomo_observation_facts_map_back_to_dia_ids(tmp_path: Path) -> None:
+    run_dir = tmp_path / "obs"
+    results = run_locomo(
+        LOCOMO,
+        run_dir,
+        mode="retrieval",
+        facts="observation",
+        categories=["4", "single-hop"],
+        memory_config=dead_llm(),
+        progress=False,
+    )
+    assert results["store"]["facts"] == 9  # the observations, not the turns
+    rows = [json.loads(line) for line in (run_dir / "questions.jsonl").read_text().splitlines()]
+    assert {row["category"] for row in rows} == {"4"}
+    tops = [ref for row in rows for refs in row["systems"]["mem0g"]["top"] for ref in refs]
+    assert set(tops) <= {"D1:1", "D1:2", "D1:3", "D1:4", "D2:1", "D2:2", "D2:3"}
+    assert results["retrieval"]["mem0g"]["4"]["evidence_recall@20"] == 1.0
+
+
+def test_longmemeval_retrieval_session_and_turn_recall(tmp_path: Path) -> None:
+    results = run_longmemeval(
+        LME, tmp_path / "lme", mode="retrieval", memory_config=dead_llm(), progress=False
+    )
+    r = results["retrieval"]
+    # lme-1: of "What breed is my dog?" only "my" (not in bm25s's English stopwords) is in
+    # the haystack, in the answer turn; lme-2: "rome" is in both answer turns;
+    # lme-3_abs is an abstention question: not scored
+    assert r["bm25"]["overall"]["session_recall@5"] == 1.0
+    assert r["bm25"]["overall"]["turn_recall@5"] == 1.0
+    assert r["bm25"]["overall"]["session_n"] == 2
+    assert r["mem0g"]["overall"]["session_recall@5"] == 1.0
+    assert r["dense"]["temporal-reasoning"]["turn_recall@5"] == 1.0
+
+
+def test_retrieval_mode_with_the_neo4j_store(
+    tmp_path: Path, neo4j_server: Any, neo4j_connect: Any
+) -> None:
+    config = {
+        **dead_llm(),
+        "graph_store": {
+            "provider": "neo4j",
+            "url": neo4j_server.uri,
+            "username": neo4j_server.user,
+            "password": neo4j_server.password,
+        },
+    }
+    results = run_locomo(
+        LOCOMO, tmp_path / "n", mode="retrieval", store="neo4j", memory_config=config,
+        limit_conversations=1, progress=False,
+    )  # fmt: skip
+    assert results["store"]["facts"] == 7
+    assert results["retrieval"]["mem0g"]["all 1-5"]["evidence_recall@20"] == 1.0
+
+
+test_retrieval_mode_with_the_neo4j_store = pytest.mark.neo4j(
+    test_retrieval_mode_with_the_neo4j_store
+)
+
+
+# ---------------------------------------------------------------- full mode (scripted)
+
+JUDGE_CORRECT = {"raw": 'Same answer. {"label": "CORRECT"}'}
+JUDGE_WRONG = {"raw": 'It names something else. {"label": "WRONG"}'}
+
+
+def _rules(*, with_last_answer: bool = True, on_last: Any = None) -> list[dict[str, Any]]:
+    """Ingestion: no entities; each message becomes a fact; new facts are added. Then one
+    scripted answer per question (keyed by words of the question that the memories, which
+    are in the answer prompt too, do not hold)
+    scripted answer per question and scripted verdicts (per judge run) for it."""
+
+    def facts(payload: dict[str, Any]) -> dict[str, Any]:
+        return {"facts": [m["content"] for m in payload["messages"]]}
+
+    qa = [
+        ("Ana's beagle puppy", "Biscuit", [JUDGE_CORRECT]),
+        ("work as a nurse", "Riverside", [JUDGE_CORRECT, JUDGE_WRONG, JUDGE_CORRECT]),
+        ("When did Ben play", "April 2023", [JUDGE_WRONG]),
+        ("What instrument", "cello, Leeds", [JUDGE_CORRECT]),
+        ("Which marathon", "Berlin marathon", [JUDGE_CORRECT]),
+    ]
+    if with_last_answer:
+        qa.append(("Which city did Dev", "Porto", [JUDGE_WRONG]))
+    rules: list[dict[str, Any]] = [
+        {"task": "extract_entities", "response": {"entities": []}},
+        {"task": "extract_facts", "response": facts},
+        {"task": "update_memory", "response": {"operations": []}},
+        {"task": "summarize", "response": {"summary": "Two friends talk."}},
+    ]
+    for key, answer, verdicts in qa:
+        rules.append(
+            {"match": {"contains": ["Gold answer:", key, f"Answer to grade: {answer}"]},
+             "responses": verdicts}
+        )  # fmt: skip
+    for key, answer, _ in qa:
+        rules.append({"match": {"contains": ["# Question", key]}, "response": {"raw": answer}})
+    rules.append(
+        {"match": {"contains": ["Select the correct answer", "beagle chew"]},
+         "response": {"raw": "Not mentioned in the conversation"}}
+    )  # fmt: skip
+    if on_last is not None:
+        rules.append(
+            {"match": {"contains": ["# Question", "Which city did Dev"]}, "response": on_last}
+        )
+    return rules
+
+
+def _config(server: ScriptedLLMServer) -> dict[str, Any]:
+    return {
+        **HASHING,
+        "llm": {"provider": "openai-compatible", "base_url": server.base_url, "model": "scripted"},
+    }
+
+
+def _check_full_scores(results: dict[str, Any]) -> None:
+    s = results["scores"]
+    # judge runs: (1,1,0,1,1,0), (1,0,0,1,1,0), (1,1,0,1,1,0) -> 4/6, 3/6, 4/6
+    assert s["overall 1-4"]["n"] == 6
+    assert s["overall 1-4"]["J_mean"] == pytest.approx(100 * 11 / 18, abs=0.01)
+    assert s["overall 1-4"]["J_std"] == pytest.approx(100 * math.sqrt(1 / 162), abs=0.01)
+    assert s["4"]["J_mean"] == pytest.approx(100 * 2 / 3, abs=0.01)
+    assert s["2"]["J_mean"] == 0.0 and s["1"]["J_mean"] == 100.0
+    assert s["4"]["f1"] == pytest.approx(100 * (1 + 2 / 3 + 1 + 0) / 4, abs=0.01)
+    assert s["2"]["f1"] == pytest.approx(80.0, abs=0.01)
+    assert s["4"]["bleu1"] == pytest.approx(100 * (1 + math.exp(-1) + 1 + 0) / 4, abs=0.01)
+    assert "5" not in s  # adversarial: reported apart, by forced choice
+    assert results["adversarial"] == {
+        "n": 1,
+        "accuracy": 100.0,
+        "method": results["adversarial"]["method"],
+    }
+    assert results["per_question"]["llm_calls"] == pytest.approx((6 * 4 + 1) / 7, abs=0.01)
+
+
+def test_full_mode_scores_resume_after_a_kill_and_rerun_from_cache(tmp_path: Path) -> None:
+    run_dir = tmp_path / "full"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    with ScriptedLLMServer() as server:
+        child: dict[str, subprocess.Popen[bytes]] = {}
+
+        def kill(payload: dict[str, Any]) -> dict[str, Any]:
+            os.kill(child["p"].pid, signal.SIGKILL)  # a real kill, in the middle of a call
+            time.sleep(5)
+            return {"raw": "never delivered"}
+
+        for rule in _rules(with_last_answer=False, on_last=kill):
+            server.add_rule(rule)
+        config = tmp_path / "config.json"
+        config.write_text(json.dumps(_config(server)))
+        cli = [sys.executable, "-c", "from mem0g.cli import app; app()", "--config", str(config)]
+        argv = [
+            *cli,
+            "eval",
+            "locomo",
+            str(LOCOMO),
+            "-o",
+            str(run_dir),
+            "--workers",
+            "1",
+            "--quiet",
+        ]
+        child["p"] = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _, err = child["p"].communicate(timeout=120)
+        assert child["p"].returncode == -signal.SIGKILL, err.decode()[-3000:]
+        first_calls = server.calls()
+    answered = (run_dir / "questions.jsonl").read_text().splitlines()
+    assert len(answered) == 6  # all of tiny-1 and the first of tiny-2
+    assert not (run_dir / "results.json").exists()
+
+    with ScriptedLLMServer(_rules()) as server:
+        results = run_locomo(
+            LOCOMO, run_dir, memory_config=_config(server), progress=False, workers=2
+        )
+        # only the question that was cut off: one answer and three judge runs, no ingestion
+        assert server.calls() == 4, [r.payload for r in server.requests]
+        assert server.unmatched == []
+    assert first_calls > 10
+    _check_full_scores(results)
+    assert results["store"]["facts"] == 9 and results["ingest"]["adds"] == 5
+    assert results["ingest"]["llm_calls_by_task"]["extract_entities"] == 5
+
+    with ScriptedLLMServer(_rules()) as server:
+        again = run_locomo(LOCOMO, run_dir, memory_config=_config(server), progress=False)
+        assert server.calls() == 0  # a finished run: nothing to do
+        rescored = run_locomo(
+            LOCOMO, run_dir, memory_config=_config(server), progress=False, rescore=True
+        )
+        assert server.calls() == 0  # every answer and verdict again, all from the cache
+    assert again["scores"] == results["scores"] == rescored["scores"]
+    assert rescored["per_question"]["answered_from_cache"] == 6 * 4 + 1
+
+    report = (run_dir / "report.md").read_text()
+    assert "| mem0g (this run) | locomo J | 61.11 ± 7.86 |" in report
+    published = "| Mem0g (Chhikara et al., 2025) | LoCoMo J, categories 1-4 | 68.44 | gpt-4o-mini |"
+    assert f"{published} published |" in report
+    _png_ok(run_dir / "plots" / "categories.png")
+    assert CliRunner().invoke(app, ["eval", "report", str(run_dir)]).exit_code == 0
+
+
+def test_longmemeval_full_mode_judges_by_question_type(tmp_path: Path) -> None:
+    rules: list[dict[str, Any]] = [
+        {"task": "extract_entities", "response": {"entities": []}},
+        {"task": "extract_facts", "response": {"facts": []}},
+        {"task": "summarize", "response": {"summary": "-"}},
+        {"match": {"contains": ["off-by-one", "guidebook"]}, "response": {"raw": "Yes."}},
+        {"match": {"contains": ["cannot be answered", "my cat"]}, "response": {"raw": "yes"}},
+        {"match": {"contains": ["Correct answer:", "breed"]}, "response": {"raw": "no"}},
+        {"match": {"contains": ["# Question"]}, "response": {"raw": "I don't know."}},
+    ]
+    with ScriptedLLMServer(rules) as server:
+        results = run_longmemeval(
+            LME, tmp_path / "lme", memory_config=_config(server), progress=False, judge_runs=1
+        )
+        dates = [r.payload for r in server.requests if "# Question" in str(r.payload)]
+        assert any("(asked on 01 July 2023)" in str(p) for p in dates)
+    s = results["scores"]
+    assert s["overall"]["J_mean"] == pytest.approx(100 * 2 / 3, abs=0.01)
+    assert s["abstention"] == {"n": 1, "J_mean": 100.0, "J_std": 0.0}
+    assert s["single-session-user"]["J_mean"] == 50.0
+
+
+def test_render_refuses_a_directory_that_is_no_run(tmp_path: Path) -> None:
+    with pytest.raises(EvalInputError, match="not an eval run directory"):
+        render(tmp_path)
