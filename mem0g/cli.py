@@ -843,6 +843,16 @@ def _open_store(config: MemoryConfig, dims: int | None) -> GraphStore:
     return make_store(config, dims)
 
 
+def _probe_mode(client: LLMClient, detail: str) -> tuple[str, str, str]:
+    """One small call finds the structured-output mode the endpoint takes (with fallback)."""
+    try:
+        mode = client.probe()
+    except LLMError as err:
+        return "llm", "warn", f"{detail}; structured output not verified: {_reason(err)}"
+    tried = f" (after {'; '.join(client.fallbacks)})" if client.fallbacks else ""
+    return "llm", "ok", f"{detail}; structured output: mode {mode} works{tried}"
+
+
 @app.command()
 def doctor(ctx: typer.Context) -> None:
     """Check the config, the LLM endpoint, the embedder and the store."""
@@ -869,14 +879,14 @@ def doctor(ctx: typer.Context) -> None:
                 models = client.ping()
                 took = (time.perf_counter() - started) * 1000
                 listed = "listed" if config.llm.model in models else "not listed"
-                check(
-                    "llm",
-                    "ok",
+                detail = (
                     f"reachable in {took:.0f} ms; {len(models)} model(s), "
-                    f"{config.llm.model} {listed}",
+                    f"{config.llm.model} {listed}"
                 )
             except LLMError as err:
                 check("llm", "fail", _reason(err))
+            else:
+                check(*_probe_mode(client, detail))
         dims: int | None = None
         try:
             started = time.perf_counter()

@@ -43,8 +43,14 @@ class LLMConfig(_Section):
     temperature: float = 0.0
     max_tokens: int | None = None
     # tools: function calling (OpenAI, vLLM, Ollama); json_schema: response_format for servers
-    # without tool support; json: plain JSON mode as a last resort.
-    mode: Literal["tools", "json_schema", "json"] = "tools"
+    # without tool support; json_object_schema: the llama.cpp server's variant
+    # ({"type": "json_object", "schema": ...}); json: plain JSON mode as a last resort.
+    mode: Literal["tools", "json_schema", "json_object_schema", "json"] = "tools"
+    fallback: bool = Field(
+        default=True,
+        description="on an HTTP error about the structured-output part of a request, try the "
+        "next mode (tools, json_schema, json_object_schema, json) and keep the one that works",
+    )
     max_retries: int = Field(default=2, ge=0, description="re-asks after an invalid answer")
     timeout: float = 120.0
     max_concurrency: int = Field(default=4, ge=1)

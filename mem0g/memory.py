@@ -97,6 +97,8 @@ def _merge_usage(*parts: Usage) -> Usage:
         total.completion_tokens += part.completion_tokens
         for task, count in part.by_task.items():
             total.by_task[task] = total.by_task.get(task, 0) + count
+        for mode, count in part.modes.items():
+            total.modes[mode] = total.modes.get(mode, 0) + count
     return total
 
 

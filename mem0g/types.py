@@ -387,12 +387,18 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     by_task: dict[str, int] = Field(default_factory=dict)
+    # calls per structured-output mode (tools, json_schema, json_object_schema, json)
+    modes: dict[str, int] = Field(default_factory=dict)
 
-    def add(self, task: str, prompt_tokens: int, completion_tokens: int) -> None:
+    def add(
+        self, task: str, prompt_tokens: int, completion_tokens: int, mode: str | None = None
+    ) -> None:
         self.calls += 1
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
         self.by_task[task] = self.by_task.get(task, 0) + 1
+        if mode is not None:
+            self.modes[mode] = self.modes.get(mode, 0) + 1
 
 
 class AddResult(BaseModel):

@@ -63,6 +63,15 @@ class _ProcessLimit:
 
 PROCESS_LIMIT = _ProcessLimit()
 
+# Structured-output variants, in the order they are tried. Servers spell "answer in this
+# schema" differently: OpenAI, vLLM, LM Studio and Ollama's /v1 take `json_schema`; the
+# llama.cpp server (and llama-cpp-python's) takes the schema inside `json_object`; `json` is
+# the last resort (the schema goes into the instructions, nothing constrains the output).
+MODES = ("tools", "json_schema", "json_object_schema", "json")
+# an HTTP error whose message names one of these is about the request's structured-output
+# part, so the next mode may work
+_MODE_ERROR_WORDS = ("response_format", "json_schema", "schema", "tool", "function")
+
 _THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _OPTIONAL_FIELDS = ("candidates",)
 _FENCE_RE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
@@ -101,6 +110,10 @@ class LLMClient:
         self.config = config
         PROCESS_LIMIT.set_limit(config.max_concurrency)
         self._client = client or self._make_client(config)
+        self.mode = config.mode  # the mode in use: the configured one until it fails
+        self.modes: dict[str, int] = {}  # calls answered per mode
+        self.fallbacks: list[str] = []  # "tools -> json_schema: <why>", in order
+        self._mode_lock = threading.Lock()
 
     @staticmethod
     def _make_client(config: LLMConfig) -> Any:
@@ -134,11 +147,11 @@ class LLMClient:
         instructions = prompt(task)
         feedback = ""
         for attempt in range(self.config.max_retries + 1):
-            text, prompt_tokens, completion_tokens = self._complete(
+            text, prompt_tokens, completion_tokens, mode = self._complete(
                 task, instructions + feedback, payload_json, answer_model
             )
             if usage is not None:
-                usage.add(task, prompt_tokens, completion_tokens)
+                usage.add(task, prompt_tokens, completion_tokens, mode=mode)
             try:
                 return answer_model.model_validate(parse_json_answer(text))
             except (ValueError, ValidationError) as err:
@@ -153,6 +166,32 @@ class LLMClient:
 
     def _complete(
         self, task: str, system: str, payload_json: str, answer_model: type[BaseModel]
+    ) -> tuple[str, int, int, str]:
+        """One call in the current mode; on an HTTP error about the structured-output part
+        of the request, the next mode (when `fallback` is on), remembered for later calls."""
+        while True:
+            mode = self.mode
+            try:
+                answer = self._complete_in(mode, task, system, payload_json, answer_model)
+            except LLMError as err:
+                status = getattr(err.__cause__, "status_code", None)
+                about_mode = any(w in str(err).lower() for w in _MODE_ERROR_WORDS)
+                later = MODES[MODES.index(mode) + 1 :]
+                if not (self.config.fallback and status and status >= 400 and about_mode and later):
+                    raise
+                with self._mode_lock:
+                    if self.mode == mode:
+                        self.mode = later[0]
+                        reason = " ".join(str(err).split())[:300]
+                        self.fallbacks.append(f"{mode} -> {later[0]}: {reason}")
+                        log.warning("LLM mode %s failed, trying %s: %s", mode, later[0], reason)
+                continue
+            with self._mode_lock:
+                self.modes[mode] = self.modes.get(mode, 0) + 1
+            return (*answer, mode)
+
+    def _complete_in(
+        self, mode: str, task: str, system: str, payload_json: str, answer_model: type[BaseModel]
     ) -> tuple[str, int, int]:
         schema = answer_model.model_json_schema()
         kwargs: dict[str, Any] = {
@@ -165,7 +204,7 @@ class LLMClient:
         }
         if self.config.max_tokens:
             kwargs["max_tokens"] = self.config.max_tokens
-        if self.config.mode == "tools":
+        if mode == "tools":
             kwargs["tools"] = [
                 {
                     "type": "function",
@@ -177,11 +216,13 @@ class LLMClient:
                 }
             ]
             kwargs["tool_choice"] = {"type": "function", "function": {"name": task}}
-        elif self.config.mode == "json_schema":
+        elif mode == "json_schema":
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": task, "schema": schema},
             }
+        elif mode == "json_object_schema":
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
         else:
             kwargs["response_format"] = {"type": "json_object"}
             kwargs["messages"][0]["content"] += (
@@ -208,6 +249,19 @@ class LLMClient:
             used.prompt_tokens if used else 0,
             used.completion_tokens if used else 0,
         )
+
+    def probe(self) -> str:
+        """Find the structured-output mode the endpoint takes with one small `summarize`
+        call (used by `mem0g doctor`); returns the mode that answered validly."""
+        from mem0g.llm.protocol import PayloadMessage, SummarizePayload
+
+        payload = SummarizePayload(
+            summary=None,
+            messages=[PayloadMessage(role="user", name="Ana", content="I live in Oslo.",
+                                     timestamp="2024-01-01T00:00:00+00:00")],
+        )  # fmt: skip
+        self.call("summarize", payload)
+        return self.mode
 
     def ping(self) -> list[str]:
         """The models the endpoint lists (used by `mem0g doctor`)."""
