@@ -287,6 +287,7 @@ class Memory:
             facts=facts.results,
             entities=[e.model_copy(update={"embedding": None}) for e in plan.new_entities],
             possible_duplicates=plan.possible_duplicates,
+            rejected=graph.rejected,
             usage=_merge_usage(graph_usage, fact_usage),
         )
 

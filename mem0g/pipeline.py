@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.extract import establish_relations, extract_entities, extract_facts
+from mem0g.extract.checks import screen_entities, screen_triples
 from mem0g.llm.client import LLMClient
 from mem0g.llm.protocol import AmbiguousName, CandidateNode, Context
 from mem0g.resolve.entities import Mentions, ResolvedEntities, resolve_entities, settle
@@ -28,6 +29,7 @@ from mem0g.types import (
     Message,
     PossibleDuplicate,
     Provenance,
+    Rejection,
     Relation,
     RelationChange,
     Tenant,
@@ -43,6 +45,7 @@ class GraphPart(BaseModel):
     mentions: list[MentionUpdate] = Field(default_factory=list)
     changes: list[RelationChange] = Field(default_factory=list)
     possible_duplicates: list[PossibleDuplicate] = Field(default_factory=list)
+    rejected: list[Rejection] = Field(default_factory=list)
 
 
 class Stages:
@@ -69,13 +72,15 @@ class Stages:
         """Extract entities (call 1), resolve them, establish relations (call 2, which also
         settles names the conversation left ambiguous), resolve updates (<= 1 call)."""
         part = GraphPart()
+        speakers = [m.name for m in messages if m.name]
         types = extract_entities(self.llm, messages, when, context, usage)
+        types, part.rejected = screen_entities(types, speakers)
         if not types:
             return part
         mentions = Mentions.of(
             current=[m.content for m in messages] + list(types),
             recent=[m.content for m in context.recent],
-            speakers=[m.name for m in messages if m.name],
+            speakers=speakers,
         )
         settings = {
             "threshold": self.config.resolver.threshold,
@@ -88,6 +93,8 @@ class Stages:
         found = establish_relations(
             self.llm, messages, when, types, context, usage, candidates=asked
         )
+        found.triples, rejected = screen_triples(found.triples, speakers, types)
+        part.rejected += rejected
         used_names: dict[str, str] = {}
         for t in found.triples:
             used_names.setdefault(t.source, t.source_type)

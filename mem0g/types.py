@@ -401,6 +401,14 @@ class Usage(BaseModel):
             self.modes[mode] = self.modes.get(mode, 0) + 1
 
 
+class Rejection(BaseModel):
+    """An extraction the sanity rules kept out of the graph (mem0g/extract/checks.py)."""
+
+    kind: Literal["entity", "relation"]
+    text: str  # the name, or "source -relation-> destination"
+    rule: str  # which rule: placeholder entity name, stopword relation, self-named relation
+
+
 class AddResult(BaseModel):
     episode_id: str
     relations: list[RelationChange] = Field(default_factory=list)
@@ -408,6 +416,8 @@ class AddResult(BaseModel):
     entities: list[Entity] = Field(default_factory=list)
     # names the add could not tell apart, kept as new nodes beside these stored ones
     possible_duplicates: list[PossibleDuplicate] = Field(default_factory=list)
+    # broken extractions (placeholder names, stopword or self-named relations), not stored
+    rejected: list[Rejection] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
 
 

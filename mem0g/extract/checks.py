@@ -1,0 +1,111 @@
+"""Sanity rules for what the extractor returns: obviously broken extractions never reach the
+graph (a weak model must leave a sparse graph, not a wrong one).
+
+Pure functions, no LLM, no store. Rejected:
+
+1. an entity whose name is a placeholder or pronoun ("I", "me", "user", "my_name", "speaker",
+   "unknown", "<name>", "user_2", ...), unless it is the name of a speaker of the messages
+   (someone may really be called "User"); every triple using such a name goes with it;
+2. a relation whose name is made only of pronouns, articles, conjunctions or filler words
+   ("i", "it", "the", "and", "none", "relation", ...);
+3. a self-named relation: the relation's name is the name of one of its own endpoints
+   (`john -john-> alice`), or the first name of a person endpoint (`John Smith -john-> ...`).
+
+Each rejection is reported in `AddResult.rejected` (what, and which rule).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from mem0g.types import Rejection, snake_case
+
+PRONOUNS = frozenset(
+    "i me my mine myself you your yours yourself yourselves we us our ours ourselves he him "
+    "his himself she her hers herself they them their theirs themselves it its itself one "
+    "someone somebody anyone anybody everyone everybody".split()
+)
+PLACEHOLDERS = frozenset(
+    "user the_user users assistant the_assistant speaker the_speaker person the_person name "
+    "my_name your_name user_name username speaker_name person_name unknown none null nil "
+    "n_a na entity something thing x y z".split()
+)
+_NUMBERED = re.compile(r"^(user|speaker|person|assistant|entity|name)_?\d+$")
+FILLER_WORDS = frozenset(
+    "the a an and or but if then so this that these those there here as relation "
+    "relationship related relates none null unknown na n_a x".split()
+)
+
+RULE_ENTITY = "placeholder entity name"
+RULE_RELATION = "pronoun or stopword relation name"
+RULE_SELF = "self-named relation"
+
+
+def _key(name: str) -> str:
+    return snake_case(re.sub(r"[<>\[\]{}\"'`]", " ", name))
+
+
+def is_placeholder(name: str, speakers: Iterable[str] = ()) -> bool:
+    """A name that stands for nobody in particular (rule 1); speakers' names never are."""
+    if name.strip().casefold() in {s.strip().casefold() for s in speakers if s}:
+        return False
+    key = _key(name)
+    return not key or key in PRONOUNS or key in PLACEHOLDERS or bool(_NUMBERED.match(key))
+
+
+def is_filler_relation(relation: str) -> bool:
+    """Rule 2: a relation name with no content word."""
+    words = snake_case(relation).split("_")
+    return all(w in PRONOUNS or w in FILLER_WORDS or not w for w in words)
+
+
+def is_self_named(relation: str, source: str, destination: str, types: dict[str, str]) -> bool:
+    """Rule 3: the relation is named after one of its own ends."""
+    rel = snake_case(relation)
+    for end in (source, destination):
+        key = _key(end)
+        if rel == key:
+            return True
+        words = key.split("_")
+        if len(words) > 1 and types.get(end, "") == "person" and rel == words[0]:
+            return True
+    return False
+
+
+def screen_entities(
+    types: dict[str, str], speakers: Sequence[str]
+) -> tuple[dict[str, str], list[Rejection]]:
+    """Call 1's answer without placeholder names (rule 1)."""
+    kept: dict[str, str] = {}
+    rejected: list[Rejection] = []
+    for name, type_ in types.items():
+        if is_placeholder(name, speakers):
+            rejected.append(Rejection(kind="entity", text=name, rule=RULE_ENTITY))
+        else:
+            kept[name] = type_
+    return kept, rejected
+
+
+def screen_triples(
+    triples: Sequence[Any], speakers: Sequence[str], types: dict[str, str] | None = None
+) -> tuple[list[Any], list[Rejection]]:
+    """Call 2's triples (anything with source, relation, destination) without the broken
+    ones (rules 1-3), in order."""
+    types = types or {}
+    kept: list[Any] = []
+    rejected: list[Rejection] = []
+    for t in triples:
+        text = f"{t.source} -{t.relation}-> {t.destination}"
+        if is_placeholder(t.source, speakers) or is_placeholder(t.destination, speakers):
+            rule = RULE_ENTITY
+        elif is_filler_relation(t.relation):
+            rule = RULE_RELATION
+        elif is_self_named(t.relation, t.source, t.destination, types):
+            rule = RULE_SELF
+        else:
+            kept.append(t)
+            continue
+        rejected.append(Rejection(kind="relation", text=text, rule=rule))
+    return kept, rejected

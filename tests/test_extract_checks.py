@@ -1,0 +1,110 @@
+"""The sanity rules that keep obviously broken extractions out of the graph
+(mem0g/extract/checks.py), alone and inside an add against the scripted TEST DOUBLE server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mem0g import Memory
+from mem0g.extract import ExtractedTriple
+from mem0g.extract.checks import (
+    RULE_ENTITY,
+    RULE_RELATION,
+    RULE_SELF,
+    is_filler_relation,
+    is_placeholder,
+    is_self_named,
+    screen_entities,
+    screen_triples,
+)
+from mem0g.testing import ScriptedLLMServer
+
+
+@pytest.mark.parametrize(
+    "name", ["I", "me", "my_name", "My Name", "user", "the user", "<name>", "Speaker 2", "unknown"]
+)
+def test_placeholders(name: str) -> None:
+    assert is_placeholder(name)
+
+
+@pytest.mark.parametrize("name", ["Alice", "Paris", "Acme", "Username Inc", "Ian", "Mia"])
+def test_real_names_are_not_placeholders(name: str) -> None:
+    assert not is_placeholder(name)
+
+
+def test_a_speaker_named_like_a_placeholder_is_kept() -> None:
+    assert not is_placeholder("User", speakers=["user"])
+    assert is_placeholder("I", speakers=["alice"])
+
+
+def test_relation_rules() -> None:
+    for bad in ("i", "it", "The", "and", "none", "relation", "they", "the_it"):
+        assert is_filler_relation(bad), bad
+    for good in ("lives_in", "works at", "in", "is_a", "likes", "is_friend_of", "owns"):
+        assert not is_filler_relation(good), good
+    assert is_self_named("john", "john", "alice", {})
+    assert is_self_named("John", "Alice", "John", {})
+    assert is_self_named("john", "John Smith", "alice", {"John Smith": "person"})
+    assert not is_self_named("paris", "Paris Hilton", "Alice", {"Paris Hilton": "organization"})
+    assert not is_self_named("lives_in", "alice", "paris", {})
+
+
+def _t(source: str, relation: str, destination: str) -> ExtractedTriple:
+    return ExtractedTriple(source=source, source_type="person", relation=relation,
+                           destination=destination, destination_type="entity")  # fmt: skip
+
+
+def test_screening_keeps_order_and_says_why() -> None:
+    kept, rejected = screen_entities(
+        {"alice": "person", "my_name": "person", "I": "person"}, ["alice"]
+    )
+    assert kept == {"alice": "person"}
+    assert [(r.kind, r.text, r.rule) for r in rejected] == [
+        ("entity", "my_name", RULE_ENTITY),
+        ("entity", "I", RULE_ENTITY),
+    ]
+    triples = [_t("alice", "i", "my_name"), _t("john", "john", "alice"),
+               _t("alice", "lives_in", "Paris"), _t("alice", "it", "Paris")]  # fmt: skip
+    kept_t, rejected_t = screen_triples(triples, ["alice"])
+    assert [t.relation for t in kept_t] == ["lives_in"]
+    assert [(r.text, r.rule) for r in rejected_t] == [
+        ("alice -i-> my_name", RULE_ENTITY),
+        ("john -john-> alice", RULE_SELF),
+        ("alice -it-> Paris", RULE_RELATION),
+    ]
+
+
+def test_an_add_with_a_weak_models_mistakes_stores_only_the_sound_edge(tmp_path: Path) -> None:
+    """What SmolLM2-135M answered in the issue (alice -i-> my_name, john -john-> alice),
+    plus one sound triple: only the sound one is stored, the rest is counted."""
+    rules = [
+        {"task": "extract_entities", "response": {"entities": [
+            {"name": "alice", "type": "person"}, {"name": "my_name", "type": "person"},
+            {"name": "john", "type": "person"}, {"name": "Paris", "type": "city"}]}},
+        {"task": "establish_relations", "response": {"relations": [
+            {"source": "alice", "relation": "i", "destination": "my_name"},
+            {"source": "john", "relation": "john", "destination": "alice"},
+            {"source": "alice", "relation": "lives in", "destination": "Paris"}]}},
+        {"task": "resolve_updates", "response": {"operations": []}},
+    ]  # fmt: skip
+    with ScriptedLLMServer(rules) as server:
+        config = {
+            "llm": {"base_url": server.base_url, "api_key": "test"},
+            "embedder": {"provider": "hashing"},
+            "graph_store": {"provider": "embedded", "path": str(tmp_path / "g")},
+            "memory": {"facts": False, "summary": False},
+        }
+        with Memory(config) as m:
+            result = m.add("I moved to Paris last month and I work at Acme.", user_id="alice")
+            snapshot = m.get_all(user_id="alice")
+    assert [(r.kind, r.text) for r in result.rejected] == [
+        ("entity", "my_name"),
+        ("relation", "alice -i-> my_name"),
+        ("relation", "john -john-> alice"),
+    ]
+    assert {(r.source, r.relation, r.destination) for r in snapshot.relations} == {
+        ("alice", "lives_in", "Paris")
+    }
+    assert sorted(e.name for e in snapshot.entities) == ["Paris", "alice"]
