@@ -69,22 +69,12 @@ def _run(
     mode: Mode,
     facts: Facts,
     store: Store,
-    workers: int,
-    limit_conversations: int | None,
-    limit_questions: int | None,
-    limit_sessions: int | None,
-    categories: list[str] | None,
-    judge_runs: int,
+    *,
     llm_model: str | None,
     llm_base_url: str | None,
     llm_mode: str | None,
-    answer_model: str | None,
-    answer_base_url: str | None,
-    judge_model: str | None,
-    judge_base_url: str | None,
-    cache: Path | None,
-    rescore: bool,
     quiet: bool,
+    **options: Any,
 ) -> None:
     from mem0g.eval.data import EvalInputError
     from mem0g.eval.runner import EvalOptions, run_eval
@@ -107,20 +97,9 @@ def _run(
         mode=mode.value,
         facts=facts.value,
         store=store.value,
-        workers=workers,
-        limit_conversations=limit_conversations,
-        limit_questions=limit_questions,
-        limit_sessions=limit_sessions,
-        categories=categories,
-        judge_runs=judge_runs,
-        answer_model=answer_model,
-        answer_base_url=answer_base_url,
-        judge_model=judge_model,
-        judge_base_url=judge_base_url,
         memory_config=config,
-        cache=cache,
-        rescore=rescore,
         progress=not quiet,
+        **options,
     )
     try:
         results = run_eval(options)
@@ -168,6 +147,9 @@ def _command(benchmark: str, label: str) -> Any:
         limit_sessions: Annotated[
             int | None, typer.Option(help="first N sessions of each.")
         ] = None,
+        limit_turns: Annotated[
+            int | None, typer.Option(help="first N turns of each session.")
+        ] = None,
         categories: Annotated[
             list[str] | None,
             typer.Option(
@@ -196,31 +178,7 @@ def _command(benchmark: str, label: str) -> Any:
         ] = False,
         quiet: Annotated[bool, typer.Option(help="no progress bars.")] = False,
     ) -> None:
-        _run(
-            ctx,
-            benchmark,
-            path,
-            run_dir,
-            mode,
-            facts,
-            store,
-            workers,
-            limit_conversations,
-            limit_questions,
-            limit_sessions,
-            categories,
-            judge_runs,
-            llm_model,
-            llm_base_url,
-            llm_mode,
-            answer_model,
-            answer_base_url,
-            judge_model,
-            judge_base_url,
-            cache,
-            rescore,
-            quiet,
-        )
+        _run(**{k: v for k, v in locals().items() if k != "benchmark"}, benchmark=benchmark)
 
     command.__doc__ = f"Evaluate mem0g on {label} (resumes an existing --run-dir)."
     return command

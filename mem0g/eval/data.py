@@ -399,6 +399,7 @@ def select(
     limit_conversations: int | None = None,
     limit_questions: int | None = None,
     limit_sessions: int | None = None,
+    limit_turns: int | None = None,
 ) -> list[Unit]:
     """The units and questions a run covers. LoCoMo: `limit_questions` per conversation;
     LongMemEval (one question per unit): in total."""
@@ -416,6 +417,8 @@ def select(
         if not qs and dataset.benchmark == "longmemeval":
             continue
         sessions = unit.sessions[:limit_sessions] if limit_sessions else unit.sessions
+        if limit_turns:
+            sessions = [Session(s.id, s.time, s.turns[:limit_turns]) for s in sessions]
         kept = {s.id for s in sessions}
         observations = [o for o in unit.observations if o.session in kept]
         chosen.append(Unit(unit.id, sessions, qs, observations, unit.speakers))

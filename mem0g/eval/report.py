@@ -87,6 +87,7 @@ def summarize(run_dir: Path) -> dict[str, Any]:
         if ingest
         else 0,
         "rejected_extractions": sum(len(r.get("rejected", [])) for r in ingest),
+        "failed_adds": sum(1 for r in ingest if r.get("failed")),
         "relations": {
             e: sum(r.get("relations", {}).get(e, 0) for r in ingest)
             for e in ("ADD", "UPDATE", "INVALIDATE", "NOOP")
@@ -306,7 +307,8 @@ def _markdown(results: dict[str, Any]) -> str:
         f"- LLM calls per add: {ing['llm_calls_per_add']} (by task: {by_task}; "
         f"structured-output modes: {ing['llm_modes'] or 'none'}); tokens per add: "
         f"prompt {ing['prompt_tokens_per_add']}, completion {ing['completion_tokens_per_add']}",
-        f"- extractions rejected by the sanity rules: {ing['rejected_extractions']}",
+        f"- extractions rejected by the sanity rules: {ing['rejected_extractions']}; adds that "
+        f"failed (no valid answer after the retries, nothing written): {ing['failed_adds']}",
         f"- stored: {st['entities']} entities, {st['relations']} edges "
         f"({st['valid_relations']} valid), {st['facts']} facts, {st['episodes']} episodes",
         f"- network LLM calls: {runs['network_calls'] or 'none'} over "

@@ -56,6 +56,7 @@ from mem0g.eval.llm import (
 from mem0g.eval.metrics import bleu1, normalize_answer, recall_at_k, token_f1
 from mem0g.llm.client import LLMClient, LLMError
 from mem0g.resources import read_text
+from mem0g.types import AddResult, Usage
 
 KS = (5, 10, 20)
 MODES = ("full", "retrieval")
@@ -69,6 +70,7 @@ _MUST_MATCH = (
     "store",
     "dataset_sha256",
     "limit_sessions",
+    "limit_turns",
     "answer_model",
     "judge_model",
     "memory_model",
@@ -90,6 +92,7 @@ class EvalOptions:
     limit_conversations: int | None = None
     limit_questions: int | None = None
     limit_sessions: int | None = None
+    limit_turns: int | None = None  # first N turns of each session (quick slices)
     categories: list[str] | None = None
     judge_runs: int = 3
     answer_model: str | None = None  # default: the memory's LLM model
@@ -179,7 +182,7 @@ class Harness:
             raise EvalInputError("--facts observation is for LoCoMo in retrieval mode")
         if o.workers < 1 or o.judge_runs < 1:
             raise EvalInputError("--workers and --judge-runs must be at least 1")
-        for name in ("limit_conversations", "limit_questions", "limit_sessions"):
+        for name in ("limit_conversations", "limit_questions", "limit_sessions", "limit_turns"):
             value = getattr(o, name)
             if value is not None and value < 1:
                 raise EvalInputError(f"--{name.replace('_', '-')} must be at least 1")
@@ -191,6 +194,7 @@ class Harness:
             limit_conversations=o.limit_conversations,
             limit_questions=o.limit_questions,
             limit_sessions=o.limit_sessions,
+            limit_turns=o.limit_turns,
         )
         if not any(u.questions for u in self.units):
             raise EvalInputError("no question left after --categories and the limits")
@@ -216,6 +220,7 @@ class Harness:
             "limit_conversations": o.limit_conversations,
             "limit_questions": o.limit_questions,
             "limit_sessions": o.limit_sessions,
+            "limit_turns": o.limit_turns,
             "categories": o.categories,
             "judge_runs": o.judge_runs if o.mode == "full" else None,
             "memory_model": llm.model if o.mode == "full" else None,
@@ -356,6 +361,9 @@ class Harness:
                     "network_calls": dict(self.counter.calls),
                     "cache_hits": self.cache.hits if self.cache else 0,
                     "llm_modes": dict(getattr(self.memory_llm, "modes", {}) or {}),
+                    "llm_fallbacks": list(getattr(self.memory_llm, "fallbacks", []) or []),
+                    "llm_invalid": dict(getattr(self.memory_llm, "invalid", {}) or {}),
+                    "llm_failed": dict(getattr(self.memory_llm, "failed", {}) or {}),
                     "completed": error is None,
                     "error": None if error is None else f"{type(error).__name__}: {error}",
                 }
@@ -447,7 +455,15 @@ class Harness:
         infer = self.o.mode == "full"
         started = time.perf_counter()
         before = self.counter.total
-        result = memory.add(messages, user_id=tenant, timestamp=when, infer=infer)
+        failed = None
+        try:
+            result = memory.add(messages, user_id=tenant, timestamp=when, infer=infer)
+        except LLMError as err:
+            if "no valid answer" not in str(err):
+                raise  # the endpoint failed: stop (resume later)
+            # the model never gave a valid answer: this add wrote nothing; count it, go on
+            failed = str(err)
+            result = AddResult(episode_id="", usage=Usage())  # its calls: network_calls
         if infer:
             memory.summaries.wait_idle()  # the next add sees the same summary on every rerun
         ms = (time.perf_counter() - started) * 1000
@@ -469,6 +485,7 @@ class Harness:
             "entities_new": len(result.entities),
             "rejected": [r.model_dump() for r in getattr(result, "rejected", [])],
             "facts": facts,
+            "failed": failed,
         }
         self.ingest_out.write(row)
         return row

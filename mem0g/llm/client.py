@@ -113,6 +113,8 @@ class LLMClient:
         self.mode = config.mode  # the mode in use: the configured one until it fails
         self.modes: dict[str, int] = {}  # calls answered per mode
         self.fallbacks: list[str] = []  # "tools -> json_schema: <why>", in order
+        self.invalid: dict[str, int] = {}  # answers that failed validation, per task
+        self.failed: dict[str, int] = {}  # tasks given up after the last retry
         self._mode_lock = threading.Lock()
 
     @staticmethod
@@ -157,11 +159,15 @@ class LLMClient:
             except (ValueError, ValidationError) as err:
                 reason = str(err).splitlines()[0] if isinstance(err, ValueError) else str(err)
                 log.warning("%s: invalid answer (attempt %d): %s", task, attempt + 1, reason)
+                with self._mode_lock:
+                    self.invalid[task] = self.invalid.get(task, 0) + 1
                 feedback = (
                     "\n\n## Your previous answer was rejected\n"
                     f"It was: {text[:2000]}\nThe problem: {reason[:2000]}\n"
                     f"Answer again with arguments for `{task}` that satisfy the schema exactly."
                 )
+        with self._mode_lock:
+            self.failed[task] = self.failed.get(task, 0) + 1
         raise LLMError(f"{task}: no valid answer after {self.config.max_retries + 1} attempts")
 
     def _complete(
