@@ -142,13 +142,17 @@ def llm_config(base_url: str, mode: str) -> dict[str, Any]:
             "mode": mode, "max_retries": 2, "timeout": 600, "max_concurrency": 1}  # fmt: skip
 
 
-def run_demo(base_url: str, mode: str, store: Path) -> dict[str, Any]:
+def run_demo(base_url: str, mode: str, store: Path, embedder: str) -> dict[str, Any]:
     from mem0g import Memory
     from mem0g.config import MemoryConfig
     from mem0g.demo import load_sessions
     from mem0g.llm.client import LLMClient, LLMError
 
-    config = {"llm": llm_config(base_url, mode), "graph_store": {"path": str(store)}}
+    config = {
+        "llm": llm_config(base_url, mode),
+        "embedder": {"provider": embedder},
+        "graph_store": {"path": str(store)},
+    }
     client = LLMClient(MemoryConfig.load(config).llm)  # one client: its counters cover the demo
     by_task: Counter[str] = Counter()
     rejected: list[dict[str, Any]] = []
@@ -190,12 +194,17 @@ def run_locomo(base_url: str, mode: str, data: Path, run_dir: Path, args: Any) -
         benchmark="locomo", data=data, run_dir=run_dir, mode="full", workers=1,
         limit_conversations=2, limit_sessions=1, limit_turns=args.turns,
         limit_questions=args.questions, judge_runs=args.judge_runs,
-        memory_config={"llm": llm_config(base_url, mode)}, answer_max_tokens=48, progress=False,
+        memory_config={"llm": llm_config(base_url, mode), "embedder": {"provider": args.embedder}},
+        answer_max_tokens=48, progress=False,
     )  # fmt: skip
     started = time.time()
     results = run_eval(options, on_prepared=lambda h: holder.setdefault("h", h))
     client = holder["h"].memory_llm
-    with Memory({"graph_store": {"path": str(run_dir / "store")}}) as m:
+    config = {
+        "embedder": {"provider": args.embedder},
+        "graph_store": {"path": str(run_dir / "store")},
+    }
+    with Memory(config) as m:
         store_state = consistent(m)
     ingest = [json.loads(x) for x in (run_dir / "ingest.jsonl").read_text().splitlines()]
     return {
@@ -236,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judge-runs", type=int, default=3)
     parser.add_argument("--ctx", type=int, default=8192)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--embedder", default="sentence-transformers", help="hashing: tests only")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-results" / "smoke-live.json")
     parser.add_argument("--build-log", type=Path, default=Path("/tmp/llama-build.log"))
     args = parser.parse_args(argv)
@@ -259,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report["server_start_seconds"] = round(server.wait(), 1)
         say(f"server up at {server.base_url}; demo conversation")
-        report["demo"] = run_demo(server.base_url, args.mode, work / "demo-store")
+        report["demo"] = run_demo(server.base_url, args.mode, work / "demo-store", args.embedder)
         say(f"demo done in {report['demo']['seconds']} s; LoCoMo slice")
         report["locomo"] = run_locomo(
             server.base_url, args.mode, args.locomo, work / "locomo", args
