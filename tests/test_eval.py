@@ -341,7 +341,12 @@ def test_full_mode_scores_resume_after_a_kill_and_rerun_from_cache(tmp_path: Pat
             LOCOMO, run_dir, memory_config=_config(server), progress=False, rescore=True
         )
         assert server.calls() == 0  # every answer and verdict again, all from the cache
-    assert again["scores"] == results["scores"] == rescored["scores"]
+        fresh = run_locomo(
+            LOCOMO, tmp_path / "fresh", memory_config=_config(server), progress=False,
+            cache=run_dir / "llm-cache.sqlite",
+        )  # fmt: skip
+        assert server.calls() == 0  # a new run dir and store, the shared cache: no call
+    assert again["scores"] == results["scores"] == rescored["scores"] == fresh["scores"]
     assert rescored["per_question"]["answered_from_cache"] == 6 * 4 + 1
 
     report = (run_dir / "report.md").read_text()

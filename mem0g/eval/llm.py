@@ -5,6 +5,11 @@ The key is the SHA-256 of the model, the messages and every other request parame
 same request is answered from the cache in any run that shares the cache file; a cached answer
 makes no network call. Judge runs differ by a `run` marker in the key (temperature 0 on a real
 API is not always deterministic, and the report gives the runs' spread).
+
+A rerun in the same run directory reuses its store and records, so it asks nothing already
+done. A new run directory sharing the cache (`--cache FILE`) replays ingestion from the cache
+as long as the requests are the same; `resolve_updates` and `update_memory` payloads quote the
+stored records' `created_at` (system time), so those calls are asked again in a new store.
 """
 
 from __future__ import annotations

@@ -263,7 +263,7 @@ class Harness:
 
     def _open_llms(self) -> None:
         o, llm = self.o, self.config.llm
-        cache_path = o.cache or (o.run_dir / "llm-cache.sqlite")
+        cache_path = Path(o.cache) if o.cache else o.run_dir / "llm-cache.sqlite"
         memory_inner = _memory_client(self.config)
         answer_url = o.answer_base_url or llm.resolved_base_url()
         answer_inner = (
@@ -554,6 +554,9 @@ class Harness:
         context = memory.context(
             q.text, user_id=tenant, limit=self.o.context_limit, max_tokens=self.o.context_tokens
         )
+        # the conversation's own id, not the run's tenant id: the same prompt in every run,
+        # so a shared cache answers it
+        context = context.replace(tenant, q.unit)
         search_ms = (time.perf_counter() - started) * 1000
         row: dict[str, Any] = {
             "question": q.text,
