@@ -372,7 +372,8 @@ def _plots(results: dict[str, Any], out: Path) -> list[Path]:
             fontsize=8,
         )
         ax.set_ylabel("LLM-judge J (%)")
-    ax.set_title(f"mem0g on {bench} ({results['config']['mode']} mode), measured")
+    c = results["config"]
+    ax.set_title(f"mem0g on {bench} ({c['mode']} mode, facts: {c['facts']}), measured")
     fig.tight_layout()
     path = out / "categories.png"
     fig.savefig(path, dpi=100)
