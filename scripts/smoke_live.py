@@ -139,9 +139,15 @@ def consistent(memory: Any) -> dict[str, Any]:
             "dangling_edges": dangling, "consistent": dangling == 0}  # fmt: skip
 
 
+# Grammar-constrained decoding runs at about 1 token/s on 2 busy cores, and a small model may
+# never close its JSON: answers are capped (an answer cut short fails validation and is asked
+# again, once).
+LIMITS = {"max_tokens": 160, "max_retries": 1}
+
+
 def llm_config(base_url: str, mode: str) -> dict[str, Any]:
     return {"provider": "openai-compatible", "base_url": base_url, "model": "smollm2-135m",
-            "mode": mode, "max_retries": 2, "timeout": 600, "max_concurrency": 1}  # fmt: skip
+            "mode": mode, "timeout": 900, "max_concurrency": 1, **LIMITS}  # fmt: skip
 
 
 def run_demo(base_url: str, mode: str, store: Path, embedder: str) -> dict[str, Any]:
@@ -236,6 +242,11 @@ def build_seconds_from_log(log: Path) -> dict[str, Any] | None:
     return {"log": str(log), "tail": text[-3:]}
 
 
+def write(path: Path, report: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", type=Path, default=ROOT / ".venv-smoke")
@@ -248,9 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ctx", type=int, default=8192)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--embedder", default="sentence-transformers", help="hashing: tests only")
+    parser.add_argument("--max-tokens", type=int, default=LIMITS["max_tokens"])
+    parser.add_argument("--max-retries", type=int, default=LIMITS["max_retries"])
     parser.add_argument("--out", type=Path, default=ROOT / "bench-results" / "smoke-live.json")
     parser.add_argument("--build-log", type=Path, default=Path("/tmp/llama-build.log"))
     args = parser.parse_args(argv)
+    LIMITS.update(max_tokens=args.max_tokens, max_retries=args.max_retries)
     if args.locomo is None or not args.locomo.is_file():
         raise SystemExit("give --locomo PATH: a LoCoMo file (e.g. your copy of locomo10.json)")
 
@@ -265,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         "server": f"llama-cpp-python[server] {LLAMA_VERSION}, 127.0.0.1, CMAKE_ARGS={CMAKE_ARGS}",
         "wheel_build_seconds_this_run": None if built is None else round(built, 1),
         "wheel_build_log": build_seconds_from_log(args.build_log),
+        "limits": dict(LIMITS),
+        "slice": {"turns": args.turns, "questions": args.questions, "judge_runs": args.judge_runs},
         "load_average_start": os.getloadavg(),
         "work_dir": str(work),
     }
@@ -272,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         report["server_start_seconds"] = round(server.wait(), 1)
         say(f"server up at {server.base_url}; demo conversation")
         report["demo"] = run_demo(server.base_url, args.mode, work / "demo-store", args.embedder)
+        write(args.out, report)  # the demo's figures survive a slice that never ends
         say(f"demo done in {report['demo']['seconds']} s; LoCoMo slice")
         report["locomo"] = run_locomo(
             server.base_url, args.mode, args.locomo, work / "locomo", args
@@ -280,8 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
     report["load_average_end"] = os.getloadavg()
     report["total_seconds"] = round(time.time() - started, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    write(args.out, report)
     for part in ("demo", "locomo"):
         r = report[part]
         say(f"{part}: {r['seconds']} s; calls by task {r['calls_by_task']}; modes {r['modes']}; "
