@@ -150,7 +150,9 @@ def llm_config(base_url: str, mode: str) -> dict[str, Any]:
             "mode": mode, "timeout": 900, "max_concurrency": 1, **LIMITS}  # fmt: skip
 
 
-def run_demo(base_url: str, mode: str, store: Path, embedder: str) -> dict[str, Any]:
+def run_demo(
+    base_url: str, mode: str, store: Path, embedder: str, episodes: int | None = None
+) -> dict[str, Any]:
     from mem0g import Memory
     from mem0g.config import MemoryConfig
     from mem0g.demo import load_sessions
@@ -167,7 +169,7 @@ def run_demo(base_url: str, mode: str, store: Path, embedder: str) -> dict[str, 
     failures: list[str] = []
     started = time.time()
     with Memory(config, llm=client) as m:
-        for episode in load_sessions():
+        for episode in load_sessions()[:episodes]:
             try:
                 r = m.add(episode["messages"], user_id="demo", timestamp=episode["timestamp"])
             except LLMError as err:  # nothing written: the add is atomic
@@ -178,7 +180,7 @@ def run_demo(base_url: str, mode: str, store: Path, embedder: str) -> dict[str, 
         m.summaries.wait_idle()
         store_state = consistent(m)
     return {
-        "episodes": len(load_sessions()),
+        "episodes": len(load_sessions()[:episodes]),
         "seconds": round(time.time() - started, 1),
         "calls_by_task": dict(by_task),
         "network_calls": sum(client.modes.values()),
@@ -253,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wheels", type=Path, default=Path.home() / ".cache/mem0g/wheels")
     parser.add_argument("--locomo", type=Path, help="a LoCoMo file (two conversations are used)")
     parser.add_argument("--mode", default="json_schema", help="structured-output mode tried first")
+    parser.add_argument("--demo-episodes", type=int, help="first N episodes of the demo (all)")
     parser.add_argument("--turns", type=int, default=6, help="turns of the first session used")
     parser.add_argument("--questions", type=int, default=3, help="questions per conversation")
     parser.add_argument("--judge-runs", type=int, default=3)
@@ -287,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report["server_start_seconds"] = round(server.wait(), 1)
         say(f"server up at {server.base_url}; demo conversation")
-        report["demo"] = run_demo(server.base_url, args.mode, work / "demo-store", args.embedder)
+        report["demo"] = run_demo(
+            server.base_url, args.mode, work / "demo-store", args.embedder, args.demo_episodes
+        )
         write(args.out, report)  # the demo's figures survive a slice that never ends
         say(f"demo done in {report['demo']['seconds']} s; LoCoMo slice")
         report["locomo"] = run_locomo(
