@@ -4,10 +4,12 @@ graph (a weak model must leave a sparse graph, not a wrong one).
 Pure functions, no LLM, no store. Rejected:
 
 1. an entity whose name is a placeholder or pronoun ("I", "me", "user", "my_name", "speaker",
-   "unknown", "<name>", "user_2", ...), unless it is the name of a speaker of the messages
-   (someone may really be called "User"); every triple using such a name goes with it;
-2. a relation whose name is made only of pronouns, articles, conjunctions or filler words
-   ("i", "it", "the", "and", "none", "relation", ...);
+   "unknown", "<name>", "user_2", ...), or a lower-case possessive slot such as "my_address"
+   or "your job" (a title-cased "My Chemical Romance" passes), unless it is the name of a
+   speaker of the messages (someone may really be called "User"); every triple using such a
+   name goes with it;
+2. a relation whose name is made only of pronouns, articles, conjunctions, filler or
+   placeholder words ("i", "it", "the", "and", "none", "relation", "user", ...);
 3. a self-named relation: the relation's name is the name of one of its own endpoints
    (`john -john-> alice`), or the first name of a person endpoint (`John Smith -john-> ...`).
 
@@ -33,6 +35,7 @@ PLACEHOLDERS = frozenset(
     "n_a na entity something thing x y z".split()
 )
 _NUMBERED = re.compile(r"^(user|speaker|person|assistant|entity|name)_?\d+$")
+_POSSESSIVE = re.compile(r"^(my|your|his|her|their|our)[_ ]\S")
 FILLER_WORDS = frozenset(
     "the a an and or but if then so this that these those there here as relation "
     "relationship related relates none null unknown na n_a x".split()
@@ -52,13 +55,16 @@ def is_placeholder(name: str, speakers: Iterable[str] = ()) -> bool:
     if name.strip().casefold() in {s.strip().casefold() for s in speakers if s}:
         return False
     key = _key(name)
-    return not key or key in PRONOUNS or key in PLACEHOLDERS or bool(_NUMBERED.match(key))
+    if not key or key in PRONOUNS or key in PLACEHOLDERS or _NUMBERED.match(key):
+        return True
+    raw = name.strip()
+    return bool(_POSSESSIVE.match(raw)) and ("_" in raw or raw == raw.lower())
 
 
 def is_filler_relation(relation: str) -> bool:
     """Rule 2: a relation name with no content word."""
     words = snake_case(relation).split("_")
-    return all(w in PRONOUNS or w in FILLER_WORDS or not w for w in words)
+    return all(w in PRONOUNS or w in FILLER_WORDS or w in PLACEHOLDERS or not w for w in words)
 
 
 def is_self_named(relation: str, source: str, destination: str, types: dict[str, str]) -> bool:
