@@ -182,7 +182,8 @@ def run_demo(
     return {
         "episodes": len(load_sessions()[:episodes]),
         "seconds": round(time.time() - started, 1),
-        "calls_by_task": dict(by_task),
+        "calls_by_task": dict(client.calls),  # failed adds' calls included
+        "calls_by_task_of_stored_adds": dict(by_task),
         "network_calls": sum(client.modes.values()),
         "modes": client.modes,
         "fallbacks": client.fallbacks,
@@ -220,7 +221,8 @@ def run_locomo(base_url: str, mode: str, data: Path, run_dir: Path, args: Any) -
     return {
         "seconds": round(time.time() - started, 1),
         "adds": len(ingest),
-        "calls_by_task": results["ingest"]["llm_calls_by_task"],
+        "calls_by_task": dict(client.calls),  # failed adds' calls included
+        "calls_by_task_of_stored_adds": results["ingest"]["llm_calls_by_task"],
         "answer_judge_calls": results["runs"]["network_calls"],
         "modes": client.modes,
         "fallbacks": client.fallbacks,

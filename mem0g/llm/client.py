@@ -113,6 +113,7 @@ class LLMClient:
         self.mode = config.mode  # the mode in use: the configured one until it fails
         self.modes: dict[str, int] = {}  # calls answered per mode
         self.fallbacks: list[str] = []  # "tools -> json_schema: <why>", in order
+        self.calls: dict[str, int] = {}  # answered calls (attempts included), per task
         self.invalid: dict[str, int] = {}  # answers that failed validation, per task
         self.failed: dict[str, int] = {}  # tasks given up after the last retry
         self._mode_lock = threading.Lock()
@@ -152,6 +153,8 @@ class LLMClient:
             text, prompt_tokens, completion_tokens, mode = self._complete(
                 task, instructions + feedback, payload_json, answer_model
             )
+            with self._mode_lock:
+                self.calls[task] = self.calls.get(task, 0) + 1
             if usage is not None:
                 usage.add(task, prompt_tokens, completion_tokens, mode=mode)
             try:
