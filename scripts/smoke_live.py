@@ -188,7 +188,9 @@ def run_demo(
         "modes": client.modes,
         "fallbacks": client.fallbacks,
         "invalid_answers": client.invalid,
-        "retries": sum(client.invalid.values()),
+        "given_up": client.failed,
+        # an invalid answer is asked again unless it was the task's last attempt
+        "retries": sum(client.invalid.values()) - sum(client.failed.values()),
         "failed_adds": failures,
         "rejected": rejected,
         "store": store_state,
@@ -227,7 +229,9 @@ def run_locomo(base_url: str, mode: str, data: Path, run_dir: Path, args: Any) -
         "modes": client.modes,
         "fallbacks": client.fallbacks,
         "invalid_answers": client.invalid,
-        "retries": sum(client.invalid.values()),
+        "given_up": client.failed,
+        # an invalid answer is asked again unless it was the task's last attempt
+        "retries": sum(client.invalid.values()) - sum(client.failed.values()),
         "failed_adds": results["ingest"]["failed_adds"],
         "rejected": [x for r in ingest for x in r.get("rejected", [])],
         "store": store_state,

@@ -41,6 +41,7 @@ def test_demo_and_locomo_steps_against_the_test_double(tmp_path: Path) -> None:
         args = SimpleNamespace(turns=2, questions=1, judge_runs=1, embedder="hashing")
         locomo = smoke.run_locomo(server.base_url, "tools", LOCOMO, tmp_path / "lo", args)
     assert demo["invalid_answers"] == {"extract_entities": 1} and demo["retries"] == 1
+    assert demo["given_up"] == {}
     assert demo["calls_by_task"]["extract_entities"] == 6  # 5 episodes + the retry
     assert demo["calls_by_task"]["summarize"] == 1  # the background refresh counts too
     assert {r["text"] for r in demo["rejected"]} == {"I"}
