@@ -27,6 +27,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from mem0g import __version__, export
+from mem0g.cli_args import rearrange
 from mem0g.config import EmbedderConfig, MemoryConfig
 from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.llm.client import LLMClient, LLMError
@@ -81,7 +82,11 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 
 
 class _Group(TyperGroup):
-    """Turns mem0g's expected errors into one red line and an exit code (`--debug`: traceback)."""
+    """Turns mem0g's expected errors into one red line and an exit code (`--debug`: traceback);
+    takes global options after the subcommand and tenant options before it (cli_args)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, rearrange(self, ctx, args))
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -144,11 +149,15 @@ class _State:
             raise InputError(f"invalid config: {_reason(err)}") from err
         return self._config
 
-    def memory(self, *, embeddings: bool = True, summary: bool = True) -> Memory:
+    def memory(
+        self, *, embeddings: bool = True, summary: bool = True, create: bool = False
+    ) -> Memory:
         """A Memory; without `embeddings` the embedded store opens without loading a model;
         without `summary` no background summary refresh runs (an add that must not call the
-        LLM)."""
+        LLM). Only a command that adds (`create`) may start a new embedded store: elsewhere a
+        mistyped --path must not look like an empty memory."""
         config = self.config()
+        _check_store_path(config, create)
         if not summary:
             config = config.model_copy(
                 update={"memory": config.memory.model_copy(update={"summary": False})}
@@ -158,6 +167,20 @@ class _State:
         store = make_store(config, None)
         embedder = cast(CachedEmbedder, _DeferredEmbedder(config.embedder))
         return Memory(config, embedder=embedder, store=store)
+
+
+def _check_store_path(config: MemoryConfig, create: bool) -> None:
+    """The embedded store's directory must be a directory, and hold a store unless `create`."""
+    if config.graph_store.provider != "embedded":
+        return
+    where = config.graph_store.resolved_path()
+    if where.exists() and not where.is_dir():
+        raise InputError(f"store path {where} is a file; --path takes a directory")
+    if not create and not (where / "graph.db").is_file():
+        raise InputError(
+            f"no mem0g store at {where}: check --path (or graph_store.path), or create one "
+            "with `mem0g add` or `mem0g demo --path DIR`"
+        )
 
 
 def _state(ctx: typer.Context) -> _State:
@@ -469,7 +492,7 @@ def add(
     results: list[AddResult] = []
     failure: tuple[int, EpisodeInput, Exception] | None = None
     # --no-infer must not reach the LLM at all, not even for a background summary refresh
-    with state.memory(summary=infer) as memory:
+    with state.memory(summary=infer, create=True) as memory:
         if infer:
             try:
                 _ = memory.llm  # an unconfigured LLM fails here, before the first episode
@@ -967,12 +990,14 @@ def delete(
     agent: AgentOpt = None,
     run: RunOpt = None,
 ) -> None:
-    """Delete every entity, relation, fact and episode of a tenant."""
+    """Delete every entity, relation, fact (with its history) and episode of a tenant."""
     ids = _tenant(user, agent, run)
     with _state(ctx).memory(embeddings=False) as memory:
-        facts = len(memory.get_all(**ids).facts)
-        deleted = memory.delete_all(**ids)
-    _say(_out(), f"deleted {deleted} entities and relations and {facts} facts of {_describe(ids)}")
+        before = memory.stats(**ids)
+        memory.delete_all(**ids)
+    kinds = ("entities", "relations", "facts", "episodes")
+    counts = ", ".join(f"{getattr(before, kind)} {kind}" for kind in kinds)
+    _say(_out(), f"deleted {counts} of {_describe(ids)}, with their history")
 
 
 __all__ = ["EpisodeInput", "InputError", "app", "read_episodes"]

@@ -699,7 +699,13 @@ class Memory:
         self.store.reset()
 
     def stats(self, **ids: str | None) -> StoreStats:
-        return self.store.stats(Tenant(**ids) if any(ids.values()) else None)
+        """Counts for a tenant scope (any ids given) or the whole store, facts included."""
+        scope = Tenant(**ids) if any(ids.values()) else None
+        counts = self.store.stats(scope)
+        scopes = [scope] if scope is not None else self.store.tenants()
+        # a tenant's scope also covers its narrower tenants (user a covers user a + agent x)
+        facts = {fact.id for s in scopes for fact in self.store.facts(s)}
+        return counts.model_copy(update={"facts": len(facts)})
 
     def rebuild_indexes(
         self,

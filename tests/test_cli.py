@@ -237,6 +237,7 @@ def test_add_text(cli: Cli, server: ScriptedLLMServer) -> None:
         "invalid_relations": 0,
         "episodes": 1,
         "tenants": 1,
+        "facts": 1,
     }
 
 
@@ -363,7 +364,7 @@ def test_add_bad_file_stores_nothing(
     line = _error_line(result)
     assert message in line and name in line
     assert server.calls() == 0  # the whole file is validated before the first add
-    assert cli.stats()["episodes"] == 0
+    assert not (cli.store / "graph.db").exists()  # not even an empty store was created
 
 
 def test_add_failure_midway_reports_what_was_stored(
@@ -514,6 +515,7 @@ def test_search_table_and_json(cli: Cli) -> None:
 
 
 def test_search_nothing_and_bad_input(cli: Cli) -> None:
+    cli.memory().close()  # an empty store
     result = cli("search", "anything", "-u", "nobody")
     assert result.exit_code == 0
     assert result.stdout == ""
@@ -828,12 +830,14 @@ def test_stats_table_per_tenant_and_whole_store(history: Cli) -> None:
         "invalid_relations": 1,
         "episodes": 4,
         "tenants": 2,
+        "facts": 3,
     }
     assert history.stats("-u", "bob")["relations"] == 1
     assert "user 'bob'" in history("stats", "-u", "bob").stdout
 
 
 def test_stats_of_a_new_store(cli: Cli) -> None:
+    cli.memory().close()
     assert cli.stats() == {
         "entities": 0,
         "relations": 0,
@@ -841,7 +845,17 @@ def test_stats_of_a_new_store(cli: Cli) -> None:
         "invalid_relations": 0,
         "episodes": 0,
         "tenants": 0,
+        "facts": 0,
     }
+
+
+def test_stats_counts_current_facts(history: Cli) -> None:
+    everything = history.stats()
+    alice, bob = history.stats("-u", "alice"), history.stats("-u", "bob")
+    assert (alice["facts"], bob["facts"]) == (2, 1)  # alice's Paris fact was replaced
+    assert everything["facts"] == 3
+    table = history("stats", "-u", "alice").stdout
+    assert re.search(r"facts\s+│\s+2\b", table), table
 
 
 # ---------------------------------------------------------------- doctor
@@ -911,9 +925,13 @@ def test_reset_after_confirmation(history: Cli) -> None:
 
 
 def test_delete_tenant(history: Cli) -> None:
+    before = history.stats("-u", "alice")
+    assert before["episodes"] > 0 and before["facts"] == 2
     result = history("delete", "--user", "alice")
     assert result.exit_code == 0, result.output
-    assert "deleted 7 entities and relations and 2 facts of user 'alice'" in result.stdout
+    counts = ", ".join(f"{before[k]} {k}" for k in ("entities", "relations", "facts", "episodes"))
+    assert f"deleted {counts} of user 'alice', with their history" in result.stdout
+    assert history.stats("-u", "alice")["episodes"] == 0
     assert history.stats("-u", "alice")["entities"] == 0
     assert history.stats("-u", "bob")["relations"] == 1
     assert _fact_ids(history, "Alice", "-u", "alice") == {}
@@ -992,3 +1010,85 @@ def test_demo_runs_scripted_into_a_kept_store(tmp_path: Path, cli: Cli) -> None:
             (r.source, r.relation, r.destination) for r in m.get_all(user_id="maya").relations
         }
     assert ("Maya", "lives_in", "Paris") in current
+
+
+# ---------------------------------------------------------------- where options go, which store
+
+
+def test_global_options_after_the_subcommand(cli: Cli, server: ScriptedLLMServer) -> None:
+    """`mem0g stats --path DIR` means `mem0g --path DIR stats`; tenant options go either side."""
+    assert cli("add", "Alice works at Acme", "-u", "alice").exit_code == 0
+    runner, store = cli.runner, str(cli.store)
+    expected = cli.stats("-u", "alice")
+    assert expected["facts"] == 1
+    for args in (
+        ["stats", "-u", "alice", "--json", "--path", store],
+        ["stats", f"--path={store}", "--json", "-u", "alice"],
+        ["-u", "alice", "--path", store, "stats", "--json"],
+        ["--user=alice", "stats", "--json", "--path", store],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, (args, result.output)
+        assert json.loads(result.stdout) == expected, args
+    listed = runner.invoke(app, ["entities", "list", "-u", "alice", "--json", "--path", store])
+    assert listed.exit_code == 0, listed.output
+    assert {e["name"] for e in json.loads(listed.stdout)} == {"Alice", "Acme"}
+    result = runner.invoke(app, ["-u", "alice", "doctor", "--path", store])
+    assert result.exit_code == 2
+    assert "`doctor` takes no tenant option (-u)" in result.output
+
+
+def test_demo_keeps_its_own_path_option() -> None:
+    import typer
+
+    from mem0g.cli_args import rearrange
+
+    root = typer.main.get_command(app)
+    ctx = root.make_context("mem0g", ["--help"], resilient_parsing=True)
+    assert rearrange(root, ctx, ["demo", "--path", "D"]) == ["demo", "--path", "D"]
+    assert rearrange(root, ctx, ["stats", "--path", "D"]) == ["--path", "D", "stats"]
+    # a value that looks like an option stays the value of its own option
+    assert rearrange(root, ctx, ["search", "--as-of", "x", "q", "--debug"]) == [
+        "--debug",
+        "search",
+        "--as-of",
+        "x",
+        "q",
+    ]
+    assert rearrange(root, ctx, ["add", "-u", "a", "--", "--path"]) == [
+        "add",
+        "-u",
+        "a",
+        "--",
+        "--path",
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("stats",),
+        ("search", "x", "-u", "a"),
+        ("dump",),
+        ("history", "0123", "-u", "a"),
+        ("get", "0123", "-u", "a"),
+        ("entities", "list", "-u", "a"),
+        ("delete", "-u", "a"),
+        ("reset", "--yes"),
+    ],
+)
+def test_no_store_at_the_path_is_an_error(cli: Cli, args: tuple[str, ...]) -> None:
+    """A mistyped --path must not look like an empty memory, nor create a store there."""
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    assert f"no mem0g store at {cli.store}" in _error_line(result)
+    assert not cli.store.exists()
+
+
+def test_path_that_is_a_file(cli: Cli, tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("not a store", encoding="utf-8")
+    result = cli.runner.invoke(app, ["stats", "--path", str(target)])
+    assert result.exit_code == 2
+    assert f"store path {target} is a file; --path takes a directory" in _error_line(result)
+    assert target.read_text(encoding="utf-8") == "not a store"
