@@ -76,6 +76,19 @@ def _say(console: Console, message: str, style: str = "") -> None:
     console.print(Text(message, style=style), soft_wrap=True)
 
 
+def _keep_ids(table: Table) -> Table:
+    """Id columns are never cut or wrapped (ids are copied into get/history/forget); the other
+    columns wrap instead. Below ~70 columns, a long id folds rather than losing characters."""
+    for column in table.columns:
+        if str(column.header) in ID_HEADERS:
+            column.no_wrap, column.overflow, column.min_width = True, "fold", ID_WIDTH
+    return table
+
+
+ID_HEADERS = ("id",)
+ID_WIDTH = 32  # a uuid4 hex, the ids mem0g makes
+
+
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     _say(_err(), f"Error: {message}", "red")
     raise typer.Exit(code)
@@ -419,7 +432,7 @@ def _fact_changes_table(results: list[AddResult]) -> Table:
     for result in results:
         for f in result.facts:
             table.add_row(f.event, f.id, Text(f.text), Text(f.previous_text or ""))
-    return table
+    return _keep_ids(table)
 
 
 FACT_EVENTS = ("ADD", "UPDATE", "DELETE", "NOOP")
@@ -581,7 +594,7 @@ def search(
         facts = Table("score", "id", "fact", "said", title="facts")
         for f in result.facts:
             facts.add_row(f"{f.score:.3f}", f.id, Text(f.text), _when(_said(f)))
-        _out().print(facts)
+        _out().print(_keep_ids(facts))
     elif paths.facts:
         _say(_err(), f"no facts found for {_describe(ids)}")
     if not result.relations:

@@ -1092,3 +1092,20 @@ def test_path_that_is_a_file(cli: Cli, tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert f"store path {target} is a file; --path takes a directory" in _error_line(result)
     assert target.read_text(encoding="utf-8") == "not a store"
+
+
+def test_ids_are_never_cut(
+    cli: Cli, server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 columns (CliRunner's width) a long fact must wrap, not its id."""
+    sentence = "Alice works at " + "the International Society of Long Names " * 3 + "Acme"
+    monkeypatch.setitem(FACTS, sentence, ("Alice", "person", "works_at", "Acme", "organization"))
+    added = cli("add", sentence, "-u", "alice")
+    assert added.exit_code == 0, added.output
+    fact_id = _fact_ids(cli, "Acme", "-u", "alice")[sentence]
+    assert fact_id in added.stdout
+    found = cli("search", "where does Alice work", "-u", "alice")
+    assert fact_id in found.stdout and "…" not in found.stdout
+    listed = cli("entities", "list", "-u", "alice")
+    for entity in json.loads(cli("entities", "list", "-u", "alice", "--json").stdout):
+        assert entity["id"] in listed.stdout
