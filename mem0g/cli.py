@@ -163,7 +163,12 @@ class _State:
         return self._config
 
     def memory(
-        self, *, embeddings: bool = True, summary: bool = True, create: bool = False
+        self,
+        *,
+        embeddings: bool = True,
+        summary: bool = True,
+        create: bool = False,
+        llm: LLMClient | None = None,
     ) -> Memory:
         """A Memory; without `embeddings` the embedded store opens without loading a model;
         without `summary` no background summary refresh runs (an add that must not call the
@@ -176,10 +181,10 @@ class _State:
                 update={"memory": config.memory.model_copy(update={"summary": False})}
             )
         if embeddings:
-            return Memory(config)
+            return Memory(config, llm=llm)
         store = make_store(config, None)
         embedder = cast(CachedEmbedder, _DeferredEmbedder(config.embedder))
-        return Memory(config, embedder=embedder, store=store)
+        return Memory(config, llm=llm, embedder=embedder, store=store)
 
 
 def _check_store_path(config: MemoryConfig, create: bool) -> None:
@@ -504,15 +509,18 @@ def add(
     state = _state(ctx)
     results: list[AddResult] = []
     failure: tuple[int, EpisodeInput, Exception] | None = None
-    # --no-infer must not reach the LLM at all, not even for a background summary refresh
-    with state.memory(summary=infer, create=True) as memory:
-        if infer:
-            try:
-                _ = memory.llm  # an unconfigured LLM fails here, before the first episode
-            except LLMError as err:
-                raise LLMError(
-                    f"{_reason(err)}; or add with --no-infer to store the messages verbatim"
-                ) from None
+    # --no-infer must not reach the LLM at all, not even for a background summary refresh.
+    # An unconfigured or unreachable LLM fails here, before the embedding model loads.
+    llm = None
+    if infer:
+        try:
+            llm = LLMClient(state.config().llm)
+            llm.check_reachable()
+        except LLMError as err:
+            raise LLMError(
+                f"{_reason(err)}; or add with --no-infer to store the messages verbatim"
+            ) from None
+    with state.memory(summary=infer, create=True, llm=llm) as memory:
         progress = Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),

@@ -52,7 +52,10 @@ class LLMConfig(_Section):
         "next mode (tools, json_schema, json_object_schema, json) and keep the one that works",
     )
     max_retries: int = Field(default=2, ge=0, description="re-asks after an invalid answer")
-    timeout: float = 120.0
+    timeout: float = Field(default=120.0, gt=0, description="seconds for one LLM answer")
+    connect_timeout: float = Field(
+        default=10.0, gt=0, description="seconds to reach the endpoint before giving up"
+    )
     max_concurrency: int = Field(default=4, ge=1)
     api_version: str | None = None  # Azure only
 
