@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -28,7 +29,7 @@ from typer.core import TyperGroup
 
 from mem0g import __version__, export
 from mem0g.cli_args import rearrange
-from mem0g.config import EmbedderConfig, MemoryConfig
+from mem0g.config import EmbedderConfig, MemoryConfig, resolve_setting
 from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.llm.client import LLMClient, LLMError
 from mem0g.memory import Memory, make_store
@@ -209,7 +210,7 @@ def _state(ctx: typer.Context) -> _State:
 def _location(config: MemoryConfig) -> str:
     store = config.graph_store
     if store.provider == "neo4j":
-        return f"neo4j {store.url or '(NEO4J_URI)'}"
+        return f"neo4j {store.resolved_url().value or '(no URL: set NEO4J_URI)'}"
     return str(store.resolved_path())
 
 
@@ -871,14 +872,27 @@ def _mask(secret: str | None) -> str:
 
 
 def _settings_line(config: MemoryConfig) -> str:
-    llm, emb, store = config.llm, config.embedder, config.graph_store
+    llm, emb = config.llm, config.embedder
+    url = resolve_setting("llm", "base_url", llm.base_url, "OPENAI_BASE_URL")
+    key = resolve_setting("llm", "api_key", llm.api_key, "OPENAI_API_KEY")
     return (
-        f"llm: {llm.provider} {llm.model} at {llm.resolved_base_url() or 'default URL'}, "
-        f"key {_mask(llm.resolved_api_key())}; "
+        f"llm: {llm.provider} {llm.model} at {url.value or 'default URL'} ({url.source}), "
+        f"key {_mask(key.value)} ({key.source}); "
         f"embedder: {emb.provider} {emb.model or 'default model'}"
         + (f", key {_mask(emb.api_key)}" if emb.provider == "openai" else "")
-        + f"; store: {store.provider} {_location(config)}"
-        + (f", password {_mask(store.password)}" if store.provider == "neo4j" else "")
+        + f"; store: {_store_settings(config)}"
+    )
+
+
+def _store_settings(config: MemoryConfig) -> str:
+    """Each Neo4j setting as resolved, with where it came from (config, MEM0G_*, NEO4J_*)."""
+    store = config.graph_store
+    if store.provider != "neo4j":
+        return f"embedded {store.resolved_path()}"
+    url, user, password = store.resolved_url(), store.resolved_username(), store.resolved_password()
+    return (
+        f"neo4j {url.value or 'no URL'} ({url.source}), user {user.value} ({user.source}), "
+        f"password {_mask(password.value)} ({password.source})"
     )
 
 
@@ -895,6 +909,25 @@ def _probe_mode(client: LLMClient, detail: str) -> tuple[str, str, str]:
         return "llm", "warn", f"{detail}; structured output not verified: {_reason(err)}"
     tried = f" (after {'; '.join(client.fallbacks)})" if client.fallbacks else ""
     return "llm", "ok", f"{detail}; structured output: mode {mode} works{tried}"
+
+
+def _store_check(
+    config: MemoryConfig, dims: int | None, check: Callable[[str, str, str], None]
+) -> None:
+    try:
+        store = _open_store(config, dims)
+        try:
+            counts = store.stats()
+        finally:
+            store.close()
+        check(
+            "store",
+            "ok",
+            f"{_location(config)}: {counts.entities} entities, {counts.relations} "
+            f"relations, {counts.episodes} episodes, {counts.tenants} tenants",
+        )
+    except Exception as err:
+        check("store", "fail", _reason(err))
 
 
 @app.command()
@@ -941,20 +974,13 @@ def doctor(ctx: typer.Context) -> None:
             check("embedder", "ok", f"{embedder.name}: {dims} dims, {took:.0f} ms")
         except Exception as err:  # any failure to load or run a model is this check's result
             check("embedder", "fail", _reason(err))
-        try:
-            store = _open_store(config, dims)
-            try:
-                counts = store.stats()
-            finally:
-                store.close()
-            check(
-                "store",
-                "ok",
-                f"{_location(config)}: {counts.entities} entities, {counts.relations} "
-                f"relations, {counts.episodes} episodes, {counts.tenants} tenants",
-            )
-        except Exception as err:
-            check("store", "fail", _reason(err))
+        where = config.graph_store.resolved_path()
+        if config.graph_store.provider == "embedded" and not (where / "graph.db").is_file():
+            kind = "is a file, not a directory" if where.is_file() else "holds no store yet"
+            status = "fail" if where.is_file() else "warn"
+            check("store", status, f"{where} {kind}; the first `mem0g add` creates one")
+        else:
+            _store_check(config, dims, check)
     styles = {"ok": "green", "warn": "yellow", "fail": "red"}
     table = Table("check", "status", "detail", title="mem0g doctor")
     for name, status, detail in checks:

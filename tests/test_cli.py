@@ -872,10 +872,17 @@ def _rows(result: Result) -> dict[str, str]:
 
 def test_doctor_with_the_test_double_reachable(tmp_path: Path, server: ScriptedLLMServer) -> None:
     env = _env(tmp_path, server.base_url) | {"MEM0G_LLM__API_KEY": "sk-secret-key-0123456789-wxyz"}
-    result = Cli(tmp_path / "store", env)("doctor")
+    cli = Cli(tmp_path / "store", env)
+    fresh = cli("doctor")
+    assert fresh.exit_code == 0, fresh.output
+    assert _rows(fresh)["store"] == "warn"  # nothing there yet, and doctor creates nothing
+    assert "holds no store yet" in fresh.stdout and not cli.store.exists()
+    cli.memory().close()
+    result = cli("doctor")
     assert result.exit_code == 0, result.output
     assert _rows(result) == {"config": "ok", "llm": "ok", "embedder": "ok", "store": "ok"}
     assert "sk-secret" not in result.stdout and "***wxyz" in result.stdout  # masked
+    assert "(MEM0G_LLM__API_KEY)" in result.stdout  # where the key came from
     assert "384 dims" in result.stdout
     assert "reachable" in result.stdout
 
@@ -885,10 +892,33 @@ def test_doctor_with_an_unreachable_llm(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     cli = Cli(tmp_path / "store", _env(tmp_path, f"http://127.0.0.1:{port}/v1"))
+    cli.memory().close()
     result = cli("doctor")
     assert result.exit_code == 1
     assert _rows(result) == {"config": "ok", "llm": "fail", "embedder": "ok", "store": "ok"}
     assert "not reachable" in result.stdout
+
+
+@pytest.mark.neo4j
+def test_doctor_shows_where_neo4j_settings_came_from(
+    tmp_path: Path, neo4j_server: Any, neo4j_connect: Any
+) -> None:
+    """NEO4J_URI / NEO4J_PASSWORD are honoured, and doctor names them as the settings' source."""
+    neo4j_connect().close()
+    uri, user, password = neo4j_server.uri, neo4j_server.user, neo4j_server.password
+    env = _env(tmp_path, None) | {
+        "MEM0G_GRAPH_STORE__PROVIDER": "neo4j",
+        "NEO4J_URI": uri,
+        "NEO4J_USERNAME": None,
+        "NEO4J_PASSWORD": password,
+    }
+    result = CliRunner(env=env).invoke(app, ["doctor"])
+    assert _rows(result)["store"] == "ok", result.output
+    text = " ".join(result.stdout.replace("│", " ").split())
+    assert f"neo4j {uri} (NEO4J_URI)" in text
+    assert f"user {user} (default)" in text
+    assert "(NEO4J_PASSWORD)" in text and "password unset" not in text
+    assert password not in result.stdout
 
 
 def test_doctor_without_llm_warns(tmp_path: Path) -> None:
