@@ -28,7 +28,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from mem0g import __version__, export
-from mem0g.cli_args import rearrange
+from mem0g.cli_args import rearrange, tidy_help
 from mem0g.config import EmbedderConfig, MemoryConfig, resolve_setting
 from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.llm.client import LLMClient, LLMError
@@ -100,6 +100,7 @@ class _Group(TyperGroup):
     takes global options after the subcommand and tenant options before it (cli_args)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        tidy_help(self)
         return super().parse_args(ctx, rearrange(self, ctx, args))
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -497,7 +498,13 @@ def add(
     agent: AgentOpt = None,
     run: RunOpt = None,
 ) -> None:
-    """Add TEXT, or every episode of --file, to the tenant's memory (graph and facts)."""
+    """Add TEXT, or every episode of --file, to the tenant's memory (graph and facts).
+
+    --file takes JSON Lines (.jsonl) or JSON: either episodes, {"messages": [...],
+    "timestamp": "2024-05-08T13:56:00Z"}, one per line (each is one atomic add), or plain
+    messages, {"role": "user", "name": "Maya", "content": "...", "timestamp": "..."}, grouped
+    --batch at a time. Only "content" is required. The whole file is checked before the first
+    add. Examples and details: docs/add-file-format.md, docs/examples/."""
     ids = _tenant(user, agent, run)
     if (text is None) == (file is None):
         _fail("give either TEXT or --file FILE")
@@ -706,12 +713,14 @@ def _print_fact_result(result: FactResult, as_json: bool) -> None:
         _say(_out(), f"forgot fact {result.id}: {result.text} (kept in its history)")
 
 
-def _history_row(event: FactEvent) -> tuple[str, str, str, Text]:
+def _history_row(event: FactEvent, said: dict[str, datetime]) -> tuple[str, str, str, str, Text]:
+    """`said`: the conversation time of each episode (a change by hand has none)."""
     if event.event == "UPDATE":
         change = f"{event.old_text} → {event.new_text}"
     else:
         change = (event.new_text if event.event == "ADD" else event.old_text) or ""
-    return _when(event.at), event.event, event.actor, Text(change)
+    when = _when(said.get(event.episode_id or "")) or "by hand"
+    return when, _when(event.at), event.event, event.actor, Text(change)
 
 
 @app.command()
@@ -723,19 +732,24 @@ def history(
     agent: AgentOpt = None,
     run: RunOpt = None,
 ) -> None:
-    """Every change of one fact, oldest first, also after it was deleted."""
+    """Every change of one fact, oldest first, also after it was deleted: when it was said in
+    the conversation ("by hand" for update/forget) and when it was stored."""
     ids = _tenant(user, agent, run)
     with _state(ctx).memory(embeddings=False) as memory:
         events = memory.history(fact_id, **ids)
+        wanted = {e.episode_id for e in events if e.episode_id}
+        said = {ep.id: ep.timestamp for ep in memory.episodes(**ids) if ep.id in wanted}
     if not events:
         _unknown_fact(fact_id, ids)
     if as_json:
         _print_json([e.model_dump(mode="json") for e in events])
         return
     title = f"history of fact {fact_id}"
-    table = Table("at", "event", "actor", "old → new", title=title, min_width=len(title))
+    table = Table(
+        "said", "stored", "event", "actor", "old → new", title=title, min_width=len(title)
+    )
     for event in events:
-        table.add_row(*_history_row(event))
+        table.add_row(*_history_row(event, said))
     _out().print(table)
 
 

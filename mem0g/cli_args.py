@@ -103,3 +103,17 @@ def rearrange(root: Any, ctx: Any, args: Sequence[str]) -> list[str]:
         cut = body.index("--") if "--" in body else len(body)
         body[cut:cut] = tenant
     return head + moved + body
+
+
+def tidy_help(group: Any) -> None:
+    """Reflow every command's help text: docstring line breaks are not sentence breaks, and
+    typer's command list would keep them ("... when it was said in / the conversation").
+    A long help is listed by its first sentence; `COMMAND --help` shows all of it."""
+    for command in getattr(group, "commands", {}).values():
+        if command.help:
+            paragraphs = [" ".join(p.split()) for p in command.help.split("\n\n")]
+            command.help = "\n\n".join(p for p in paragraphs if p)
+            first = paragraphs[0]
+            if len(first) > 100 and ". " in first and not command.short_help:
+                command.short_help = first.split(". ", 1)[0] + "."
+        tidy_help(command)

@@ -454,6 +454,13 @@ class Memory:
         scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
         return self.store.fact_history(scope, fact_id)
 
+    def episodes(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> list[Episode]:
+        """The scope's episodes (the messages of each add, with the conversation's time), in
+        the order they were written: what every edge and fact points back to."""
+        return self.store.episodes(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+
     # ------------------------------------------------------------------ entities and repair
 
     def list_entities(

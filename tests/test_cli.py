@@ -579,14 +579,17 @@ def test_get_update_forget_and_history(cli: Cli) -> None:
     result = cli("history", fact_id, "-u", "alice")  # but its history stays
     assert result.exit_code == 0, result.output
     assert f"history of fact {fact_id}" in result.stdout
-    for column in ("at", "event", "actor", "old → new"):
+    for column in ("said", "stored", "event", "actor", "old → new"):
         assert column in _header(result, f"history of fact {fact_id}")
-    rows = re.findall(r"│ [\d-]+ [\d:]+ │ (\w+)\s+│ (\w+)\s+│ (.+?)\s+│", result.stdout)
+    rows = re.findall(
+        r"│ (2024-02-01|by hand)\s+│ [\d-]+ [\d:]+ │ (\w+)\s+│ (\w+)\s+│ (.+?)\s+│", result.stdout
+    )
+    # the add was said on 2024-02-01 (-t); the edits by hand have no conversation time
     assert rows == [
-        ("ADD", "llm", "Alice works at Acme"),
-        ("UPDATE", "user", "Alice works at Acme → Alice works at Acme as an engineer"),
-        ("DELETE", "user", "Alice works at Acme as an engineer"),
-    ]
+        ("2024-02-01", "ADD", "llm", "Alice works at Acme"),
+        ("by hand", "UPDATE", "user", "Alice works at Acme → Alice works at Acme as an engineer"),
+        ("by hand", "DELETE", "user", "Alice works at Acme as an engineer"),
+    ], result.stdout
     events = cli.json("history", fact_id, "-u", "alice")
     assert [(e["event"], e["old_text"], e["new_text"]) for e in events] == [
         ("ADD", None, "Alice works at Acme"),
@@ -1139,3 +1142,16 @@ def test_ids_are_never_cut(
     listed = cli("entities", "list", "-u", "alice")
     for entity in json.loads(cli("entities", "list", "-u", "alice", "--json").stdout):
         assert entity["id"] in listed.stdout
+
+
+@pytest.mark.parametrize(("example", "episodes"), [("episodes.jsonl", 2), ("messages.json", 2)])
+def test_the_shipped_add_file_examples_parse(example: str, episodes: int) -> None:
+    """docs/examples are what docs/add-file-format.md and `add --help` point to."""
+    from mem0g.cli import read_episodes
+
+    path = Path(__file__).parent.parent / "docs" / "examples" / example
+    parsed = read_episodes(path, batch=2)
+    assert len(parsed) == episodes
+    assert parsed[0].timestamp is not None and parsed[0].timestamp.year == 2024
+    assert parsed[0].messages[0].name == "Maya"
+    assert [len(e.messages) for e in parsed] == [2, 2]
