@@ -3,7 +3,7 @@ here, and tests must be deterministic); embeddings are the real MiniLM where beh
 depends on meaning, and the hashing embedder where only plumbing is tested.
 
 Store-level and pipeline tests run on both stores (`store_kind`): the embedded one in a temp
-directory, and Neo4j on one real server per session (tests/neo4j_server.py: NEO4J_URI, Docker
+directory, and Neo4j on one real server per session (mem0g/testing/neo4j.py: NEO4J_URI, Docker
 or scripts/neo4j). No server is an error, never a skip.
 """
 
@@ -99,7 +99,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def neo4j_server(pytestconfig: pytest.Config) -> Iterator[Any]:
     """One real Neo4j per test session, held here rather than in neo4j_server's module
     global (which a test of that module stops); its failure fails every neo4j test."""
-    from neo4j_server import start_neo4j
+    from mem0g.testing.neo4j import start_neo4j
 
     _say(pytestconfig, "[mem0g tests] starting Neo4j for the tests (NEO4J_URI, Docker, or "
          "scripts/neo4j: assembled from Maven Central on first use, then cached)")  # fmt: skip
