@@ -449,11 +449,7 @@ def _summary_table(results: list[AddResult], total: int, extra: Usage) -> Table:
     """Counts of one `add` command; `extra`: LLM calls besides the adds (summary refreshes)."""
     events = Counter(c.event for r in results for c in r.relations)
     fact_events = Counter(f.event for r in results for f in r.facts)
-    usage = extra.model_copy()
-    for r in results:
-        usage.calls += r.usage.calls
-        usage.prompt_tokens += r.usage.prompt_tokens
-        usage.completion_tokens += r.usage.completion_tokens
+    usage = Usage.total([extra, *(r.usage for r in results)])
     table = Table("", "count", title="add summary")
     rows: list[tuple[str, int | str]] = [
         ("episodes stored", f"{len(results)}/{total}"),

@@ -14,8 +14,6 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from mem0g.resolve.names import DEFAULT_THRESHOLD
-
 
 def default_data_dir() -> Path:
     """Where the embedded store lives when no path is given (the user's data dir)."""
@@ -128,6 +126,11 @@ class GraphStoreConfig(_Section):
 
     def resolved_password(self) -> Setting:
         return resolve_setting("graph_store", "password", self.password, "NEO4J_PASSWORD")
+
+
+DEFAULT_THRESHOLD = 0.84
+"""Cosine at or above which two *descriptive* names whose structure says nothing (UNKNOWN) are
+merged (mem0g.resolve.names). Proper names are never merged on cosine, whatever its value."""
 
 
 class ResolverConfig(_Section):

@@ -89,19 +89,6 @@ def make_store(config: MemoryConfig, dims: int | None) -> GraphStore:
     return EmbeddedGraphStore(settings.resolved_path(), dims=dims)
 
 
-def _merge_usage(*parts: Usage) -> Usage:
-    total = Usage()
-    for part in parts:
-        total.calls += part.calls
-        total.prompt_tokens += part.prompt_tokens
-        total.completion_tokens += part.completion_tokens
-        for task, count in part.by_task.items():
-            total.by_task[task] = total.by_task.get(task, 0) + count
-        for mode, count in part.modes.items():
-            total.modes[mode] = total.modes.get(mode, 0) + count
-    return total
-
-
 def _collect(futures: list[Future[Any]]) -> list[Any]:
     """Wait for every path to finish (none is left running), then raise the first error."""
     wait(futures)
@@ -288,7 +275,7 @@ class Memory:
             entities=[e.model_copy(update={"embedding": None}) for e in plan.new_entities],
             possible_duplicates=plan.possible_duplicates,
             rejected=graph.rejected,
-            usage=_merge_usage(graph_usage, fact_usage),
+            usage=graph_usage + fact_usage,
         )
 
     def _known_pairs(self, tenant: Tenant, graph: GraphPart) -> list[PossibleDuplicate]:
