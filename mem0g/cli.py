@@ -178,6 +178,9 @@ class _State:
         mistyped --path must not look like an empty memory."""
         config = self.config()
         _check_store_path(config, create)
+        # a one-shot command ends before a server warm-up would pay off (`serve` keeps it)
+        store = config.graph_store.model_copy(update={"warmup": False})
+        config = config.model_copy(update={"graph_store": store})
         if not summary:
             config = config.model_copy(
                 update={"memory": config.memory.model_copy(update={"summary": False})}
@@ -925,19 +928,42 @@ def _store_check(
     config: MemoryConfig, dims: int | None, check: Callable[[str, str, str], None]
 ) -> None:
     try:
-        store = _open_store(config, dims)
+        # opened without its own warm-up: doctor runs one itself, and waits for it
+        quiet = config.graph_store.model_copy(update={"warmup": False})
+        store = _open_store(config.model_copy(update={"graph_store": quiet}), dims)
         try:
             counts = store.stats()
+            warmup = _warm(store, config)
         finally:
             store.close()
         check(
             "store",
             "ok",
             f"{_location(config)}: {counts.entities} entities, {counts.relations} "
-            f"relations, {counts.episodes} episodes, {counts.tenants} tenants",
+            f"relations, {counts.episodes} episodes, {counts.tenants} tenants{warmup}",
         )
     except Exception as err:
         check("store", "fail", _reason(err))
+
+
+def _warm(store: GraphStore, config: MemoryConfig) -> str:
+    """How long the server's warm-up takes when a store opens (Neo4j): doctor runs one."""
+    settings = config.graph_store
+    if settings.provider != "neo4j":
+        return ""
+    if not settings.warmup:
+        return "; warm-up off (graph_store.warmup)"
+    from mem0g.stores.neo4j import Neo4jGraphStore
+
+    warmup = cast(Neo4jGraphStore, store).start_warmup(settings.warmup_seconds)
+    warmup.join(settings.warmup_seconds + 10)
+    status = warmup.status
+    if status.state == "failed":
+        return f"; warm-up failed after {status.seconds:.1f} s: {status.error}"
+    return (
+        f"; warm-up {status.state} in {status.seconds:.1f} s "
+        f"({status.rounds} rounds of {status.statements} read statements)"
+    )
 
 
 @app.command()

@@ -115,6 +115,13 @@ class GraphStoreConfig(_Section):
         "or 0 here, is resolved with the server's approximate vector index",
     )
 
+    warmup: bool = Field(
+        default=True,
+        description="neo4j: warm the server's read paths in the background when the store "
+        "opens (and after reindex), so the first searches after a restart are not slow",
+    )
+    warmup_seconds: float = Field(default=30.0, gt=0, description="neo4j: the warm-up's bound")
+
     def resolved_path(self) -> Path:
         return Path(self.path).expanduser() if self.path else default_data_dir() / "graph"
 

@@ -699,7 +699,10 @@ class Memory:
         scopes = [scope] if scope is not None else self.store.tenants()
         # a tenant's scope also covers its narrower tenants (user a covers user a + agent x)
         facts = {fact.id for s in scopes for fact in self.store.facts(s)}
-        return counts.model_copy(update={"facts": len(facts)})
+        warmup = self.store.warmup_status
+        return counts.model_copy(
+            update={"facts": len(facts), "warmup": None if warmup.state == "off" else warmup}
+        )
 
     def rebuild_indexes(
         self,

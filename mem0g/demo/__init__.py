@@ -127,8 +127,6 @@ class DemoReport:
     seconds: float = 0.0
 
 
-
-
 def load_sessions(path: Path = SAMPLE_PATH) -> list[dict[str, Any]]:
     """The bundled sample: a list of {"title", "timestamp", "messages"} (also a valid input of
     `mem0g add --file`)."""
