@@ -109,6 +109,13 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     }
     results["search_ms"] = latency([q["search_ms"] for q in questions if "search_ms" in q])
     results["search_ms_values"] = sorted(q["search_ms"] for q in questions if "search_ms" in q)
+    tokens = [q["context_tokens"] for q in questions if "context_tokens" in q]
+    if tokens:  # retrieval mode: the context block at k = context_limit
+        results["context_tokens"] = {
+            "n": len(tokens),
+            "mean": round(sum(tokens) / len(tokens), 1),
+            "max": max(tokens),
+        }
     order = sorted({q["category"] for q in questions}, key=lambda c: (len(c), c))
     if config["mode"] == "retrieval":
         results["retrieval"] = _retrieval(bench, questions, order)
@@ -303,6 +310,11 @@ def _markdown(results: dict[str, Any]) -> str:
         "## Search and ingestion (measured)",
         "",
         f"- search latency: {_lat(results['search_ms'])}",
+        *(
+            [f"- context tokens per question (estimated, k = 10): {results['context_tokens']}"]
+            if "context_tokens" in results
+            else []
+        ),
         f"- adds: {ing['adds']}, {_lat(ing['add_ms'])}; {ing['seconds']} s in all",
         f"- LLM calls per add: {ing['llm_calls_per_add']} (by task: {by_task}; "
         f"structured-output modes: {ing['llm_modes'] or 'none'}); tokens per add: "

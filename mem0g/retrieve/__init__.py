@@ -22,10 +22,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from mem0g.config import FusionConfig, RetrievalConfig
+from mem0g.config import RetrievalConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.resolve.names import normalize_name
+from mem0g.retrieve.fusion import fuse, ranked
 from mem0g.stores.base import EdgeRef, GraphStore, edge_ref, edge_score
+from mem0g.stores.lexical_query import query_terms
 from mem0g.types import EntityHit, Relation, RelationHit, SearchResult, Tenant, Validity
 
 _STOP = frozenset(
@@ -51,21 +53,6 @@ def query_ngrams(query: str, max_n: int = 4) -> list[str]:
             if key and key not in grams:
                 grams.append(key)
     return grams
-
-
-def fuse(
-    rankings: Sequence[tuple[list[tuple[str, float]], float]], recipe: FusionConfig
-) -> dict[str, float]:
-    """Combine ranked (id, score) lists, each with a weight, into one score per id."""
-    fused: dict[str, float] = {}
-    for ranking, weight in rankings:
-        for rank, (item, score) in enumerate(ranking, start=1):
-            if recipe.method == "rrf":
-                gain = weight / (recipe.rrf_k + rank)
-            else:
-                gain = weight * score
-            fused[item] = fused.get(item, 0.0) + gain
-    return fused
 
 
 def _takes(method: Callable[..., Any] | None, keyword: str) -> bool:
@@ -222,6 +209,10 @@ class DualRetriever:
         k = max(self.config.triple_top_k, limit)
         nearest_records: dict[str, Relation] = {}  # its own dict: it may run on another thread
         nearest_ref = self.submit(self._nearest, scope, qvec, k, validity, nearest_records)
+        lexical = getattr(self.store, "lexical_relations", None)
+        lexical_ref = (
+            self.submit(lexical, scope, query_terms(query), k, validity) if lexical else None
+        )
         linked = self.link(query, qvec, scope)
         records: dict[str, Relation] = {}  # only filled by stores without scored reads
 
@@ -244,17 +235,19 @@ class DualRetriever:
         nearest = nearest_ref.result()
         records.update(nearest_records)
 
-        recipe = self.config.fusion
-        fused = fuse([(expanded, recipe.entity_weight), (nearest, recipe.triple_weight)], recipe)
-        ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
-        missing = [rid for rid, _ in ranked if rid not in records]
+        rankings = {"graph_expansion": expanded, "dense_relations": nearest}
+        if lexical_ref is not None:
+            rankings["bm25_relations"] = [(r.id, float(r.score)) for r in lexical_ref.result()]
+        fused, sources = fuse(rankings, self.config.fusion)
+        top = ranked(fused)[:limit]
+        missing = [rid for rid, _ in top if rid not in records]
         if missing:  # the few records returned, read once (scored reads copied none)
             records.update((rel.id, rel) for rel in self.store.get_relations(scope, missing))
         return SearchResult(
             query=query,
             relations=[
-                RelationHit.from_relation(records[rid], score)
-                for rid, score in ranked
+                RelationHit.from_relation(records[rid], score, sources[rid])
+                for rid, score in top
                 if rid in records  # an edge deleted meanwhile (delete_tenant) is left out
             ],
             entities=linked,
