@@ -1,6 +1,7 @@
 // Full-text (Lucene BM25) indexes over facts, relations and entity names, and their reads
-// (mem0g/stores/lexical_neo4j.py). The analyzer is `simple` (letter runs, lower-cased), which
-// splits text as the embedded store's FTS5 tokenizer does, so both stores rank alike.
+// (mem0g/stores/lexical_neo4j.py). Relations and names: the `simple` analyzer (letter runs,
+// lower-cased), which splits text as the embedded store's FTS5 tokenizer does; facts: the
+// `english` analyzer (Porter stemming, as FTS5's `porter` there), so both stores rank alike.
 // $query is built in Python from letter-only terms, each escaped and quoted
 // (stores/lexical_query.py): no user text reaches Lucene's query syntax.
 // An index returns its best hits over every tenant; the reads filter the scope (and an
@@ -10,7 +11,7 @@
 // name: fulltext_index_facts
 CREATE FULLTEXT INDEX mem0g_fact_text IF NOT EXISTS
 FOR (f:Fact) ON EACH [f.text]
-OPTIONS {indexConfig: {`fulltext.analyzer`: 'simple', `fulltext.eventually_consistent`: false}};
+OPTIONS {indexConfig: {`fulltext.analyzer`: 'english', `fulltext.eventually_consistent`: false}};
 
 // name: fulltext_index_relations
 CREATE FULLTEXT INDEX mem0g_relation_text IF NOT EXISTS

@@ -24,6 +24,7 @@ from mem0g.retrieve.context import ContextBlock
 from mem0g.retrieve.context import render as render_context
 from mem0g.retrieve.facts import FactRetriever
 from mem0g.retrieve.timeline import as_fact
+from mem0g.retrieve.timewin import query_time
 from mem0g.stores.base import (
     GraphStore,
     IndexRebuild,
@@ -595,19 +596,24 @@ class Memory:
         limit: int = 10,
         as_of: datetime | str | None = None,
         include_invalid: bool = False,
+        reference_time: datetime | str | None = None,
     ) -> SearchResult:
-        """Relations relevant to `query`, best first; current facts unless told otherwise."""
+        """Facts and relations relevant to `query`, best first, with no LLM call; current
+        ones, or those true at `as_of` (a hard filter). Time expressions in the query ("in
+        May 2023", "last year") are read relative to `reference_time` (default now) and
+        boost what was said or valid then; "when" questions prefer facts that name a time."""
         if not query or not query.strip():
             raise ValueError("query is empty")
         if limit < 1:
             raise ValueError("limit must be at least 1")
         scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
         validity = Validity(as_of=to_utc(as_of), include_invalid=include_invalid)
+        qt = query_time(query, to_utc(reference_time))
         finish = None
         if self.config.memory.facts:
             qvec = self.embedder.embed([query])[0]  # cached for the retriever's call
-            finish = self.facts.begin(query, qvec, scope, limit, validity)
-        result = self.retriever.search(query, scope, limit, validity)
+            finish = self.facts.begin(query, qvec, scope, limit, validity, qt)
+        result = self.retriever.search(query, scope, limit, validity, qt)
         if finish is not None:
             result.facts = finish(None)
         return result
@@ -642,6 +648,7 @@ class Memory:
         limit: int = 10,
         max_tokens: int = 1000,
         as_of: datetime | str | None = None,
+        reference_time: datetime | str | None = None,
     ) -> str:
         """The text block the Mem0g answer prompt expects ("Memories for user X" and
         "Relations for user X", timestamped), for the caller's own LLM. Deterministic for a
@@ -649,7 +656,7 @@ class Memory:
         (estimated as characters / 4). `context_block` also says how many tokens it used."""
         return self.context_block(
             query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
-            max_tokens=max_tokens, as_of=as_of,
+            max_tokens=max_tokens, as_of=as_of, reference_time=reference_time,
         ).text  # fmt: skip
 
     def context_block(
@@ -662,13 +669,15 @@ class Memory:
         limit: int = 10,
         max_tokens: int = 1000,
         as_of: datetime | str | None = None,
+        reference_time: datetime | str | None = None,
     ) -> ContextBlock:
         """`context` with what it used: estimated tokens, lines kept and dropped."""
         if max_tokens < 1:
             raise ValueError("max_tokens must be at least 1")
         hits = self.search(
-            query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit, as_of=as_of
-        )
+            query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit, as_of=as_of,
+            reference_time=reference_time,
+        )  # fmt: skip
         return render_context(hits, user_id or agent_id or run_id, max_tokens)
 
     def tenants(self) -> list[Tenant]:

@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -21,9 +21,10 @@ import numpy as np
 from mem0g.config import RetrievalConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.retrieve.fusion import Ranking, diversify, fuse, ranked
-from mem0g.retrieve.timeline import FactVersion, as_of, versions
+from mem0g.retrieve.timeline import FactVersion, as_of, said_at, versions
+from mem0g.retrieve.timewin import QueryTime, with_time
 from mem0g.stores.base import GraphStore
-from mem0g.stores.lexical_query import query_terms, terms
+from mem0g.stores.lexical_query import query_terms, stems, terms
 from mem0g.types import Fact, FactHit, Tenant, Validity
 
 
@@ -106,7 +107,7 @@ class HistoricalFacts:
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
         q = np.asarray(qvec, dtype=np.float32)
         dense = np.einsum("ij,j->i", matrix, q / (np.linalg.norm(q) or 1.0))
-        lexical = bm25([terms(v.text) for v in found], words)
+        lexical = bm25([stems(terms(v.text)) for v in found], stems(words))
         order = range(len(found))
         by_dense = sorted(order, key=lambda i: (-dense[i], found[i].fact_id))[:k]
         by_lex = sorted(order, key=lambda i: (-lexical[i], found[i].fact_id))
@@ -135,7 +136,13 @@ class FactRetriever:
         self.lexical = getattr(store, "lexical_facts", None)
 
     def begin(
-        self, query: str, qvec: np.ndarray, scope: Tenant, limit: int, validity: Validity
+        self,
+        query: str,
+        qvec: np.ndarray,
+        scope: Tenant,
+        limit: int,
+        validity: Validity,
+        qt: QueryTime | None = None,
     ) -> Callable[[Mapping[str, Ranking] | None], list[FactHit]]:
         """Start the store's reads (on the read pool, if any) and return `finish(extra)`,
         which waits for them and fuses; `extra`: more named rankings of fact ids (entity-
@@ -145,7 +152,7 @@ class FactRetriever:
         words = query_terms(query)
         if validity.as_of is not None and not validity.include_invalid:
             when = validity.as_of
-            return lambda extra: self._historical(qvec, words, scope, when, k, limit, extra)
+            return lambda extra: self._historical(qvec, words, scope, when, k, limit, extra, qt)
         dense_ref = self.submit(self.store.similar_facts, scope, qvec, k)
         lexical_ref = self.submit(self.lexical, scope, words, k) if self.lexical else None
 
@@ -158,7 +165,7 @@ class FactRetriever:
                     for fact, score in ref.result():
                         records.setdefault(fact.id, fact)
                         rankings[name].append((fact.id, float(score)))
-            return self._current(scope, records, {**rankings, **(extra or {})}, limit)
+            return self._current(scope, records, {**rankings, **(extra or {})}, limit, qt)
 
         return finish
 
@@ -170,8 +177,9 @@ class FactRetriever:
         limit: int,
         validity: Validity,
         extra: Mapping[str, Ranking] | None = None,
+        qt: QueryTime | None = None,
     ) -> list[FactHit]:
-        return self.begin(query, qvec, scope, limit, validity)(extra)
+        return self.begin(query, qvec, scope, limit, validity, qt)(extra)
 
     def _historical(
         self,
@@ -182,6 +190,7 @@ class FactRetriever:
         k: int,
         limit: int,
         extra: Mapping[str, Ranking] | None,
+        qt: QueryTime | None,
     ) -> list[FactHit]:
         found = self.history.at(scope, when)
         dense, lexical, matrix = self.history.rankings(found, qvec, words, k)
@@ -192,8 +201,12 @@ class FactRetriever:
         }
         by_id = {v.fact_id: v for v in found}
         vectors = {v.fact_id: matrix[i] for i, v in enumerate(found)}
+        if qt is not None:
+            spans = {i: (v.start, v.start + timedelta(seconds=1)) for i, v in by_id.items()}
+            texts = {i: v.text for i, v in by_id.items()}
+            rankings = with_time(rankings, spans, texts, qt, self.config.fusion)
         fused, sources = fuse(rankings, self.config.fusion)
-        order = ranked({i: s for i, s in fused.items() if i in by_id})  # true then only
+        order = ranked({i: s for i, s in fused.items() if i in by_id}, sources)  # true then
         texts = {i: v.text for i, v in by_id.items()}
         top = diversify(order, vectors, limit, self.config.fusion, texts)
         return [_sourced(version_hit(by_id[i], s), sources[i]) for i, s in top]
@@ -204,9 +217,14 @@ class FactRetriever:
         records: dict[str, Fact],
         rankings: Mapping[str, Ranking],
         limit: int,
+        qt: QueryTime | None = None,
     ) -> list[FactHit]:
+        if qt is not None:  # when each candidate was said: its first provenance's time
+            spans = {i: (said_at(f), said_at(f) + timedelta(seconds=1)) for i, f in records.items()}
+            texts = {i: f.text for i, f in records.items()}
+            rankings = with_time(rankings, spans, texts, qt, self.config.fusion)
         fused, sources = fuse(rankings, self.config.fusion)
-        pool = ranked(fused)[: max(3 * limit, limit + 10)]
+        pool = ranked(fused, sources)[: max(3 * limit, limit + 10)]
         unknown = [i for i, _ in pool if i not in records]
         if unknown:  # found only by an extra ranking (e.g. entity links): read them
             records.update((f.id, f) for f in self.store.get_facts(scope, unknown))

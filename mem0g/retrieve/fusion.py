@@ -35,7 +35,8 @@ def fuse(
     weights = recipe.weights
     for name, ranking in rankings.items():
         weight = float(getattr(weights, name))
-        for rank, (item, score) in enumerate(ranking, start=1):
+        tied = name.startswith("bm25_")  # stores order tied BM25 scores by random ids
+        for item, score, rank in _tied_ranks(ranking, tied):
             sources.setdefault(item, {})[name] = rank
             if weight == 0:
                 continue
@@ -44,9 +45,40 @@ def fuse(
     return fused, sources  # an id found only by zero-weight rankings is not in `fused`
 
 
-def ranked(fused: Mapping[str, float]) -> list[tuple[str, float]]:
-    """Best first; equal scores by id, so both stores order ties alike."""
-    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+# ties of fused scores are broken by these rankings' ranks, in this order, then by id: ids
+# are random, so without this two runs of the same adds could order tied hits differently
+TIE_ORDER = ("dense_facts", "dense_relations", "graph_expansion", "bm25_facts",
+             "bm25_relations", "entity_facts", "time")  # fmt: skip
+
+
+def _tied_ranks(ranking: Ranking, tied: bool) -> list[tuple[str, float, int]]:
+    """(id, score, rank); with `tied`, equal scores (to 9 digits) share the best rank of their
+    run: a store orders tied BM25 scores by record id, which is random, so their order says
+    nothing and must not decide a fused rank. (Cosine and walk rankings keep their order: the
+    stores order their ties by write order.)"""
+    if not tied:
+        return [(item, score, rank) for rank, (item, score) in enumerate(ranking, start=1)]
+    out = []
+    rank, last = 0, None
+    for position, (item, score) in enumerate(ranking, start=1):
+        key = round(float(score), 9)
+        if key != last:
+            rank, last = position, key
+        out.append((item, score, rank))
+    return out
+
+
+def ranked(
+    fused: Mapping[str, float], sources: Mapping[str, Mapping[str, int]] | None = None
+) -> list[tuple[str, float]]:
+    """Best first; equal scores (to 12 digits) by the ranks in TIE_ORDER, then by id."""
+    far = 1 << 30
+
+    def key(item: tuple[str, float]) -> tuple[float, tuple[int, ...], str]:
+        found = (sources or {}).get(item[0], {})
+        return -round(item[1], 12), tuple(found.get(n, far) for n in TIE_ORDER), item[0]
+
+    return sorted(fused.items(), key=key)
 
 
 _NUMBER = re.compile(r"\d+")

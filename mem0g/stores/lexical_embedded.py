@@ -10,7 +10,9 @@ whose rows do not match (a store written before schema v5, or one renumbered sin
 
 Tokenizer: `unicode61` with digits as separators and diacritics kept, which splits text the
 way Lucene's `simple` analyzer does on Neo4j (letter runs, lower-cased), so both stores rank
-alike (`stores.lexical_query`). Scores are FTS5's `bm25()` negated (higher is better).
+alike (`stores.lexical_query`); fact texts are also Porter-stemmed (`porter`, as Lucene's
+`english` analyzer on Neo4j's fact index), so "researching" finds "research". Relations and
+names are not stemmed (names are not English words). Scores are FTS5's `bm25()` negated.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from collections.abc import Callable, Sequence
 
 from mem0g.stores.lexical_query import fts5_query
 
-_TOKENIZE = "unicode61 remove_diacritics 0 separators '0123456789'"
+_LETTERS = "unicode61 remove_diacritics 0 separators '0123456789'"
+_TOKENIZE = {"facts": f"porter {_LETTERS}", "relations": _LETTERS, "entities": _LETTERS}
 # table -> (the FTS table, the SQL expression of a base row's text, with `{row}` for new/old)
 _SOURCES = {
     "facts": ("facts_fts", "{row}.text"),
@@ -44,7 +47,7 @@ def _schema() -> tuple[str, ...]:
         new = expr.format(row="new")
         statements += [
             f"""CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(text, id UNINDEXED,
-                tenant_key UNINDEXED, tokenize="{_TOKENIZE}")""",
+                tenant_key UNINDEXED, tokenize="{_TOKENIZE[table]}")""",
             f"""CREATE TRIGGER IF NOT EXISTS {fts}_ai AFTER INSERT ON {table} BEGIN
                 INSERT INTO {fts} (rowid, text, id, tenant_key)
                 VALUES (new.rowid, {new}, new.id, new.tenant_key); END""",

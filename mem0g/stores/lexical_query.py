@@ -13,6 +13,9 @@ queries). English function words are dropped from queries only (they match every
 from __future__ import annotations
 
 import re
+from functools import cache
+
+import Stemmer  # PyStemmer: the Snowball project's C stemmers
 
 # letters only: [^\W\d_] is \w without digits and underscore (Unicode-aware)
 _TERM = re.compile(r"[^\W\d_]+", re.UNICODE)
@@ -35,6 +38,17 @@ STOPWORDS = frozenset(
 def terms(text: str) -> list[str]:
     """The letter-run terms of a stored text, lower-cased, as both engines index them."""
     return [t.lower() for t in _TERM.findall(text)]
+
+
+@cache
+def _porter() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("porter")
+
+
+def stems(words: list[str]) -> list[str]:
+    """Porter stems, as FTS5's `porter` tokenizer and Lucene's `english` analyzer index fact
+    texts (for BM25 computed in Python: the old texts an `as_of` search ranks)."""
+    return list(_porter().stemWords(words))
 
 
 def query_terms(query: str) -> list[str]:
