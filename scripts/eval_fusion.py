@@ -68,6 +68,10 @@ def ingest(memory: Memory, unit: Any, tenant: str) -> list[tuple[str, list[str]]
 REFS: dict[str, list[str]] = {}
 
 
+def row(q: Any, refs: list[list[str]]) -> dict[str, Any]:
+    return {"category": q.category, **{f"r@{k}": recall_at_k(refs, q.evidence, k) for k in KS}}
+
+
 def scores(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for cat in (*CATEGORIES, "overall"):
@@ -117,8 +121,7 @@ def main() -> None:
                     hits = memory.search(q.text, user_id=tenant, limit=max(KS))
                     ms.append((time.perf_counter() - started) * 1000)
                     refs = [REFS.get(f.id, []) for f in hits.facts]
-                    rows.append({"category": q.category,
-                                 **{f"r@{k}": recall_at_k(refs, q.evidence, k) for k in KS}})  # fmt: skip
+                    rows.append(row(q, refs))
                     if name == recipes[-1][0]:
                         block = memory.context_block(q.text, user_id=tenant, limit=10)
                         tokens.append(block.tokens)
@@ -128,8 +131,7 @@ def main() -> None:
                 rows = []
                 for q in questions:
                     refs = getattr(baselines, base)(q.text, max(KS))
-                    rows.append({"category": q.category,
-                                 **{f"r@{k}": recall_at_k(refs, q.evidence, k) for k in KS}})  # fmt: skip
+                    rows.append(row(q, refs))
                 systems[f"baseline {base}"] = rows
             results["units"][unit.id] = {
                 "facts": len(stored),
@@ -139,11 +141,11 @@ def main() -> None:
                 "search_ms": {
                     n: {"p50": round(percentile(v, 50), 1), "p95": round(percentile(v, 95), 1)}
                     for n, v in timings.items()
-                },  # fmt: skip
+                },
                 "context_tokens_k10": {
                     "mean": round(sum(tokens) / max(len(tokens), 1), 1),
                     "max": max(tokens, default=0),
-                },  # fmt: skip
+                },
             }
     finally:
         memory.close()
