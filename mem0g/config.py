@@ -110,7 +110,6 @@ class FusionWeights(_Section):
 
     dense_facts: float = Field(default=1.0, ge=0)
     bm25_facts: float = Field(default=1.0, ge=0)
-    entity_facts: float = Field(default=0.5, ge=0)
     time: float = Field(default=0.5, ge=0)
     dense_relations: float = Field(default=1.0, ge=0)
     bm25_relations: float = Field(default=1.0, ge=0)
@@ -125,11 +124,13 @@ class FusionConfig(_Section):
     rrf_k: int = Field(default=60, ge=1)
     weights: FusionWeights = Field(default_factory=FusionWeights)
     near_duplicate: float = Field(
-        default=0.95,
+        default=1.0,
         ge=-1.0,
         le=1.0,
         description="a fact whose embedding cosine with a higher-ranked returned fact is at "
-        "least this is left out (1.0: keep near-duplicates)",
+        "least this (and that names the same numbers) is left out; 1.0 keeps near-duplicates "
+        "(the default: on LoCoMo a cut at 0.95 dropped repeated facts whose evidence differs, "
+        "docs/benchmarks.md); e.g. 0.95 for a top ten of distinct facts",
     )
     mmr_lambda: float | None = Field(
         default=None,

@@ -145,9 +145,9 @@ class FactRetriever:
         qt: QueryTime | None = None,
     ) -> Callable[[Mapping[str, Ranking] | None], list[FactHit]]:
         """Start the store's reads (on the read pool, if any) and return `finish(extra)`,
-        which waits for them and fuses; `extra`: more named rankings of fact ids (entity-
-        linked facts, the time window), which the graph half of a search finds meanwhile.
-        Two steps, so that no read-pool task ever waits on another (no pool deadlock)."""
+        which waits for them and fuses (the `time` ranking included); `extra`: more named
+        rankings of fact ids found meanwhile by the graph half of a search. Two steps, so
+        that no read-pool task ever waits on another (no pool deadlock)."""
         k = max(self.config.fact_top_k, limit)
         words = query_terms(query)
         if validity.as_of is not None and not validity.include_invalid:
@@ -226,7 +226,7 @@ class FactRetriever:
         fused, sources = fuse(rankings, self.config.fusion)
         pool = ranked(fused, sources)[: max(3 * limit, limit + 10)]
         unknown = [i for i, _ in pool if i not in records]
-        if unknown:  # found only by an extra ranking (e.g. entity links): read them
+        if unknown:  # found only by an extra ranking: read them
             records.update((f.id, f) for f in self.store.get_facts(scope, unknown))
         pool = [(i, s) for i, s in pool if i in records]  # a fact deleted meanwhile is left out
         vectors: dict[str, np.ndarray] = {}

@@ -3,7 +3,6 @@
 
 Rankings, all computed without an LLM:
 - `dense_facts` / `bm25_facts`: facts by embedding cosine / by the store's BM25;
-- `entity_facts`: facts linked to the entities the query names (`retrieve.links`);
 - `dense_relations` / `bm25_relations`: edges by triple-embedding cosine / by BM25 over
   "source relation destination";
 - `graph_expansion`: edges around the linked entities (score = cosine / hop);
@@ -48,7 +47,7 @@ def fuse(
 # ties of fused scores are broken by these rankings' ranks, in this order, then by id: ids
 # are random, so without this two runs of the same adds could order tied hits differently
 TIE_ORDER = ("dense_facts", "dense_relations", "graph_expansion", "bm25_facts",
-             "bm25_relations", "entity_facts", "time")  # fmt: skip
+             "bm25_relations", "time")  # fmt: skip
 
 
 def _tied_ranks(ranking: Ranking, tied: bool) -> list[tuple[str, float, int]]:
@@ -150,18 +149,12 @@ def diversify(
 PRESETS: dict[str, FusionConfig] = {
     "hybrid": FusionConfig(),
     # plain vector search: what mem0g did before lexical retrieval (facts: cosine only)
-    "dense": FusionConfig(
-        weights=FusionWeights(bm25_facts=0, entity_facts=0, time=0, bm25_relations=0),
-        near_duplicate=1.0,
-    ),
+    "dense": FusionConfig(weights=FusionWeights(bm25_facts=0, time=0, bm25_relations=0)),
     # the baseline the issue compares with: dense + BM25 RRF, nothing else
-    "dense_bm25": FusionConfig(
-        weights=FusionWeights(entity_facts=0, time=0, graph_expansion=0), near_duplicate=1.0
-    ),
+    "dense_bm25": FusionConfig(weights=FusionWeights(time=0, graph_expansion=0)),
+    # the hybrid recipe with the near-duplicate cut: a top ten of distinct facts
+    "hybrid_distinct": FusionConfig(near_duplicate=0.95),
     "lexical": FusionConfig(
-        weights=FusionWeights(
-            dense_facts=0, entity_facts=0, time=0, dense_relations=0, graph_expansion=0
-        ),
-        near_duplicate=1.0,
+        weights=FusionWeights(dense_facts=0, time=0, dense_relations=0, graph_expansion=0)
     ),
 }
