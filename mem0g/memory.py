@@ -461,6 +461,13 @@ class Memory:
         scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
         return self.store.fact_history(scope, fact_id)
 
+    def episodes(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> list[Episode]:
+        """The scope's episodes (the messages of each add, with the conversation's time), in
+        the order they were written: what every edge and fact points back to."""
+        return self.store.episodes(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+
     # ------------------------------------------------------------------ entities and repair
 
     def list_entities(
@@ -712,7 +719,13 @@ class Memory:
         self.store.reset()
 
     def stats(self, **ids: str | None) -> StoreStats:
-        return self.store.stats(Tenant(**ids) if any(ids.values()) else None)
+        """Counts for a tenant scope (any ids given) or the whole store, facts included."""
+        scope = Tenant(**ids) if any(ids.values()) else None
+        counts = self.store.stats(scope)
+        scopes = [scope] if scope is not None else self.store.tenants()
+        # a tenant's scope also covers its narrower tenants (user a covers user a + agent x)
+        facts = {fact.id for s in scopes for fact in self.store.facts(s)}
+        return counts.model_copy(update={"facts": len(facts)})
 
     def rebuild_indexes(
         self,

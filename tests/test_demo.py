@@ -120,6 +120,10 @@ def test_scripted_run_prints_the_banner_and_succeeds(demo_run: DemoRun) -> None:
     assert f"mem0g --path {demo_run.path} dump --user maya" in text
     london = next(iter(demo_run.report.fact_history))
     assert f"mem0g --path {demo_run.path} history {london} --user maya" in text
+    # each follow-up command stands on one line of its own, unwrapped, ready to paste
+    lines = {line.strip() for line in demo_run.text.splitlines()}
+    assert f"mem0g --path {demo_run.path} history {london} --user maya" in lines
+    assert f'mem0g --path {demo_run.path} search "Where does Maya live?" --user maya' in lines
     for section in (
         "and the memories (facts):",
         "The memories now (memory.get_all().facts)",

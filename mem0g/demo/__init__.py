@@ -756,16 +756,17 @@ def _summary(
         f"{len(report.searches)} searches {_seconds(search_seconds)}, "
         f"summary {_seconds(summary_seconds)}",
     )
+    commands: list[str] = []
     if report.kept:
-        where = escape(str(report.path))
-        store = (
-            f"kept at {where}\n"
-            f"inspect it:  mem0g --path {where} dump --user {USER_ID}\n"
-            f'             mem0g --path {where} search "Where does Maya live?" --user {USER_ID}'
-        )
+        where = str(report.path)
+        store = f"kept at {escape(where)} (commands to inspect it below)"
+        commands = [
+            f"mem0g --path {where} dump --user {USER_ID}",
+            f'mem0g --path {where} search "Where does Maya live?" --user {USER_ID}',
+        ]
         if report.fact_history:
             first = next(iter(report.fact_history))
-            store += f"\n             mem0g --path {where} history {first} --user {USER_ID}"
+            commands.append(f"mem0g --path {where} history {first} --user {USER_ID}")
     else:
         store = f"{escape(str(report.path))} (temporary, now deleted; pass --path DIR to keep it)"
     table.add_row("Store", store)
@@ -783,3 +784,8 @@ def _summary(
         )
     else:
         console.print(Text("Done. Every answer in this run came from the live LLM.", style="bold"))
+    if commands:
+        # one command per line, never wrapped, so each can be pasted as it is
+        console.print("\nInspect the store:")
+        for command in commands:
+            console.print(Text(f"  {command}"), soft_wrap=True)

@@ -52,6 +52,7 @@ class StoreStats(BaseModel):
     invalid_relations: int
     episodes: int
     tenants: int
+    facts: int = 0  # current facts (not deleted ones); counted by Memory.stats
 
 
 class IndexRebuild(BaseModel):

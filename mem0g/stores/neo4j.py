@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import re
 import threading
 import time
@@ -785,11 +784,11 @@ class Neo4jGraphStore:
     @classmethod
     def from_config(cls, config: GraphStoreConfig, dims: int | None = None) -> Neo4jGraphStore:
         """Settings first, then NEO4J_URI / NEO4J_USERNAME / NEO4J_PASSWORD."""
-        url = config.url or os.environ.get("NEO4J_URI")
+        url = config.resolved_url().value
         if not url:
             raise StoreError("the neo4j store needs graph_store.url (or NEO4J_URI)")
-        username = config.username or os.environ.get("NEO4J_USERNAME") or "neo4j"
-        password = config.password or os.environ.get("NEO4J_PASSWORD")
+        username = config.resolved_username().value or "neo4j"
+        password = config.resolved_password().value
         auth = (username, password) if password is not None else None
         return cls(
             url, auth, database=config.database, dims=dims, entity_vectors=config.entity_vectors
