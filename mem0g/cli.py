@@ -810,11 +810,15 @@ def stats(
     state = _state(ctx)
     with state.memory(embeddings=False) as memory:
         counts = memory.stats(**ids)
+    data = counts.model_dump(exclude={"warmup"} if counts.warmup is None else set())
     if as_json:
-        _print_json(counts.model_dump())
+        _print_json(data)
         return
     table = Table("", "count", title=Text(f"{_describe(ids)} in {_location(state.config())}"))
-    for name, value in counts.model_dump().items():
+    for name, value in data.items():
+        if name == "warmup" and counts.warmup is not None:
+            w = counts.warmup
+            value = f"{w.state}, {w.seconds:.1f} s, {w.rounds} rounds"
         table.add_row(name.replace("_", " "), str(value))
     _out().print(table)
 

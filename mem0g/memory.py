@@ -20,6 +20,11 @@ from mem0g.llm.protocol import Context
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.resolve.facts import FactPlan
 from mem0g.retrieve import DualRetriever
+from mem0g.retrieve.context import ContextBlock
+from mem0g.retrieve.context import render as render_context
+from mem0g.retrieve.facts import FactRetriever
+from mem0g.retrieve.timeline import as_fact
+from mem0g.retrieve.timewin import query_time
 from mem0g.stores.base import (
     GraphStore,
     IndexRebuild,
@@ -37,7 +42,6 @@ from mem0g.types import (
     Fact,
     FactChange,
     FactEvent,
-    FactHit,
     FactResult,
     GraphSnapshot,
     MergeResult,
@@ -125,6 +129,9 @@ class Memory:
         )
         self.retriever = DualRetriever(
             self.store, self.embedder, self.config.retrieval, reads=self._reads
+        )
+        self.facts = FactRetriever(
+            self.store, self.embedder, self.config.retrieval, self.retriever.submit
         )
         self._tenant_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -583,31 +590,26 @@ class Memory:
         limit: int = 10,
         as_of: datetime | str | None = None,
         include_invalid: bool = False,
+        reference_time: datetime | str | None = None,
     ) -> SearchResult:
-        """Relations relevant to `query`, best first; current facts unless told otherwise."""
+        """Facts and relations relevant to `query`, best first, with no LLM call; current
+        ones, or those true at `as_of` (a hard filter). Time expressions in the query ("in
+        May 2023", "last year") are read relative to `reference_time` (default now) and
+        boost what was said or valid then; "when" questions prefer facts that name a time."""
         if not query or not query.strip():
             raise ValueError("query is empty")
         if limit < 1:
             raise ValueError("limit must be at least 1")
         scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
         validity = Validity(as_of=to_utc(as_of), include_invalid=include_invalid)
-        facts = None
+        qt = query_time(query, to_utc(reference_time))
+        finish = None
         if self.config.memory.facts:
             qvec = self.embedder.embed([query])[0]  # cached for the retriever's call
-            facts = self.retriever.submit(self.store.similar_facts, scope, qvec, limit)
-        result = self.retriever.search(query, scope, limit, validity)
-        if facts is not None:
-            result.facts = [
-                FactHit(
-                    id=f.id,
-                    text=f.text,
-                    score=float(score),
-                    created_at=f.created_at,
-                    updated_at=f.updated_at,
-                    provenance=f.provenance,
-                )
-                for f, score in facts.result()
-            ]
+            finish = self.facts.begin(query, qvec, scope, limit, validity, qt)
+        result = self.retriever.search(query, scope, limit, validity, qt)
+        if finish is not None:
+            result.facts = finish(None)
         return result
 
     def get_all(
@@ -625,7 +627,9 @@ class Memory:
         return GraphSnapshot(
             entities=[e.model_copy(update={"embedding": None}) for e in snapshot.entities],
             relations=[r.model_copy(update={"embedding": None}) for r in snapshot.relations],
-            facts=[f.model_copy(update={"embedding": None}) for f in self.store.facts(scope)],
+            facts=[f.model_copy(update={"embedding": None}) for f in self.store.facts(scope)]
+            if validity.as_of is None
+            else [as_fact(v) for v in self.facts.history.at(scope, validity.as_of)],
         )
 
     def context(
@@ -638,28 +642,37 @@ class Memory:
         limit: int = 10,
         max_tokens: int = 1000,
         as_of: datetime | str | None = None,
+        reference_time: datetime | str | None = None,
     ) -> str:
         """The text block the Mem0g answer prompt expects ("Memories for user X" and
         "Relations for user X", timestamped), for the caller's own LLM. Deterministic for a
         given store; lines are dropped from the lowest-ranked up to stay within `max_tokens`
-        (estimated as characters / 4)."""
+        (estimated as characters / 4). `context_block` also says how many tokens it used."""
+        return self.context_block(
+            query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
+            max_tokens=max_tokens, as_of=as_of, reference_time=reference_time,
+        ).text  # fmt: skip
+
+    def context_block(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 10,
+        max_tokens: int = 1000,
+        as_of: datetime | str | None = None,
+        reference_time: datetime | str | None = None,
+    ) -> ContextBlock:
+        """`context` with what it used: estimated tokens, lines kept and dropped."""
+        if max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1")
         hits = self.search(
-            query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit, as_of=as_of
-        )
-        who = user_id or agent_id or run_id
-        memories = [
-            f"- [{(f.provenance[0].timestamp if f.provenance else f.created_at):%Y-%m-%d}] {f.text}"
-            for f in hits.facts
-        ]
-        relations = []
-        for r in hits.relations:
-            since = f" (since {r.valid_from:%Y-%m-%d})" if r.valid_from else ""
-            until = f" (until {r.invalid_at:%Y-%m-%d})" if r.invalid_at else ""
-            relations.append(f"- {r.source} -- {r.relation} --> {r.destination}{since}{until}")
-        return _budgeted(
-            [(f"Memories for user {who}:", memories), (f"Relations for user {who}:", relations)],
-            max_tokens,
-        )
+            query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit, as_of=as_of,
+            reference_time=reference_time,
+        )  # fmt: skip
+        return render_context(hits, user_id or agent_id or run_id, max_tokens)
 
     def tenants(self) -> list[Tenant]:
         """Every exact tenant that has data in the store."""
@@ -714,27 +727,3 @@ class Memory:
         each, after a bulk load or many small adds; searches stay correct while it runs.
         Returns [] for the embedded store, which has none."""
         return self.store.rebuild_vector_indexes(kinds, progress=progress)
-
-
-def _estimate_tokens(text: str) -> int:
-    return (len(text) + 3) // 4
-
-
-def _budgeted(sections: list[tuple[str, list[str]]], max_tokens: int) -> str:
-    """Join sections, dropping the lowest-ranked lines (alternating sections) until it fits."""
-    kept = [list(lines) for _, lines in sections]
-
-    def render() -> str:
-        blocks = []
-        for (title, _), lines in zip(sections, kept, strict=True):
-            blocks.append("\n".join([title, *(lines or ["- (none)"])]))
-        return "\n\n".join(blocks)
-
-    text = render()
-    turn = 0
-    while _estimate_tokens(text) > max_tokens and any(kept):
-        longest = max(range(len(kept)), key=lambda i: (len(kept[i]), -((i + turn) % len(kept))))
-        kept[longest].pop()
-        turn += 1
-        text = render()
-    return text

@@ -450,10 +450,15 @@ class RelationHit(BaseModel):
     invalid_at: datetime | None = None
     created_at: datetime
     provenance: list[Provenance] = Field(default_factory=list)
+    # the rankings that found it (retrieve/fusion.py names them) and its rank in each
+    sources: dict[str, int] = Field(default_factory=dict)
 
     @classmethod
-    def from_relation(cls, rel: Relation, score: float) -> RelationHit:
+    def from_relation(
+        cls, rel: Relation, score: float, sources: dict[str, int] | None = None
+    ) -> RelationHit:
         return cls(
+            sources=dict(sources or {}),
             id=rel.id,
             source=rel.source,
             relation=rel.relation,
@@ -482,6 +487,12 @@ class FactHit(BaseModel):
     created_at: datetime
     updated_at: datetime
     provenance: list[Provenance] = Field(default_factory=list)
+    # the rankings that found it (retrieve/fusion.py names them) and its rank in each
+    sources: dict[str, int] = Field(default_factory=dict)
+    # with `as_of`: when this text of the fact became true (said, or changed to it) and when
+    # it stopped (updated or deleted; None: still true), see `retrieve/timeline.py`
+    valid_from: datetime | None = None
+    invalid_at: datetime | None = None
 
 
 class SearchResult(BaseModel):

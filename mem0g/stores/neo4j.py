@@ -67,6 +67,7 @@ from neo4j.exceptions import (
 
 from mem0g.config import GraphStoreConfig
 from mem0g.resources import read_text
+from mem0g.stores import lexical_neo4j as lexical
 from mem0g.stores.base import (
     VECTOR_KINDS,
     EdgeRef,
@@ -128,7 +129,9 @@ _FIELDS = {"entities": "entity", "relations": "relation", "facts": "fact"}  # ro
 _FETCH_KEY = ("user_id", "agent_id", "run_id", "exact", "tenant_key", "include_invalid")
 # a scope with fewer than `want` candidates in all (see `_nearest`): answered by the exact scan
 _SMALL_SCOPE = 0.0
-CYPHER_FILES = ("schema", "write", "facts", "read", "retrieval", "export", "delete", "entities")
+CYPHER_FILES = (
+    "schema", "write", "facts", "read", "retrieval", "export", "delete", "entities", "lexical"
+)  # fmt: skip
 _HEADER = re.compile(r"//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
 _T = TypeVar("_T")
 SCHEMA_VERSION = 2  # the data layout (cypher/schema.cypher): 2 = with :EntityKey nodes
@@ -885,7 +888,7 @@ class Neo4jGraphStore:
 
     def _apply_schema(self, driver: Driver) -> None:
         for name in statements():
-            if name.startswith(("constraint_", "index_")):
+            if name.startswith(("constraint_", "index_", "fulltext_index_")):
                 self._ddl(driver, name)
         (row,) = self._auto(driver, "schema_version")
         if (row["version"] or 0) < SCHEMA_VERSION:  # an empty or older database
@@ -1819,6 +1822,36 @@ class Neo4jGraphStore:
     ) -> list[tuple[Fact, float]]:
         hits = self._nearest("facts", _scope(scope, exact), vector, k)
         return [(_fact(props), score) for props, score in hits]
+
+    def lexical_facts(
+        self, scope: Tenant, words: list[str], k: int, *, exact: bool = False
+    ) -> list[tuple[Fact, float]]:
+        """BM25 top-k current facts for query terms (stores/lexical_neo4j.py)."""
+        self._ready()
+        hits = lexical.search(self._read, "lexical_facts", _scope(scope, exact), words, k,
+                              self.max_fetch)  # fmt: skip
+        return [(_fact(h["fact"]), float(h["score"])) for h in hits]
+
+    def lexical_relations(
+        self, scope: Tenant, words: list[str], k: int, validity: Validity
+    ) -> list[EdgeRef]:
+        self._ready()
+        params = {**_scope(scope), **_validity(validity)}
+        hits = lexical.search(self._read, "lexical_relations", params, words, k, self.max_fetch)
+        return lexical.edge_refs(hits)
+
+    def lexical_entities(
+        self, scope: Tenant, words: list[str], k: int
+    ) -> list[tuple[Entity, float]]:
+        self._ready()
+        hits = lexical.search(self._read, "lexical_entities", _scope(scope), words, k,
+                              self.max_fetch)  # fmt: skip
+        return [(_entity(h["entity"]), float(h["score"])) for h in hits]
+
+    def fact_timeline(self, scope: Tenant) -> list[tuple[FactEvent, datetime | None]]:
+        """Every fact event of the scope, per fact in write order, with its episode's time."""
+        rows = self._read("fact_timeline", _scope(scope))
+        return [(_fact_event(r["event"]), _py_time(r["said"])) for r in rows]
 
     def fact_history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:
         """Every event of one fact in write order, also after the fact was deleted."""
