@@ -295,8 +295,10 @@ def import_archive(
     header, tenants = read_archive(lines)
     reembed = not header.embeddings or header.embedder != memory.embedder.name
     done: list[ImportedTenant] = []
+    present = set(memory.store.tenants())  # read once: a store may hold many tenants
     for part in tenants:
-        result = _import_tenant(memory, part, merge=merge, reembed=reembed)
+        result = _import_tenant(memory, part, present, merge=merge, reembed=reembed)
+        present.add(part.tenant)
         done.append(result)
         if progress is not None:
             progress(result)
@@ -304,11 +306,11 @@ def import_archive(
 
 
 def _import_tenant(
-    memory: Memory, part: TenantArchive, *, merge: bool, reembed: bool
+    memory: Memory, part: TenantArchive, present: set[Tenant], *, merge: bool, reembed: bool
 ) -> ImportedTenant:
     store = memory.store
     tenant = part.tenant
-    exists = tenant in store.tenants()
+    exists = tenant in present
     if exists and not merge:
         raise ArchiveError(
             f"{describe(tenant)} already has data in this store; pass merge=True (--merge) "

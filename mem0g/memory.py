@@ -70,8 +70,13 @@ def parse_messages(messages: MessagesIn) -> list[Message]:
         items: list[Any] = [{"role": "user", "content": messages}]
     elif isinstance(messages, Mapping):
         items = [messages]
-    else:
+    elif isinstance(messages, Iterable) and not isinstance(messages, bytes):
         items = list(messages)
+    else:
+        raise TypeError(
+            "messages must be a string, a message dict or a list of them, not "
+            f"{type(messages).__name__}"
+        )
     parsed = [m if isinstance(m, Message) else Message.model_validate(m) for m in items]
     if not parsed:
         raise ValueError("no messages to add")

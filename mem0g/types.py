@@ -122,8 +122,16 @@ class Message(BaseModel):
 
     @field_validator("timestamp", mode="before")
     @classmethod
-    def _strict_time(cls, value: Any) -> datetime | None:
-        return to_utc(value)  # one rule for every time a caller gives (no epoch numbers)
+    def _strict_time(cls, value: Any) -> Any:
+        """`to_utc`'s rules (whole ISO strings, no epoch numbers); a naive time stays naive
+        here (`Memory.add` makes it UTC)."""
+        if isinstance(value, str) and value.strip():
+            to_utc(value)  # raises on anything but one whole date or datetime
+            text = value.strip()
+            return datetime.fromisoformat(text[:-1] + "+00:00" if text[-1] in "Zz" else text)
+        if isinstance(value, int | float):  # bool too: a number is no time
+            to_utc(value)
+        return value
 
     @field_validator("content")
     @classmethod

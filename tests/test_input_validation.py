@@ -4,6 +4,7 @@ is silently reinterpreted. The LLM is the scripted TEST DOUBLE server."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
@@ -68,6 +69,8 @@ def test_wrong_types_are_type_errors_before_any_call(make_memory, llm_server) ->
         m.delete(5, user_id="alice")
     with pytest.raises(TypeError, match="user_id must be a string, not int"):
         m.add("I live in London", user_id=7)
+    with pytest.raises(TypeError, match=r"messages must be a string.*not int"):
+        m.add(5, user_id="alice")
     with pytest.raises(TypeError, match="limit must be an int"):
         m.search("London", user_id="alice", limit="3")
     with pytest.raises(TypeError, match="epoch"):
@@ -136,3 +139,16 @@ def test_per_tenant_maps_are_trimmed(make_memory) -> None:
     assert m.summaries.pending() == 0
     m.delete_all(user_id="user-0")
     assert m.summaries.pending() == 0
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [("alice", None, None), (None, "agent 7", "run-1"), ('quo"te', None, "back\\slash"),
+     ("é", "\n", None), ("tab\there", None, None), ("", None, "x")],
+)  # fmt: skip
+def test_tenant_key_is_the_stored_json_whatever_the_ids(ids) -> None:
+    from mem0g.types import Tenant
+
+    tenant = Tenant(user_id=ids[0], agent_id=ids[1], run_id=ids[2])
+    assert tenant.key == json.dumps(list(ids))  # the key both stores hold
+    assert Tenant.from_key(tenant.key) == tenant
