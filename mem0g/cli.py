@@ -1076,12 +1076,16 @@ def delete(
     user: UserOpt = None,
     agent: AgentOpt = None,
     run: RunOpt = None,
+    all_users: Annotated[
+        bool, typer.Option("--all-users", help="Confirm a delete without --user (every user).")
+    ] = False,
 ) -> None:
-    """Delete every entity, relation, fact (with its history) and episode of a tenant."""
+    """Delete every entity, relation, fact (with its history) and episode of a tenant (unset
+    ids match any)."""
     ids = _tenant(user, agent, run)
     with _state(ctx).memory(embeddings=False) as memory:
         before = memory.stats(**ids)
-        memory.delete_all(**ids)
+        memory.delete_all(**ids, all_users=all_users)
     kinds = ("entities", "relations", "facts", "episodes")
     counts = ", ".join(f"{getattr(before, kind)} {kind}" for kind in kinds)
     _say(_out(), f"deleted {counts} of {_describe(ids)}, with their history")
@@ -1093,4 +1097,6 @@ __all__ = ["EpisodeInput", "InputError", "app", "read_episodes"]
 # ---------------------------------------------------------------- entities (sub-app)
 
 # registers itself on `app` (importing this module first works too: it imports us)
+# export / import (full backup and restore), registered the same way
+import mem0g.cli_archive  # noqa: E402
 import mem0g.cli_entities  # noqa: E402, F401

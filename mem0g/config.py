@@ -266,6 +266,24 @@ class FactsConfig(_Section):
     )
 
 
+class LimitsConfig(_Section):
+    """Size limits, checked before the first LLM call (what the caller sends) and on every
+    LLM answer (what the model returns; a violation is re-asked like any invalid answer), so
+    both stores see the same bounded values. Names, keys and tenant ids are indexed on Neo4j,
+    whose index keys stop near 8 KB: hence the upper bounds (4 bytes per character at most)."""
+
+    max_id_chars: int = Field(default=256, ge=1, le=256, description="user/agent/run id")
+    max_message_chars: int = Field(default=32_000, ge=1, description="one message's content")
+    max_name_chars: int = Field(default=256, ge=1, le=512, description="an entity's name")
+    max_relation_chars: int = Field(
+        default=128, ge=1, le=256, description="a relation's or an entity type's name"
+    )
+    max_fact_chars: int = Field(default=2_000, ge=1, description="one fact's text")
+    max_query_chars: int = Field(default=4_000, ge=1, description="one search query")
+    max_names: int = Field(default=200, ge=1, description="entities in one LLM answer")
+    max_relations: int = Field(default=500, ge=1, description="relations in one LLM answer")
+
+
 class MemoryConfig(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEM0G_", env_nested_delimiter="__", extra="forbid", case_sensitive=False
@@ -278,6 +296,7 @@ class MemoryConfig(BaseSettings):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     memory: MemorySection = Field(default_factory=MemorySection)
     facts: FactsConfig = Field(default_factory=FactsConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     @classmethod
     def load(cls, config: dict[str, Any] | MemoryConfig | None = None) -> MemoryConfig:

@@ -6,17 +6,20 @@ nothing."""
 from __future__ import annotations
 
 import logging
-import threading
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
+from mem0g import validation
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.extract import payload_messages
 from mem0g.llm.client import LLMClient, ReplayingLLM
 from mem0g.llm.protocol import Context
+from mem0g.locks import TenantLocks
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.resolve.facts import FactPlan
 from mem0g.retrieve import DualRetriever
@@ -71,8 +74,13 @@ def parse_messages(messages: MessagesIn) -> list[Message]:
         items: list[Any] = [{"role": "user", "content": messages}]
     elif isinstance(messages, Mapping):
         items = [messages]
-    else:
+    elif isinstance(messages, Iterable) and not isinstance(messages, bytes):
         items = list(messages)
+    else:
+        raise TypeError(
+            "messages must be a string, a message dict or a list of them, not "
+            f"{type(messages).__name__}"
+        )
     parsed = [m if isinstance(m, Message) else Message.model_validate(m) for m in items]
     if not parsed:
         raise ValueError("no messages to add")
@@ -133,8 +141,7 @@ class Memory:
         self.facts = FactRetriever(
             self.store, self.embedder, self.config.retrieval, self.retriever.submit
         )
-        self._tenant_locks: dict[str, threading.Lock] = {}
-        self._locks_guard = threading.Lock()
+        self._tenant_locks = TenantLocks()
         self._paths = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-path")
         self.summaries = SummaryWorker(lambda: self.llm, self.store, self.config.memory)
         self._closed = False
@@ -147,7 +154,7 @@ class Memory:
     def llm(self) -> LLMClient:
         """Created on first use, so search, dumps and stats work without any LLM configured."""
         if self._llm is None:
-            self._llm = LLMClient(self.config.llm)
+            self._llm = LLMClient(self.config.llm, limits=self.config.limits)
         return self._llm
 
     def __enter__(self) -> Memory:
@@ -167,10 +174,16 @@ class Memory:
             self._reads.shutdown(wait=True)
         self.store.close()
 
-    def _lock(self, tenant: Tenant) -> threading.Lock:
+    def _tenant(self, user_id: Any, agent_id: Any, run_id: Any) -> Tenant:
+        return validation.tenant(self.config.limits, user_id, agent_id, run_id)
+
+    def _lock(self, tenant: Tenant) -> AbstractContextManager[None]:
         """Adds of one tenant are serialised so two of them cannot both create "Alice"."""
-        with self._locks_guard:
-            return self._tenant_locks.setdefault(tenant.key, threading.Lock())
+        return self._tenant_locks.hold(tenant.key)
+
+    def _forget(self, scope: Tenant) -> None:
+        """After a delete: no per-tenant state is kept for tenants that are gone."""
+        self.summaries.forget(scope)
 
     # ------------------------------------------------------------------ add
 
@@ -187,8 +200,9 @@ class Memory:
         """Extract, resolve and apply one episode; all of it is written or none of it.
 
         `infer=False` stores each message verbatim as a fact, with no LLM call (imports)."""
-        tenant = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        tenant = self._tenant(user_id, agent_id, run_id)
         parsed = parse_messages(messages)
+        validation.messages(self.config.limits, parsed, as_facts=not infer)
         when = to_utc(timestamp) or utcnow()
         for m in parsed:  # "I" needs a name to resolve to: default to the tenant's ids
             m.name = m.name or (user_id if m.role == "user" else agent_id)
@@ -344,13 +358,13 @@ class Memory:
         wait: bool = True,
     ) -> Summary | None:
         """Refresh the conversation summary now (in the background unless `wait`)."""
-        future = self.summaries.submit(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        future = self.summaries.submit(self._tenant(user_id, agent_id, run_id))
         return future.result() if wait else None
 
     def summary(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> Summary | None:
-        return self.store.get_summary(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        return self.store.get_summary(self._tenant(user_id, agent_id, run_id))
 
     # ------------------------------------------------------------------ facts, by id
 
@@ -363,11 +377,12 @@ class Memory:
         run_id: str | None = None,
     ) -> Fact | None:
         """One fact of the tenant, or None (also for another tenant's id)."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         found = self.store.get_facts(scope, [fact_id])
         return found[0].model_copy(update={"embedding": None}) if found else None
 
     def _fact_of(self, fact_id: str, scope: Tenant) -> Fact:
+        validation.text(fact_id, "fact_id")
         found = self.store.get_facts(scope, [fact_id])
         if not found:
             raise KeyError(f"no fact {fact_id!r} for this tenant")
@@ -383,9 +398,9 @@ class Memory:
         run_id: str | None = None,
     ) -> FactResult:
         """Replace a fact's text (the old text stays in its history)."""
-        if not text or not text.strip():
-            raise ValueError("text is empty")
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        validation.text(fact_id, "fact_id")
+        validation.text(text, "text", self.config.limits.max_fact_chars)
+        scope = self._tenant(user_id, agent_id, run_id)
         with self._lock(scope):
             old = self._fact_of(fact_id, scope)
             now = utcnow()
@@ -417,7 +432,7 @@ class Memory:
         run_id: str | None = None,
     ) -> FactResult:
         """Delete a fact: gone from search and get, kept in its history."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         with self._lock(scope):
             old = self._fact_of(fact_id, scope)
             now = utcnow()
@@ -445,7 +460,7 @@ class Memory:
         run_id: str | None = None,
     ) -> list[FactEvent]:
         """Every change of a fact, oldest first, including after it was deleted."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         return self.store.fact_history(scope, fact_id)
 
     def episodes(
@@ -461,7 +476,7 @@ class Memory:
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> list[Entity]:
         """Every entity of the scope, in write order, without embeddings."""
-        return self.store.list_entities(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        return self.store.list_entities(self._tenant(user_id, agent_id, run_id))
 
     def get_entity(
         self,
@@ -472,7 +487,7 @@ class Memory:
         run_id: str | None = None,
     ) -> Entity | None:
         """One entity of the scope (None: unknown, merged away, or another tenant's)."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         found = self.store.get_entities(scope, [entity_id])
         return found[0].model_copy(update={"embedding": None}) if found else None
 
@@ -486,7 +501,7 @@ class Memory:
         include_invalid: bool = False,
     ) -> list[Relation]:
         """The edges at one entity (either end), without embeddings."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         validity = Validity(include_invalid=include_invalid)
         found = self.store.relations_touching(scope, [entity_id], validity)
         return [r.model_copy(update={"embedding": None}) for r in found]
@@ -509,7 +524,7 @@ class Memory:
 
         Holds keep's tenant's add lock: an add planned around `other` in this process would
         otherwise fail at its write (its plan names an entity the merge removed)."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         found = self.store.get_entities(scope, [keep_id])
         if not found:
             raise UnknownEntityError(f"no entity {keep_id!r} in {describe(scope)}")
@@ -531,7 +546,7 @@ class Memory:
         one: the latest such merge not split yet). The other entity returns with its id,
         name, type, aliases, keys and embedding, and exactly the edges that merge moved go
         back to it (edges keep gained since stay on keep); logged as SPLIT."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         if merge_id is None:
             if not (entity_id and other_id):
                 raise ValueError("give a merge id, or the kept entity's id and the other's")
@@ -561,7 +576,7 @@ class Memory:
     ) -> list[EntityEvent]:
         """MERGE, SPLIT and RENAME events naming the entity (also one merged away), oldest
         first; a MERGE's undo record comes without embeddings."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         events = self.store.entity_history(scope, entity_id)
         for event in events:
             if event.undo is not None:
@@ -575,7 +590,7 @@ class Memory:
     ) -> list[PossibleDuplicate]:
         """Entity pairs the resolver recorded as maybe one thing, with the reason, oldest
         first; pairs settled by a merge or naming a deleted entity are gone from the list."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         return self.store.possible_duplicates(scope)
 
     # ------------------------------------------------------------------ read
@@ -596,11 +611,12 @@ class Memory:
         ones, or those true at `as_of` (a hard filter). Time expressions in the query ("in
         May 2023", "last year") are read relative to `reference_time` (default now) and
         boost what was said or valid then; "when" questions prefer facts that name a time."""
-        if not query or not query.strip():
-            raise ValueError("query is empty")
+        validation.text(query, "query", self.config.limits.max_query_chars)
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f"limit must be an int, not {type(limit).__name__}")
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         validity = Validity(as_of=to_utc(as_of), include_invalid=include_invalid)
         qt = query_time(query, to_utc(reference_time))
         finish = None
@@ -621,7 +637,7 @@ class Memory:
         include_invalid: bool = False,
         as_of: datetime | str | None = None,
     ) -> GraphSnapshot:
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         validity = Validity(as_of=to_utc(as_of), include_invalid=include_invalid)
         snapshot = self.store.snapshot(scope, validity)
         return GraphSnapshot(
@@ -694,12 +710,61 @@ class Memory:
             facts=list(facts.values()),
         )
 
-    def delete_all(
-        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    def export(
+        self,
+        out: str | os.PathLike[str] | IO[str],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        embeddings: bool = True,
     ) -> int:
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        """Write a full backup (mem0g/archive.py: JSON Lines, versioned) of every exact
+        tenant in the filter (no ids: the whole store) to a path or text file; returns the
+        number of tenants. `embeddings=False` leaves the vectors out (import re-embeds)."""
+        from mem0g.archive import export_archive
+
+        given = (user_id, agent_id, run_id)
+        scope = self._tenant(*given) if any(v is not None for v in given) else None
+        if isinstance(out, str | os.PathLike):
+            with open(out, "w", encoding="utf-8") as handle:
+                return export_archive(self, handle, scope, embeddings=embeddings)
+        return export_archive(self, out, scope, embeddings=embeddings)
+
+    def import_archive(
+        self, source: str | os.PathLike[str] | IO[str], *, merge: bool = False
+    ) -> list[Any]:
+        """Restore an archive written by `export` into this store, one transaction per
+        tenant; re-embeds when the archive has no vectors or another model's. A tenant this
+        store already has is refused (`ArchiveError`) unless `merge`."""
+        from mem0g.archive import import_archive
+
+        if isinstance(source, str | os.PathLike):
+            with open(source, encoding="utf-8") as handle:
+                return import_archive(self, handle, merge=merge)
+        return import_archive(self, source, merge=merge)
+
+    def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        all_users: bool = False,
+    ) -> int:
+        """Delete every record the filter matches (unset ids match anything, as in reads).
+        Without `user_id` the filter spans users (`agent_id="x"` is agent x with *every*
+        user), so it must be confirmed with `all_users=True`; ValueError otherwise."""
+        scope = self._tenant(user_id, agent_id, run_id)
+        if scope.user_id is None and not all_users:
+            raise ValueError(
+                f"delete_all without user_id deletes the data of {describe(scope)} for every "
+                "user; pass all_users=True (CLI: --all-users) to confirm"
+            )
         self.summaries.wait_idle()  # a refresh finishing later must not bring a summary back
-        return self.store.delete_tenant(scope)
+        deleted = self.store.delete_tenant(scope)
+        self._forget(scope)
+        return deleted
 
     def reset(self) -> None:
         self.summaries.wait_idle()

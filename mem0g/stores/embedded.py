@@ -65,6 +65,7 @@ from mem0g.types import (
     Tenant,
     Validity,
     WritePlan,
+    plan_episodes,
     utcnow,
 )
 
@@ -221,7 +222,7 @@ def _key(tenant: Tenant) -> str:
     return tenant.key
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1 << 16)  # a smaller cache thrashes on a 20k-tenant reopen
 def _tenant(key: str) -> Tenant:
     """One shared (frozen) Tenant per key while loading, instead of one per row."""
     return Tenant.from_key(key)
@@ -571,8 +572,8 @@ class EmbeddedGraphStore:
             dims = {v.shape[0] for v in all_vectors if v is not None} | ({self.dims} - {None})
             if len(dims) > 1:
                 raise StoreError(f"embeddings of different sizes in one store: {dims}")
-            if plan.episode is not None:
-                self._write(conn, "episodes", plan.episode, None)
+            for episode in plan_episodes(plan):
+                self._write(conn, "episodes", episode, None)
             for entity in entities.values():
                 self._write(conn, "entities", entity, vectors.get(entity.id))
             for rel in relations.values():
@@ -587,8 +588,8 @@ class EmbeddedGraphStore:
                 _write_entity_event(conn, entity_event)
             _write_pairs(conn, plan.tenant, pairs)
         try:  # the _add_* helpers also take an existing record (its vector is kept)
-            if plan.episode is not None:
-                self._add_episode(plan.episode.model_copy(deep=True))
+            for episode in plan_episodes(plan):
+                self._add_episode(episode.model_copy(deep=True))
             for entity in entities.values():
                 if entity.id in self._entities:
                     self._set_entity(entity)
@@ -614,9 +615,10 @@ class EmbeddedGraphStore:
         """Copies of the entities and relations the plan creates or changes, as they will be
         after it; raises StoreError on a bad plan, before anything is written."""
         tenant = plan.tenant
-        episode = [] if plan.episode is None else [plan.episode]
-        if episode and episode[0].id in self._episodes:
-            raise StoreError(f"episode {episode[0].id} already exists")
+        episode = plan_episodes(plan)
+        for ep in episode:
+            if ep.id in self._episodes:
+                raise StoreError(f"episode {ep.id} already exists")
         for record in (*episode, *plan.new_entities, *plan.new_relations):
             if record.tenant != tenant:
                 raise StoreError(f"{type(record).__name__} {record.id} is not of {tenant.key}")

@@ -109,6 +109,7 @@ from mem0g.types import (
     Tenant,
     Validity,
     WritePlan,
+    plan_episodes,
     utcnow,
 )
 
@@ -130,7 +131,8 @@ _FETCH_KEY = ("user_id", "agent_id", "run_id", "exact", "tenant_key", "include_i
 # a scope with fewer than `want` candidates in all (see `_nearest`): answered by the exact scan
 _SMALL_SCOPE = 0.0
 CYPHER_FILES = (
-    "schema", "write", "facts", "read", "retrieval", "export", "delete", "entities", "lexical"
+    "schema", "write", "facts", "read", "retrieval", "export", "delete", "entities", "lexical",
+    "archive",
 )  # fmt: skip
 _HEADER = re.compile(r"//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
 _T = TypeVar("_T")
@@ -437,18 +439,21 @@ def _check_dims(dims: Any) -> int | None:
 def _plan_rows(plan: WritePlan, written: int) -> dict[str, Any]:
     """The parameters of write.cypher for one plan; a plan's repeated updates of one record
     are merged here, so each statement touches a record once."""
-    ep = plan.episode
-    episode = None
-    if ep is not None:  # a plan without a conversation (a direct edit) has no episode
-        episode = {
+    # a plan without a conversation (a direct edit) has no episode; a restore has several,
+    # ordered by `written` as commits are
+    episodes = [
+        {
             "id": ep.id,
             **_tenant_props(ep.tenant),
             "messages": json.dumps([m.model_dump(mode="json") for m in ep.messages]),
             "message_count": len(ep.messages),
             "timestamp": _db_time(ep.timestamp),
             "created_at": _db_time(ep.created_at),
-            "written": written,
+            "written": written + pos,
         }
+        for pos, ep in enumerate(plan_episodes(plan))
+    ]
+    episode = episodes[0] if episodes else None
     entities = [_entity_row(e, written, pos) for pos, e in enumerate(plan.new_entities)]
     aliases: dict[str, dict[str, list[str]]] = {}
     names: dict[str, str] = {}  # display names (AliasUpdate.name): the last one wins
@@ -468,6 +473,7 @@ def _plan_rows(plan: WritePlan, written: int) -> dict[str, Any]:
     return {
         "written": written,
         "episode": episode,
+        "more_episodes": episodes[1:],
         "entities": entities,
         "aliases": [{"id": k, **v} for k, v in aliases.items()],
         "relations": relations,
@@ -601,13 +607,13 @@ def _is_empty(plan: WritePlan) -> bool:
         plan.fact_changes,
         plan.fact_events,
     )
-    return plan.episode is None and not any(parts)
+    return not plan_episodes(plan) and not any(parts)
 
 
 def _check_plan_locally(plan: WritePlan) -> None:
     """What needs no database: every record is the plan's tenant's, no id is created twice."""
     tenant = plan.tenant
-    episode = [plan.episode] if plan.episode is not None else []
+    episode = plan_episodes(plan)
     records = (*plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_events)
     for record in (*episode, *records):
         if record.tenant != tenant:
@@ -1116,6 +1122,8 @@ class Neo4jGraphStore:
             _, counters = self._run(tx, "create_episode", {"props": rows["episode"], "seq": seq})
             if counters.nodes_created != 1:
                 raise StoreError("the episode was not created")
+        for row in rows["more_episodes"]:  # a restore (the id constraint refuses a taken one)
+            self._run(tx, "create_episode", {"props": row, "seq": seq})
         if rows["entities"]:
             _, counters = self._run(tx, "create_entities", {"rows": rows["entities"], "seq": seq})
             keys = sum(len(row["props"]["keys"]) for row in rows["entities"])
