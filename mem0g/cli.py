@@ -584,11 +584,18 @@ def search(
         int, typer.Option("--limit", "-n", min=1, help="Most facts, and most relations.")
     ] = 10,
     as_of: Annotated[
-        str | None, typer.Option("--as-of", help="Relations valid at this ISO date/time.")
+        str | None,
+        typer.Option("--as-of", help="Facts and relations as they were at this ISO date/time."),
     ] = None,
     include_invalid: Annotated[
         bool, typer.Option("--include-invalid", help="Also relations that have ended.")
     ] = False,
+    reference_time: Annotated[
+        str | None,
+        typer.Option(
+            "--reference-time", help='"Now" for time words in the query ("last year"); ISO.'
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     user: UserOpt = None,
     agent: AgentOpt = None,
@@ -597,10 +604,12 @@ def search(
     """Search the tenant's facts and relations, best first (no LLM call)."""
     ids = _tenant(user, agent, run)
     when = _parse_time(as_of, "--as-of")
+    now = _parse_time(reference_time, "--reference-time")
     with _state(ctx).memory() as memory:
         result = memory.search(
-            query, **ids, limit=limit, as_of=when, include_invalid=include_invalid
-        )
+            query, **ids, limit=limit, as_of=when, include_invalid=include_invalid,
+            reference_time=now,
+        )  # fmt: skip
         paths = memory.config.memory
     if as_json:
         _print_json(result.model_dump(mode="json"))

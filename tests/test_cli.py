@@ -1190,3 +1190,19 @@ def test_export_then_import_into_another_store(cli: Cli, tmp_path: Path) -> None
     newer.write_text("\n".join([lines[0].replace('"version":1', '"version":99'), *lines[1:]]))
     too_new = Cli(tmp_path / "third", cli.env)("import", str(newer))
     assert too_new.exit_code == 2 and "upgrade mem0g" in _error_line(too_new)
+
+
+def test_search_reference_time_reads_time_words_against_it(
+    cli: Cli, server: ScriptedLLMServer
+) -> None:
+    """--reference-time is the "now" of "last year"; a bad one is a clear error."""
+    assert cli("add", "Alice works at Acme", "-u", "alice", "-t", "2023-05-01").exit_code == 0
+    found = cli.json("search", "what did Alice do last year", "-u", "alice",
+                     "--reference-time", "2024-03-01")  # fmt: skip
+    assert [f["text"] for f in found["facts"]] == ["Alice works at Acme"]
+    assert "time" in found["facts"][0]["sources"]  # said in 2023: inside "last year"
+    later = cli.json("search", "what did Alice do last year", "-u", "alice",
+                     "--reference-time", "2026-03-01")  # fmt: skip
+    assert "time" not in later["facts"][0]["sources"]  # 2025 holds nothing of hers
+    bad = cli("search", "x", "-u", "alice", "--reference-time", "soon")
+    assert bad.exit_code == 2 and "--reference-time" in _error_line(bad)
