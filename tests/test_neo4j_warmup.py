@@ -71,9 +71,9 @@ def test_a_failing_read_ends_the_warmup_and_is_reported() -> None:
 def test_warmup_reads_everything_writes_nothing_and_ends(
     neo4j_connect: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store: Neo4jGraphStore = neo4j_connect()
-    with Memory({"memory": {"graph": False}}, embedder=make_embedder(
-            EmbedderConfig(provider="hashing")), store=store) as memory:  # fmt: skip
+    embedder = make_embedder(EmbedderConfig(provider="hashing"))
+    store: Neo4jGraphStore = neo4j_connect(dims=embedder.dims)  # an earlier test's dims go
+    with Memory({"memory": {"graph": False}}, embedder=embedder, store=store) as memory:
         for user in ("alice", "bob"):  # other tenants' data is present
             memory.add(f"{user} keeps bees", user_id=user, infer=False)
             memory.add(f"{user} likes jazz", user_id=user, infer=False)
