@@ -702,6 +702,7 @@ class DumpFormat(str, Enum):
     graphml = "graphml"
     cypher = "cypher"
     mermaid = "mermaid"
+    html = "html"  # the graph explorer page (mem0g/service/explorer.py), one offline file
 
 
 @app.command()
@@ -982,3 +983,5 @@ __all__ = ["EpisodeInput", "InputError", "app", "read_episodes"]
 
 # registers itself on `app` (importing this module first works too: it imports us)
 import mem0g.cli_entities  # noqa: E402, F401
+
+__import__("mem0g.service.cli", fromlist=["register"]).register(app)  # serve, mcp, keys
