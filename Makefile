@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint unit bench bench-neo4j bench-resolver neo4j-start neo4j-stop smoke-live clean
+.PHONY: install browser demo test lint unit bench bench-neo4j bench-resolver neo4j-start neo4j-stop smoke-live clean
 
 install: $(STAMP)
 
@@ -23,7 +23,14 @@ lint: install
 	$(BIN)/ruff check mem0g tests scripts
 	$(BIN)/ruff format --check mem0g tests scripts
 
-test: lint
+# headless Chromium for tests/test_explorer.py (Debian's package; installed only when absent)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "Installing chromium (headless browser for the explorer page tests)..."; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
+test: lint browser
 	$(BIN)/python -m pytest -q -ra
 
 unit: install

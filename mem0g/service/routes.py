@@ -46,7 +46,6 @@ from mem0g.types import (
     Tenant,
 )
 
-FORMATS = (*export.FORMATS, "html")
 MEDIA = {
     "json": "application/json",
     "graphml": "application/xml",
@@ -381,7 +380,7 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
     def export_graph(
         caller: Caller,
         q: Ids,
-        format: Literal["json", "graphml", "cypher", "mermaid"] = "json",
+        format: Literal["json", "graphml", "cypher", "mermaid", "html"] = "json",
         include_invalid: bool = True,
     ) -> Response:
         ids = q
