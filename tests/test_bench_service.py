@@ -11,11 +11,11 @@ from script_module import load_script
 def test_tiny_run_writes_complete_report(tmp_path) -> None:
     bench = load_script("bench_service")
     out = tmp_path / "service.json"
-    argv = ["--seed", "6", "--searches", "8", "--adds", "4", "--concurrency", "1,2",
-            "--embedder", "hashing", "--out", str(out)]  # fmt: skip
+    argv = ["--seed", "6", "--searches", "8", "--adds", "4", "--warmup", "2",
+            "--concurrency", "1,2", "--embedder", "hashing", "--out", str(out)]  # fmt: skip
     assert bench.main(argv) == 0
     report = json.loads(out.read_text())
-    assert report["in_process_search"]["n"] == 8
+    assert report["in_process_search"]["n"] == report["served_search_interleaved"]["n"] == 8
     assert [row["concurrency"] for row in report["levels"]] == [1, 2]
     for row in report["levels"]:
         assert row["search"]["n"] == 8 and row["add"]["n"] == 4

@@ -189,3 +189,27 @@ def test_bad_keys_files_are_refused(tmp_path, doc) -> None:
     (tmp_path / "keys.json").write_text(json.dumps(doc))
     with pytest.raises(ValueError, match="keys file"):
         Keyring.load(tmp_path / "keys.json")
+
+
+def test_keys_add_command(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from mem0g.cli import app
+
+    keys = tmp_path / "keys.json"
+    runner = CliRunner()
+    made = runner.invoke(app, ["keys", "add", "alice-app", "--keys", str(keys), "--scope", "read",
+                               "--user", "alice", "--user-prefix", "team-"])  # fmt: skip
+    assert made.exit_code == 0, made.output
+    key = made.stdout.strip()
+    principal = Keyring.load(keys).authenticate(key)
+    assert principal.name == "alice-app" and principal.scopes == {"read"}
+    assert principal.reaches(Tenant(user_id="team-x")) and not principal.reaches(
+        Tenant(user_id="bob")
+    )
+    again = runner.invoke(app, ["keys", "add", "alice-app", "--keys", str(keys), "--scope", "read",
+                                "--user", "alice"])  # fmt: skip
+    assert again.exit_code == 2 and "exists already" in again.output
+    nothing = runner.invoke(app, ["keys", "add", "x", "--keys", str(keys), "--scope", "read"])
+    assert nothing.exit_code == 2
+    assert [e.name for e in Keyring.load(keys).entries] == ["alice-app"]
