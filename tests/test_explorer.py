@@ -164,11 +164,34 @@ def test_time_view_and_entity_timeline(alice, tmp_path) -> None:
     assert hidden["Alice —lives_in→ Paris"] == "false"
 
 
-def test_ui_is_served_and_loads_clean(alice, tmp_path) -> None:
+def test_ui_is_served_and_loads_a_tenant_from_the_api(alice, tmp_path) -> None:
     with live_server(create_app(alice)) as base:
         dom, console = render(f"{base}/ui", tmp_path)
+        assert console == []
+        assert _parse(dom).body.get("data-state") == "login"
+        dom, console = render(f"{base}/ui#user_id=alice&ended=1", tmp_path)
     assert console == []
-    assert _parse(dom).body.get("data-state") == "login"
+    parsed = _parse(dom)
+    assert parsed.body.get("data-state") == "ready"
+    names = {i["text"] for i in parsed.items if "data-entity-id" in i}
+    assert {"Alice (person)", "Paris (city)", "Berlin (city)", f"{SCRIPT} (person)"} <= names
+
+
+def test_edge_details_show_validity_provenance_and_mentions(alice, tmp_path) -> None:
+    snapshot = alice.get_all(user_id="alice", include_invalid=True)
+    paris = next(r for r in snapshot.relations if r.destination == "Paris")
+    page = tmp_path / "graph.html"
+    page.write_text(to_html(snapshot))
+    dom, console = render(f"{page.as_uri()}#edge={paris.id}", tmp_path)
+    assert console == []
+    details = re.search(r'<div id="details"[^>]*>(.*?)</div>\s*<h2>', dom, re.S)
+    assert details is not None
+    text = re.sub(r"<[^>]+>", "|", details.group(1))
+    assert "Alice lives_in Paris" in text
+    assert "valid: 2023-01-10 → 2023-06-10" in text
+    assert "mentions: 1" in text
+    assert f"episode {paris.provenance[0].episode_id} at 2023-01-10 10:00:00" in text
+    assert "“Alice moved to Paris”" in text  # what was said in that episode
 
 
 def test_dump_format_html_from_the_cli(alice, tmp_path) -> None:

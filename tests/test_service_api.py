@@ -144,3 +144,17 @@ def test_bind_refuses_open_non_loopback() -> None:
     for host in ("0.0.0.0", "192.168.1.5", "example.org"):
         with pytest.raises(ValueError, match="refusing"):
             check_bind(host, keys_configured=False)
+
+
+def test_servers_use_one_inference_thread_unless_told(monkeypatch) -> None:
+    import os
+
+    from mem0g.service.settings import limit_inference_threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setitem(__import__("sys").modules, "torch", None)  # not loaded yet
+    limit_inference_threads(1)
+    assert os.environ["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the operator's choice wins
+    limit_inference_threads(1)
+    assert os.environ["OMP_NUM_THREADS"] == "3"

@@ -6,6 +6,7 @@ scripted TEST DOUBLE answering every task with "nothing found". The service runs
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 from pathlib import Path
@@ -45,17 +46,26 @@ def _app():
     return create_app(memory, settings, close_memory=True)
 
 
-_server = live_server(_app())  # one real server (its lifespan runs once), over loopback HTTP
+def _stop_servers() -> None:
+    _server.__exit__(None, None, None)
+    _llm.stop()
+    shutil.rmtree(_home, ignore_errors=True)
+
+
+# One real server (its lifespan runs once), over loopback HTTP. Started at import because
+# schemathesis reads the schema when it parametrizes the test (its fixture-based loader does
+# not run on this pytest); stopped after the module, or at exit when the test is deselected.
+_server = live_server(_app())
 _base = _server.__enter__()
+atexit.register(_stop_servers)
 schema = schemathesis.openapi.from_url(f"{_base}/openapi.json")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _stop_servers():
+def _stopped_after_the_module():
     yield
-    _server.__exit__(None, None, None)
-    _llm.stop()
-    shutil.rmtree(_home, ignore_errors=True)
+    atexit.unregister(_stop_servers)
+    _stop_servers()
 
 
 @schema.parametrize()

@@ -54,9 +54,10 @@ def register(app: typer.Typer) -> None:
         """Serve the REST API (/v1, OpenAPI at /openapi.json, explorer at /ui)."""
         from mem0g.cli import _say, _state
         from mem0g.service.auth import Keyring
-        from mem0g.service.settings import check_bind
+        from mem0g.service.settings import check_bind, limit_inference_threads
 
         settings = _settings(service_config, host=host, port=port, keys_file=keys)
+        limit_inference_threads(settings.inference_threads)
         ring = Keyring.load(settings.keys_file)
         check_bind(settings.host, ring.configured)
         state = _state(ctx)
@@ -93,9 +94,11 @@ def register(app: typer.Typer) -> None:
         from mem0g.cli import _state
         from mem0g.service.auth import Keyring
         from mem0g.service.mcp_server import build_mcp, serve_mcp
-        from mem0g.service.settings import check_bind
+        from mem0g.service.settings import check_bind, limit_inference_threads
 
-        ring = Keyring.load(keys or _settings(None).keys_file)
+        settings = _settings(None)
+        limit_inference_threads(settings.inference_threads)
+        ring = Keyring.load(keys or settings.keys_file)
         principal = ring.authenticate(api_key)
         if principal is None:
             raise ValueError("a valid --api-key (MEM0G_API_KEY) is required with a keys file")
