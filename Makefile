@@ -9,30 +9,49 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
+# TORCH_INDEX: a PyTorch wheel index to take torch from first, e.g. the CPU-only one,
+# https://download.pytorch.org/whl/cpu (about 3 GB less than PyPI's torch with its CUDA
+# wheels). Default: PyPI alone. PIP_VERBOSE=1 shows pip's own lines.
+TORCH_INDEX ?=
+PIP_QUIET := $(if $(PIP_VERBOSE),,--quiet)
+
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	@echo "Installing mem0g and its dependencies (torch is a large download the first time)..."
-	$(BIN)/python -m pip install --progress-bar off -e '.[dev]'
-	touch $(STAMP)
+	@echo "[mem0g] install 1/3: $(VENV) with an up-to-date pip"
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
+	@if [ -n "$(TORCH_INDEX)" ]; then \
+		echo "[mem0g] install 2/3: torch from $(TORCH_INDEX)"; \
+		$(BIN)/python -m pip install $(PIP_QUIET) --progress-bar off torch --index-url "$(TORCH_INDEX)"; \
+	else \
+		echo "[mem0g] install 2/3: torch comes from PyPI with the rest (about 6 GB with its CUDA wheels on a first install; TORCH_INDEX=https://download.pytorch.org/whl/cpu for CPU-only, see README)"; \
+	fi
+	@echo "[mem0g] install 3/3: mem0g and its dependencies into $(VENV) (minutes on a first install)"
+	@$(BIN)/python -m pip install $(PIP_QUIET) --progress-bar off -e '.[dev]'
+	@touch $(STAMP)
+	@echo "[mem0g] installed: $$(du -sh $(VENV) | cut -f1) in $(VENV)"
 
 demo: install
 	$(BIN)/mem0g demo
 
 lint: install
+	@echo "[mem0g] lint: ruff check + ruff format --check"
 	$(BIN)/ruff check mem0g tests scripts
 	$(BIN)/ruff format --check mem0g tests scripts
 
 # headless Chromium for tests/test_explorer.py (Debian's package; installed only when absent)
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
-		echo "Installing chromium (headless browser for the explorer page tests)..."; \
+		echo "[mem0g] browser: installing chromium (headless, for the explorer page tests)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
+# The whole suite: tests without Neo4j first, then the Neo4j ones on one real server (each
+# phase announced with its duration); the 10 slowest tests are listed at the end.
 test: lint browser
-	$(BIN)/python -m pytest -q -ra
+	@echo "[mem0g] tests: the whole suite (a real Neo4j 5.26 is started for the second phase)"
+	$(BIN)/python -m pytest -q -ra --durations=10
 
+# The quick loop: everything but the Neo4j tests (no server started).
 unit: install
 	$(BIN)/python -m pytest -q -m "not neo4j"
 

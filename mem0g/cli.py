@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -27,7 +28,8 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from mem0g import __version__, export
-from mem0g.config import EmbedderConfig, MemoryConfig
+from mem0g.cli_args import rearrange, tidy_help
+from mem0g.config import EmbedderConfig, MemoryConfig, resolve_setting
 from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.llm.client import LLMClient, LLMError
 from mem0g.memory import Memory, make_store
@@ -75,13 +77,31 @@ def _say(console: Console, message: str, style: str = "") -> None:
     console.print(Text(message, style=style), soft_wrap=True)
 
 
+def _keep_ids(table: Table) -> Table:
+    """Id columns are never cut or wrapped (ids are copied into get/history/forget); the other
+    columns wrap instead. Below ~70 columns, a long id folds rather than losing characters."""
+    for column in table.columns:
+        if str(column.header) in ID_HEADERS:
+            column.no_wrap, column.overflow, column.min_width = True, "fold", ID_WIDTH
+    return table
+
+
+ID_HEADERS = ("id",)
+ID_WIDTH = 32  # a uuid4 hex, the ids mem0g makes
+
+
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     _say(_err(), f"Error: {message}", "red")
     raise typer.Exit(code)
 
 
 class _Group(TyperGroup):
-    """Turns mem0g's expected errors into one red line and an exit code (`--debug`: traceback)."""
+    """Turns mem0g's expected errors into one red line and an exit code (`--debug`: traceback);
+    takes global options after the subcommand and tenant options before it (cli_args)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        tidy_help(self)
+        return super().parse_args(ctx, rearrange(self, ctx, args))
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -144,20 +164,46 @@ class _State:
             raise InputError(f"invalid config: {_reason(err)}") from err
         return self._config
 
-    def memory(self, *, embeddings: bool = True, summary: bool = True) -> Memory:
+    def memory(
+        self,
+        *,
+        embeddings: bool = True,
+        summary: bool = True,
+        create: bool = False,
+        llm: LLMClient | None = None,
+    ) -> Memory:
         """A Memory; without `embeddings` the embedded store opens without loading a model;
         without `summary` no background summary refresh runs (an add that must not call the
-        LLM)."""
+        LLM). Only a command that adds (`create`) may start a new embedded store: elsewhere a
+        mistyped --path must not look like an empty memory."""
         config = self.config()
+        _check_store_path(config, create)
+        # a one-shot command ends before a server warm-up would pay off (`serve` keeps it)
+        store = config.graph_store.model_copy(update={"warmup": False})
+        config = config.model_copy(update={"graph_store": store})
         if not summary:
             config = config.model_copy(
                 update={"memory": config.memory.model_copy(update={"summary": False})}
             )
         if embeddings:
-            return Memory(config)
+            return Memory(config, llm=llm)
         store = make_store(config, None)
         embedder = cast(CachedEmbedder, _DeferredEmbedder(config.embedder))
-        return Memory(config, embedder=embedder, store=store)
+        return Memory(config, llm=llm, embedder=embedder, store=store)
+
+
+def _check_store_path(config: MemoryConfig, create: bool) -> None:
+    """The embedded store's directory must be a directory, and hold a store unless `create`."""
+    if config.graph_store.provider != "embedded":
+        return
+    where = config.graph_store.resolved_path()
+    if where.exists() and not where.is_dir():
+        raise InputError(f"store path {where} is a file; --path takes a directory")
+    if not create and not (where / "graph.db").is_file():
+        raise InputError(
+            f"no mem0g store at {where}: check --path (or graph_store.path), or create one "
+            "with `mem0g add` or `mem0g demo --path DIR`"
+        )
 
 
 def _state(ctx: typer.Context) -> _State:
@@ -168,7 +214,7 @@ def _state(ctx: typer.Context) -> _State:
 def _location(config: MemoryConfig) -> str:
     store = config.graph_store
     if store.provider == "neo4j":
-        return f"neo4j {store.url or '(NEO4J_URI)'}"
+        return f"neo4j {store.resolved_url().value or '(no URL: set NEO4J_URI)'}"
     return str(store.resolved_path())
 
 
@@ -396,7 +442,7 @@ def _fact_changes_table(results: list[AddResult]) -> Table:
     for result in results:
         for f in result.facts:
             table.add_row(f.event, f.id, Text(f.text), Text(f.previous_text or ""))
-    return table
+    return _keep_ids(table)
 
 
 FACT_EVENTS = ("ADD", "UPDATE", "DELETE", "NOOP")
@@ -406,11 +452,7 @@ def _summary_table(results: list[AddResult], total: int, extra: Usage) -> Table:
     """Counts of one `add` command; `extra`: LLM calls besides the adds (summary refreshes)."""
     events = Counter(c.event for r in results for c in r.relations)
     fact_events = Counter(f.event for r in results for f in r.facts)
-    usage = extra.model_copy()
-    for r in results:
-        usage.calls += r.usage.calls
-        usage.prompt_tokens += r.usage.prompt_tokens
-        usage.completion_tokens += r.usage.completion_tokens
+    usage = Usage.total([extra, *(r.usage for r in results)])
     table = Table("", "count", title="add summary")
     rows: list[tuple[str, int | str]] = [
         ("episodes stored", f"{len(results)}/{total}"),
@@ -455,7 +497,13 @@ def add(
     agent: AgentOpt = None,
     run: RunOpt = None,
 ) -> None:
-    """Add TEXT, or every episode of --file, to the tenant's memory (graph and facts)."""
+    """Add TEXT, or every episode of --file, to the tenant's memory (graph and facts).
+
+    --file takes JSON Lines (.jsonl) or JSON: either episodes, {"messages": [...],
+    "timestamp": "2024-05-08T13:56:00Z"}, one per line (each is one atomic add), or plain
+    messages, {"role": "user", "name": "Maya", "content": "...", "timestamp": "..."}, grouped
+    --batch at a time. Only "content" is required. The whole file is checked before the first
+    add. Examples and details: docs/add-file-format.md, docs/examples/."""
     ids = _tenant(user, agent, run)
     if (text is None) == (file is None):
         _fail("give either TEXT or --file FILE")
@@ -468,15 +516,18 @@ def add(
     state = _state(ctx)
     results: list[AddResult] = []
     failure: tuple[int, EpisodeInput, Exception] | None = None
-    # --no-infer must not reach the LLM at all, not even for a background summary refresh
-    with state.memory(summary=infer) as memory:
-        if infer:
-            try:
-                _ = memory.llm  # an unconfigured LLM fails here, before the first episode
-            except LLMError as err:
-                raise LLMError(
-                    f"{_reason(err)}; or add with --no-infer to store the messages verbatim"
-                ) from None
+    # --no-infer must not reach the LLM at all, not even for a background summary refresh.
+    # An unconfigured or unreachable LLM fails here, before the embedding model loads.
+    llm = None
+    if infer:
+        try:
+            llm = LLMClient(state.config().llm)
+            llm.check_reachable()
+        except LLMError as err:
+            raise LLMError(
+                f"{_reason(err)}; or add with --no-infer to store the messages verbatim"
+            ) from None
+    with state.memory(summary=infer, create=True, llm=llm) as memory:
         progress = Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
@@ -558,7 +609,7 @@ def search(
         facts = Table("score", "id", "fact", "said", title="facts")
         for f in result.facts:
             facts.add_row(f"{f.score:.3f}", f.id, Text(f.text), _when(_said(f)))
-        _out().print(facts)
+        _out().print(_keep_ids(facts))
     elif paths.facts:
         _say(_err(), f"no facts found for {_describe(ids)}")
     if not result.relations:
@@ -661,12 +712,14 @@ def _print_fact_result(result: FactResult, as_json: bool) -> None:
         _say(_out(), f"forgot fact {result.id}: {result.text} (kept in its history)")
 
 
-def _history_row(event: FactEvent) -> tuple[str, str, str, Text]:
+def _history_row(event: FactEvent, said: dict[str, datetime]) -> tuple[str, str, str, str, Text]:
+    """`said`: the conversation time of each episode (a change by hand has none)."""
     if event.event == "UPDATE":
         change = f"{event.old_text} → {event.new_text}"
     else:
         change = (event.new_text if event.event == "ADD" else event.old_text) or ""
-    return _when(event.at), event.event, event.actor, Text(change)
+    when = _when(said.get(event.episode_id or "")) or "by hand"
+    return when, _when(event.at), event.event, event.actor, Text(change)
 
 
 @app.command()
@@ -678,19 +731,24 @@ def history(
     agent: AgentOpt = None,
     run: RunOpt = None,
 ) -> None:
-    """Every change of one fact, oldest first, also after it was deleted."""
+    """Every change of one fact, oldest first, also after it was deleted: when it was said in
+    the conversation ("by hand" for update/forget) and when it was stored."""
     ids = _tenant(user, agent, run)
     with _state(ctx).memory(embeddings=False) as memory:
         events = memory.history(fact_id, **ids)
+        wanted = {e.episode_id for e in events if e.episode_id}
+        said = {ep.id: ep.timestamp for ep in memory.episodes(**ids) if ep.id in wanted}
     if not events:
         _unknown_fact(fact_id, ids)
     if as_json:
         _print_json([e.model_dump(mode="json") for e in events])
         return
     title = f"history of fact {fact_id}"
-    table = Table("at", "event", "actor", "old → new", title=title, min_width=len(title))
+    table = Table(
+        "said", "stored", "event", "actor", "old → new", title=title, min_width=len(title)
+    )
     for event in events:
-        table.add_row(*_history_row(event))
+        table.add_row(*_history_row(event, said))
     _out().print(table)
 
 
@@ -828,14 +886,27 @@ def _mask(secret: str | None) -> str:
 
 
 def _settings_line(config: MemoryConfig) -> str:
-    llm, emb, store = config.llm, config.embedder, config.graph_store
+    llm, emb = config.llm, config.embedder
+    url = resolve_setting("llm", "base_url", llm.base_url, "OPENAI_BASE_URL")
+    key = resolve_setting("llm", "api_key", llm.api_key, "OPENAI_API_KEY")
     return (
-        f"llm: {llm.provider} {llm.model} at {llm.resolved_base_url() or 'default URL'}, "
-        f"key {_mask(llm.resolved_api_key())}; "
+        f"llm: {llm.provider} {llm.model} at {url.value or 'default URL'} ({url.source}), "
+        f"key {_mask(key.value)} ({key.source}); "
         f"embedder: {emb.provider} {emb.model or 'default model'}"
         + (f", key {_mask(emb.api_key)}" if emb.provider == "openai" else "")
-        + f"; store: {store.provider} {_location(config)}"
-        + (f", password {_mask(store.password)}" if store.provider == "neo4j" else "")
+        + f"; store: {_store_settings(config)}"
+    )
+
+
+def _store_settings(config: MemoryConfig) -> str:
+    """Each Neo4j setting as resolved, with where it came from (config, MEM0G_*, NEO4J_*)."""
+    store = config.graph_store
+    if store.provider != "neo4j":
+        return f"embedded {store.resolved_path()}"
+    url, user, password = store.resolved_url(), store.resolved_username(), store.resolved_password()
+    return (
+        f"neo4j {url.value or 'no URL'} ({url.source}), user {user.value} ({user.source}), "
+        f"password {_mask(password.value)} ({password.source})"
     )
 
 
@@ -852,6 +923,48 @@ def _probe_mode(client: LLMClient, detail: str) -> tuple[str, str, str]:
         return "llm", "warn", f"{detail}; structured output not verified: {_reason(err)}"
     tried = f" (after {'; '.join(client.fallbacks)})" if client.fallbacks else ""
     return "llm", "ok", f"{detail}; structured output: mode {mode} works{tried}"
+
+
+def _store_check(
+    config: MemoryConfig, dims: int | None, check: Callable[[str, str, str], None]
+) -> None:
+    try:
+        # opened without its own warm-up: doctor runs one itself, and waits for it
+        quiet = config.graph_store.model_copy(update={"warmup": False})
+        store = _open_store(config.model_copy(update={"graph_store": quiet}), dims)
+        try:
+            counts = store.stats()
+            warmup = _warm(store, config)
+        finally:
+            store.close()
+        check(
+            "store",
+            "ok",
+            f"{_location(config)}: {counts.entities} entities, {counts.relations} "
+            f"relations, {counts.episodes} episodes, {counts.tenants} tenants{warmup}",
+        )
+    except Exception as err:
+        check("store", "fail", _reason(err))
+
+
+def _warm(store: GraphStore, config: MemoryConfig) -> str:
+    """How long the server's warm-up takes when a store opens (Neo4j): doctor runs one."""
+    settings = config.graph_store
+    if settings.provider != "neo4j":
+        return ""
+    if not settings.warmup:
+        return "; warm-up off (graph_store.warmup)"
+    from mem0g.stores.neo4j import Neo4jGraphStore
+
+    warmup = cast(Neo4jGraphStore, store).start_warmup(settings.warmup_seconds)
+    warmup.join(settings.warmup_seconds + 10)
+    status = warmup.status
+    if status.state == "failed":
+        return f"; warm-up failed after {status.seconds:.1f} s: {status.error}"
+    return (
+        f"; warm-up {status.state} in {status.seconds:.1f} s "
+        f"({status.rounds} rounds of {status.statements} read statements)"
+    )
 
 
 @app.command()
@@ -898,20 +1011,13 @@ def doctor(ctx: typer.Context) -> None:
             check("embedder", "ok", f"{embedder.name}: {dims} dims, {took:.0f} ms")
         except Exception as err:  # any failure to load or run a model is this check's result
             check("embedder", "fail", _reason(err))
-        try:
-            store = _open_store(config, dims)
-            try:
-                counts = store.stats()
-            finally:
-                store.close()
-            check(
-                "store",
-                "ok",
-                f"{_location(config)}: {counts.entities} entities, {counts.relations} "
-                f"relations, {counts.episodes} episodes, {counts.tenants} tenants",
-            )
-        except Exception as err:
-            check("store", "fail", _reason(err))
+        where = config.graph_store.resolved_path()
+        if config.graph_store.provider == "embedded" and not (where / "graph.db").is_file():
+            kind = "is a file, not a directory" if where.is_file() else "holds no store yet"
+            status = "fail" if where.is_file() else "warn"
+            check("store", status, f"{where} {kind}; the first `mem0g add` creates one")
+        else:
+            _store_check(config, dims, check)
     styles = {"ok": "green", "warn": "yellow", "fail": "red"}
     table = Table("check", "status", "detail", title="mem0g doctor")
     for name, status, detail in checks:
@@ -968,12 +1074,14 @@ def delete(
     agent: AgentOpt = None,
     run: RunOpt = None,
 ) -> None:
-    """Delete every entity, relation, fact and episode of a tenant."""
+    """Delete every entity, relation, fact (with its history) and episode of a tenant."""
     ids = _tenant(user, agent, run)
     with _state(ctx).memory(embeddings=False) as memory:
-        facts = len(memory.get_all(**ids).facts)
-        deleted = memory.delete_all(**ids)
-    _say(_out(), f"deleted {deleted} entities and relations and {facts} facts of {_describe(ids)}")
+        before = memory.stats(**ids)
+        memory.delete_all(**ids)
+    kinds = ("entities", "relations", "facts", "episodes")
+    counts = ", ".join(f"{getattr(before, kind)} {kind}" for kind in kinds)
+    _say(_out(), f"deleted {counts} of {_describe(ids)}, with their history")
 
 
 __all__ = ["EpisodeInput", "InputError", "app", "read_episodes"]

@@ -20,6 +20,7 @@ from mem0g.cli import (
     UserOpt,
     _describe,
     _fail,
+    _keep_ids,
     _out,
     _print_json,
     _say,
@@ -78,7 +79,7 @@ def list_entities(
     table = Table("id", "name", "type", "aliases", title="entities")
     for e in entities:
         table.add_row(e.id, Text(e.name), Text(e.type), Text(", ".join(e.aliases)))
-    _out().print(table)
+    _out().print(_keep_ids(table))
 
 
 @entities_app.command()
@@ -123,12 +124,12 @@ def show(
         for r in relations:
             rels.add_row(r.id, Text(r.source), Text(r.relation), Text(r.destination),
                          _when(r.invalid_at))  # fmt: skip
-        _out().print(rels)
+        _out().print(_keep_ids(rels))
     if history:
         events = Table("at", "event", "id", "what", title="history")
         for e in history:
             events.add_row(_when(e.at), e.event, e.id, Text(_event_line(e)))
-        _out().print(events)
+        _out().print(_keep_ids(events))
 
 
 @entities_app.command()
@@ -162,16 +163,13 @@ def duplicates(
     if not rows:
         _say(_out(), f"no possible duplicates for {_describe(ids)}")
         return
-    table = Table("entity", "may be", "reason", "score", title="possible duplicates")
+    table = Table("", "name", "id", "reason", "score", title="possible duplicates")
     for row in rows:
         one, two = row["entity"], row["candidate"]
-        table.add_row(
-            Text(f"{one['name']} ({one['id']})"),
-            Text(f"{two['name']} ({two['id']})"),
-            Text(row["reason"]),
-            f"{row['score']:.3f}",
-        )
-    _out().print(table)
+        table.add_row("entity", Text(one["name"]), one["id"], Text(row["reason"]),
+                      f"{row['score']:.3f}")  # fmt: skip
+        table.add_row("may be", Text(two["name"]), two["id"], "", "", end_section=True)
+    _out().print(_keep_ids(table))
 
 
 @entities_app.command()

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from mem0g.resolve.names import DEFAULT_THRESHOLD
 
 
 def default_data_dir() -> Path:
@@ -25,6 +23,27 @@ def default_data_dir() -> Path:
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("mem0g", appauthor=False))
+
+
+class Setting(NamedTuple):
+    """A resolved setting and where it came from (shown by `mem0g doctor`)."""
+
+    value: str | None
+    source: str  # "config", an environment variable's name, "default" or "unset"
+
+
+def resolve_setting(
+    section: str, name: str, value: str | None, fallback_env: str, default: str | None = None
+) -> Setting:
+    """mem0g's own setting (config file, or its MEM0G_SECTION__NAME variable), else the usual
+    variable (`fallback_env`), else the default."""
+    own = f"MEM0G_{section}__{name}".upper()
+    if value:
+        env = next((v for k, v in os.environ.items() if k.upper() == own), None)
+        return Setting(value, own if env == value else "config")
+    if os.environ.get(fallback_env):
+        return Setting(os.environ[fallback_env], fallback_env)
+    return Setting(default, "default" if default is not None else "unset")
 
 
 class _Section(BaseModel):
@@ -52,7 +71,10 @@ class LLMConfig(_Section):
         "next mode (tools, json_schema, json_object_schema, json) and keep the one that works",
     )
     max_retries: int = Field(default=2, ge=0, description="re-asks after an invalid answer")
-    timeout: float = 120.0
+    timeout: float = Field(default=120.0, gt=0, description="seconds for one LLM answer")
+    connect_timeout: float = Field(
+        default=10.0, gt=0, description="seconds to reach the endpoint before giving up"
+    )
     max_concurrency: int = Field(default=4, ge=1)
     api_version: str | None = None  # Azure only
 
@@ -93,8 +115,29 @@ class GraphStoreConfig(_Section):
         "or 0 here, is resolved with the server's approximate vector index",
     )
 
+    warmup: bool = Field(
+        default=True,
+        description="neo4j: warm the server's read paths in the background when the store "
+        "opens (and after reindex), so the first searches after a restart are not slow",
+    )
+    warmup_seconds: float = Field(default=30.0, gt=0, description="neo4j: the warm-up's bound")
+
     def resolved_path(self) -> Path:
         return Path(self.path).expanduser() if self.path else default_data_dir() / "graph"
+
+    def resolved_url(self) -> Setting:
+        return resolve_setting("graph_store", "url", self.url, "NEO4J_URI")
+
+    def resolved_username(self) -> Setting:
+        return resolve_setting("graph_store", "username", self.username, "NEO4J_USERNAME", "neo4j")
+
+    def resolved_password(self) -> Setting:
+        return resolve_setting("graph_store", "password", self.password, "NEO4J_PASSWORD")
+
+
+DEFAULT_THRESHOLD = 0.84
+"""Cosine at or above which two *descriptive* names whose structure says nothing (UNKNOWN) are
+merged (mem0g.resolve.names). Proper names are never merged on cosine, whatever its value."""
 
 
 class ResolverConfig(_Section):

@@ -89,19 +89,6 @@ def make_store(config: MemoryConfig, dims: int | None) -> GraphStore:
     return EmbeddedGraphStore(settings.resolved_path(), dims=dims)
 
 
-def _merge_usage(*parts: Usage) -> Usage:
-    total = Usage()
-    for part in parts:
-        total.calls += part.calls
-        total.prompt_tokens += part.prompt_tokens
-        total.completion_tokens += part.completion_tokens
-        for task, count in part.by_task.items():
-            total.by_task[task] = total.by_task.get(task, 0) + count
-        for mode, count in part.modes.items():
-            total.modes[mode] = total.modes.get(mode, 0) + count
-    return total
-
-
 def _collect(futures: list[Future[Any]]) -> list[Any]:
     """Wait for every path to finish (none is left running), then raise the first error."""
     wait(futures)
@@ -288,7 +275,7 @@ class Memory:
             entities=[e.model_copy(update={"embedding": None}) for e in plan.new_entities],
             possible_duplicates=plan.possible_duplicates,
             rejected=graph.rejected,
-            usage=_merge_usage(graph_usage, fact_usage),
+            usage=graph_usage + fact_usage,
         )
 
     def _known_pairs(self, tenant: Tenant, graph: GraphPart) -> list[PossibleDuplicate]:
@@ -453,6 +440,13 @@ class Memory:
         """Every change of a fact, oldest first, including after it was deleted."""
         scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
         return self.store.fact_history(scope, fact_id)
+
+    def episodes(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> list[Episode]:
+        """The scope's episodes (the messages of each add, with the conversation's time), in
+        the order they were written: what every edge and fact points back to."""
+        return self.store.episodes(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
 
     # ------------------------------------------------------------------ entities and repair
 
@@ -699,7 +693,16 @@ class Memory:
         self.store.reset()
 
     def stats(self, **ids: str | None) -> StoreStats:
-        return self.store.stats(Tenant(**ids) if any(ids.values()) else None)
+        """Counts for a tenant scope (any ids given) or the whole store, facts included."""
+        scope = Tenant(**ids) if any(ids.values()) else None
+        counts = self.store.stats(scope)
+        scopes = [scope] if scope is not None else self.store.tenants()
+        # a tenant's scope also covers its narrower tenants (user a covers user a + agent x)
+        facts = {fact.id for s in scopes for fact in self.store.facts(s)}
+        warmup = self.store.warmup_status
+        return counts.model_copy(
+            update={"facts": len(facts), "warmup": None if warmup.state == "off" else warmup}
+        )
 
     def rebuild_indexes(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterable
 from datetime import date, datetime, timezone
 from enum import Enum
 from typing import Any, Literal
@@ -399,6 +400,24 @@ class Usage(BaseModel):
         self.by_task[task] = self.by_task.get(task, 0) + 1
         if mode is not None:
             self.modes[mode] = self.modes.get(mode, 0) + 1
+
+    def __add__(self, other: Usage) -> Usage:
+        """The calls and tokens of both (an add's two paths, a command's adds)."""
+        return Usage(
+            calls=self.calls + other.calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            by_task=_sum_counts(self.by_task, other.by_task),
+            modes=_sum_counts(self.modes, other.modes),
+        )
+
+    @classmethod
+    def total(cls, parts: Iterable[Usage]) -> Usage:
+        return sum(parts, cls())
+
+
+def _sum_counts(one: dict[str, int], two: dict[str, int]) -> dict[str, int]:
+    return {key: one.get(key, 0) + two.get(key, 0) for key in {**one, **two}}
 
 
 class Rejection(BaseModel):

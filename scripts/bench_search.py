@@ -219,7 +219,7 @@ class BenchStores:
     embedded: a new directory per size. neo4j: the server named by ``--neo4j-uri`` /
     NEO4J_URI (its database is wiped before each size, so an external server needs
     ``--wipe``), else a throwaway Maven-assembled server (scripts/neo4j via
-    tests/neo4j_server.py) in a temporary home on free ports, stopped at the end."""
+    mem0g/testing/neo4j.py) in a temporary home on free ports, stopped at the end."""
 
     def __init__(self, kind: str, args: argparse.Namespace, progress: Progress) -> None:
         if kind not in ("embedded", "neo4j"):
@@ -248,8 +248,7 @@ class BenchStores:
             self.uri = uri
             self.info.update(server="external", uri=uri)
         else:
-            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-            from neo4j_server import Neo4jUnavailable, start_maven_server
+            from mem0g.testing.neo4j import Neo4jUnavailable, start_maven_server
 
             os.environ.setdefault("MEM0G_NEO4J_PAGECACHE", self.args.neo4j_pagecache)
             self.progress.line(

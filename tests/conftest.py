@@ -3,12 +3,14 @@ here, and tests must be deterministic); embeddings are the real MiniLM where beh
 depends on meaning, and the hashing embedder where only plumbing is tested.
 
 Store-level and pipeline tests run on both stores (`store_kind`): the embedded one in a temp
-directory, and Neo4j on one real server per session (tests/neo4j_server.py: NEO4J_URI, Docker
+directory, and Neo4j on one real server per session (mem0g/testing/neo4j.py: NEO4J_URI, Docker
 or scripts/neo4j). No server is an error, never a skip.
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -40,13 +42,71 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
         yield server
 
 
+def _say(config: pytest.Config, line: str) -> None:
+    """A progress line on the terminal, between the dots (not captured, not buffered)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        return
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        if getattr(reporter._tw, "width_of_current_line", 0):  # after a row of dots
+            reporter.write("\n")
+        reporter.write_line(line, bold=True)
+
+
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection: count what will run
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests without Neo4j run first (a quick failure shows early), then the Neo4j ones on
+    one server; the order within each phase is the files' own."""
+    items.sort(key=lambda item: item.get_closest_marker("neo4j") is not None)
+    config.stash[_PHASES] = {
+        "local": sum(1 for i in items if i.get_closest_marker("neo4j") is None),
+        "neo4j": sum(1 for i in items if i.get_closest_marker("neo4j") is not None),
+    }
+
+
+_PHASES = pytest.StashKey[dict[str, int]]()
+_STARTED = pytest.StashKey[tuple[str, float]]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    phase = "neo4j" if item.get_closest_marker("neo4j") is not None else "local"
+    config = item.config
+    previous = config.stash.get(_STARTED, None)
+    if previous is not None and previous[0] == phase:
+        return
+    now = time.monotonic()
+    if previous is not None:
+        _say(config, f"[mem0g tests] {previous[0]} phase done in {now - previous[1]:.0f} s")
+    count = config.stash.get(_PHASES, {}).get(phase, 0)
+    what = {
+        "local": "tests without Neo4j (embedded store, CLI, eval, ...)",
+        "neo4j": "tests on a real Neo4j 5.26 server (the server starts first)",
+    }[phase]
+    _say(config, f"[mem0g tests] phase {phase}: {count} {what}")
+    config.stash[_STARTED] = (phase, now)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    started = config.stash.get(_STARTED, None)
+    if started is not None:
+        took = time.monotonic() - started[1]
+        terminalreporter.write_line(f"[mem0g tests] {started[0]} phase done in {took:.0f} s")
+
+
 @pytest.fixture(scope="session")
-def neo4j_server() -> Iterator[Any]:
+def neo4j_server(pytestconfig: pytest.Config) -> Iterator[Any]:
     """One real Neo4j per test session, held here rather than in neo4j_server's module
     global (which a test of that module stops); its failure fails every neo4j test."""
-    from neo4j_server import start_neo4j
+    from mem0g.testing.neo4j import start_neo4j
 
+    _say(pytestconfig, "[mem0g tests] starting Neo4j for the tests (NEO4J_URI, Docker, or "
+         "scripts/neo4j: assembled from Maven Central on first use, then cached)")  # fmt: skip
+    started = time.monotonic()
     server = start_neo4j()
+    took = time.monotonic() - started
+    _say(pytestconfig, f"[mem0g tests] Neo4j ready at {server.uri} ({server.kind}) in {took:.0f} s")
     yield server
     server.stop()
 

@@ -1,4 +1,4 @@
-"""TEST DOUBLE for a Docker engine: the few `docker` commands tests/neo4j_server.py's Docker
+"""TEST DOUBLE for a Docker engine: the few `docker` commands mem0g/testing/neo4j.py's Docker
 route runs through pytest-docker, answered with the Maven-assembled Neo4j (scripts/neo4j).
 
 There is no Docker engine on the machines this project is built on, so this stands in for one

@@ -237,6 +237,7 @@ def test_add_text(cli: Cli, server: ScriptedLLMServer) -> None:
         "invalid_relations": 0,
         "episodes": 1,
         "tenants": 1,
+        "facts": 1,
     }
 
 
@@ -363,7 +364,7 @@ def test_add_bad_file_stores_nothing(
     line = _error_line(result)
     assert message in line and name in line
     assert server.calls() == 0  # the whole file is validated before the first add
-    assert cli.stats()["episodes"] == 0
+    assert not (cli.store / "graph.db").exists()  # not even an empty store was created
 
 
 def test_add_failure_midway_reports_what_was_stored(
@@ -514,6 +515,7 @@ def test_search_table_and_json(cli: Cli) -> None:
 
 
 def test_search_nothing_and_bad_input(cli: Cli) -> None:
+    cli.memory().close()  # an empty store
     result = cli("search", "anything", "-u", "nobody")
     assert result.exit_code == 0
     assert result.stdout == ""
@@ -577,14 +579,17 @@ def test_get_update_forget_and_history(cli: Cli) -> None:
     result = cli("history", fact_id, "-u", "alice")  # but its history stays
     assert result.exit_code == 0, result.output
     assert f"history of fact {fact_id}" in result.stdout
-    for column in ("at", "event", "actor", "old → new"):
+    for column in ("said", "stored", "event", "actor", "old → new"):
         assert column in _header(result, f"history of fact {fact_id}")
-    rows = re.findall(r"│ [\d-]+ [\d:]+ │ (\w+)\s+│ (\w+)\s+│ (.+?)\s+│", result.stdout)
+    rows = re.findall(
+        r"│ (2024-02-01|by hand)\s+│ [\d-]+ [\d:]+ │ (\w+)\s+│ (\w+)\s+│ (.+?)\s+│", result.stdout
+    )
+    # the add was said on 2024-02-01 (-t); the edits by hand have no conversation time
     assert rows == [
-        ("ADD", "llm", "Alice works at Acme"),
-        ("UPDATE", "user", "Alice works at Acme → Alice works at Acme as an engineer"),
-        ("DELETE", "user", "Alice works at Acme as an engineer"),
-    ]
+        ("2024-02-01", "ADD", "llm", "Alice works at Acme"),
+        ("by hand", "UPDATE", "user", "Alice works at Acme → Alice works at Acme as an engineer"),
+        ("by hand", "DELETE", "user", "Alice works at Acme as an engineer"),
+    ], result.stdout
     events = cli.json("history", fact_id, "-u", "alice")
     assert [(e["event"], e["old_text"], e["new_text"]) for e in events] == [
         ("ADD", None, "Alice works at Acme"),
@@ -828,12 +833,14 @@ def test_stats_table_per_tenant_and_whole_store(history: Cli) -> None:
         "invalid_relations": 1,
         "episodes": 4,
         "tenants": 2,
+        "facts": 3,
     }
     assert history.stats("-u", "bob")["relations"] == 1
     assert "user 'bob'" in history("stats", "-u", "bob").stdout
 
 
 def test_stats_of_a_new_store(cli: Cli) -> None:
+    cli.memory().close()
     assert cli.stats() == {
         "entities": 0,
         "relations": 0,
@@ -841,7 +848,17 @@ def test_stats_of_a_new_store(cli: Cli) -> None:
         "invalid_relations": 0,
         "episodes": 0,
         "tenants": 0,
+        "facts": 0,
     }
+
+
+def test_stats_counts_current_facts(history: Cli) -> None:
+    everything = history.stats()
+    alice, bob = history.stats("-u", "alice"), history.stats("-u", "bob")
+    assert (alice["facts"], bob["facts"]) == (2, 1)  # alice's Paris fact was replaced
+    assert everything["facts"] == 3
+    table = history("stats", "-u", "alice").stdout
+    assert re.search(r"facts\s+│\s+2\b", table), table
 
 
 # ---------------------------------------------------------------- doctor
@@ -858,10 +875,17 @@ def _rows(result: Result) -> dict[str, str]:
 
 def test_doctor_with_the_test_double_reachable(tmp_path: Path, server: ScriptedLLMServer) -> None:
     env = _env(tmp_path, server.base_url) | {"MEM0G_LLM__API_KEY": "sk-secret-key-0123456789-wxyz"}
-    result = Cli(tmp_path / "store", env)("doctor")
+    cli = Cli(tmp_path / "store", env)
+    fresh = cli("doctor")
+    assert fresh.exit_code == 0, fresh.output
+    assert _rows(fresh)["store"] == "warn"  # nothing there yet, and doctor creates nothing
+    assert "holds no store yet" in fresh.stdout and not cli.store.exists()
+    cli.memory().close()
+    result = cli("doctor")
     assert result.exit_code == 0, result.output
     assert _rows(result) == {"config": "ok", "llm": "ok", "embedder": "ok", "store": "ok"}
     assert "sk-secret" not in result.stdout and "***wxyz" in result.stdout  # masked
+    assert "(MEM0G_LLM__API_KEY)" in result.stdout  # where the key came from
     assert "384 dims" in result.stdout
     assert "reachable" in result.stdout
 
@@ -871,10 +895,33 @@ def test_doctor_with_an_unreachable_llm(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     cli = Cli(tmp_path / "store", _env(tmp_path, f"http://127.0.0.1:{port}/v1"))
+    cli.memory().close()
     result = cli("doctor")
     assert result.exit_code == 1
     assert _rows(result) == {"config": "ok", "llm": "fail", "embedder": "ok", "store": "ok"}
     assert "not reachable" in result.stdout
+
+
+@pytest.mark.neo4j
+def test_doctor_shows_where_neo4j_settings_came_from(
+    tmp_path: Path, neo4j_server: Any, neo4j_connect: Any
+) -> None:
+    """NEO4J_URI / NEO4J_PASSWORD are honoured, and doctor names them as the settings' source."""
+    neo4j_connect().close()
+    uri, user, password = neo4j_server.uri, neo4j_server.user, neo4j_server.password
+    env = _env(tmp_path, None) | {
+        "MEM0G_GRAPH_STORE__PROVIDER": "neo4j",
+        "NEO4J_URI": uri,
+        "NEO4J_USERNAME": None,
+        "NEO4J_PASSWORD": password,
+    }
+    result = CliRunner(env=env).invoke(app, ["doctor"])
+    assert _rows(result)["store"] == "ok", result.output
+    text = " ".join(result.stdout.replace("│", " ").split())
+    assert f"neo4j {uri} (NEO4J_URI)" in text
+    assert f"user {user} (default)" in text
+    assert "(NEO4J_PASSWORD)" in text and "password unset" not in text
+    assert password not in result.stdout
 
 
 def test_doctor_without_llm_warns(tmp_path: Path) -> None:
@@ -911,9 +958,13 @@ def test_reset_after_confirmation(history: Cli) -> None:
 
 
 def test_delete_tenant(history: Cli) -> None:
+    before = history.stats("-u", "alice")
+    assert before["episodes"] > 0 and before["facts"] == 2
     result = history("delete", "--user", "alice")
     assert result.exit_code == 0, result.output
-    assert "deleted 7 entities and relations and 2 facts of user 'alice'" in result.stdout
+    counts = ", ".join(f"{before[k]} {k}" for k in ("entities", "relations", "facts", "episodes"))
+    assert f"deleted {counts} of user 'alice', with their history" in result.stdout
+    assert history.stats("-u", "alice")["episodes"] == 0
     assert history.stats("-u", "alice")["entities"] == 0
     assert history.stats("-u", "bob")["relations"] == 1
     assert _fact_ids(history, "Alice", "-u", "alice") == {}
@@ -992,3 +1043,115 @@ def test_demo_runs_scripted_into_a_kept_store(tmp_path: Path, cli: Cli) -> None:
             (r.source, r.relation, r.destination) for r in m.get_all(user_id="maya").relations
         }
     assert ("Maya", "lives_in", "Paris") in current
+
+
+# ---------------------------------------------------------------- where options go, which store
+
+
+def test_global_options_after_the_subcommand(cli: Cli, server: ScriptedLLMServer) -> None:
+    """`mem0g stats --path DIR` means `mem0g --path DIR stats`; tenant options go either side."""
+    assert cli("add", "Alice works at Acme", "-u", "alice").exit_code == 0
+    runner, store = cli.runner, str(cli.store)
+    expected = cli.stats("-u", "alice")
+    assert expected["facts"] == 1
+    for args in (
+        ["stats", "-u", "alice", "--json", "--path", store],
+        ["stats", f"--path={store}", "--json", "-u", "alice"],
+        ["-u", "alice", "--path", store, "stats", "--json"],
+        ["--user=alice", "stats", "--json", "--path", store],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, (args, result.output)
+        assert json.loads(result.stdout) == expected, args
+    listed = runner.invoke(app, ["entities", "list", "-u", "alice", "--json", "--path", store])
+    assert listed.exit_code == 0, listed.output
+    assert {e["name"] for e in json.loads(listed.stdout)} == {"Alice", "Acme"}
+    result = runner.invoke(app, ["-u", "alice", "doctor", "--path", store])
+    assert result.exit_code == 2
+    assert "`doctor` takes no tenant option (-u)" in result.output
+
+
+def test_demo_keeps_its_own_path_option() -> None:
+    import typer
+
+    from mem0g.cli_args import rearrange
+
+    root = typer.main.get_command(app)
+    ctx = root.make_context("mem0g", ["--help"], resilient_parsing=True)
+    assert rearrange(root, ctx, ["demo", "--path", "D"]) == ["demo", "--path", "D"]
+    assert rearrange(root, ctx, ["stats", "--path", "D"]) == ["--path", "D", "stats"]
+    # a value that looks like an option stays the value of its own option
+    assert rearrange(root, ctx, ["search", "--as-of", "x", "q", "--debug"]) == [
+        "--debug",
+        "search",
+        "--as-of",
+        "x",
+        "q",
+    ]
+    assert rearrange(root, ctx, ["add", "-u", "a", "--", "--path"]) == [
+        "add",
+        "-u",
+        "a",
+        "--",
+        "--path",
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("stats",),
+        ("search", "x", "-u", "a"),
+        ("dump",),
+        ("history", "0123", "-u", "a"),
+        ("get", "0123", "-u", "a"),
+        ("entities", "list", "-u", "a"),
+        ("delete", "-u", "a"),
+        ("reset", "--yes"),
+    ],
+)
+def test_no_store_at_the_path_is_an_error(cli: Cli, args: tuple[str, ...]) -> None:
+    """A mistyped --path must not look like an empty memory, nor create a store there."""
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    assert f"no mem0g store at {cli.store}" in _error_line(result)
+    assert not cli.store.exists()
+
+
+def test_path_that_is_a_file(cli: Cli, tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("not a store", encoding="utf-8")
+    result = cli.runner.invoke(app, ["stats", "--path", str(target)])
+    assert result.exit_code == 2
+    assert f"store path {target} is a file; --path takes a directory" in _error_line(result)
+    assert target.read_text(encoding="utf-8") == "not a store"
+
+
+def test_ids_are_never_cut(
+    cli: Cli, server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 columns (CliRunner's width) a long fact must wrap, not its id."""
+    sentence = "Alice works at " + "the International Society of Long Names " * 3 + "Acme"
+    monkeypatch.setitem(FACTS, sentence, ("Alice", "person", "works_at", "Acme", "organization"))
+    added = cli("add", sentence, "-u", "alice")
+    assert added.exit_code == 0, added.output
+    fact_id = _fact_ids(cli, "Acme", "-u", "alice")[sentence]
+    assert fact_id in added.stdout
+    found = cli("search", "where does Alice work", "-u", "alice")
+    assert fact_id in found.stdout and "…" not in found.stdout
+    listed = cli("entities", "list", "-u", "alice")
+    for entity in json.loads(cli("entities", "list", "-u", "alice", "--json").stdout):
+        assert entity["id"] in listed.stdout
+
+
+@pytest.mark.parametrize(("example", "episodes"), [("episodes.jsonl", 2), ("messages.json", 2)])
+def test_the_shipped_add_file_examples_parse(example: str, episodes: int) -> None:
+    """docs/examples are what docs/add-file-format.md and `add --help` point to."""
+    from mem0g.cli import read_episodes
+
+    path = Path(__file__).parent.parent / "docs" / "examples" / example
+    parsed = read_episodes(path, batch=2)
+    assert len(parsed) == episodes
+    assert parsed[0].timestamp is not None and parsed[0].timestamp.year == 2024
+    assert parsed[0].messages[0].name == "Maya"
+    assert [len(e.messages) for e in parsed] == [2, 2]

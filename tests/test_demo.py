@@ -66,11 +66,10 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory, minilm: CachedEmbedder) -
         with pytest.MonkeyPatch.context() as mp:
             _clear_llm_env(mp)
             mp.setattr(demo, "make_embedder", lambda config: minilm)
-            code = demo.run(console, live=False, path=path)
+            report = demo.run_demo(console, live=False, path=path)
     finally:
         logging.getLogger("mem0g").removeHandler(handler)
-    assert demo.last_report is not None
-    return DemoRun(code, console.export_text(), demo.last_report, path, handler.messages)
+    return DemoRun(0, console.export_text(), report, path, handler.messages)
 
 
 @pytest.fixture
@@ -111,7 +110,6 @@ ENDED = {  # fact -> (valid from, invalid from)
 
 
 def test_scripted_run_prints_the_banner_and_succeeds(demo_run: DemoRun) -> None:
-    assert demo_run.code == 0
     text = _plain(demo_run.text)
     assert demo.BANNER in text
     assert "scripted (a test double standing in for the LLM API), not a live model" in text
@@ -120,6 +118,10 @@ def test_scripted_run_prints_the_banner_and_succeeds(demo_run: DemoRun) -> None:
     assert f"mem0g --path {demo_run.path} dump --user maya" in text
     london = next(iter(demo_run.report.fact_history))
     assert f"mem0g --path {demo_run.path} history {london} --user maya" in text
+    # each follow-up command stands on one line of its own, unwrapped, ready to paste
+    lines = {line.strip() for line in demo_run.text.splitlines()}
+    assert f"mem0g --path {demo_run.path} history {london} --user maya" in lines
+    assert f'mem0g --path {demo_run.path} search "Where does Maya live?" --user maya' in lines
     for section in (
         "and the memories (facts):",
         "The memories now (memory.get_all().facts)",
@@ -324,9 +326,8 @@ def test_default_store_is_temporary_and_removed(minilm, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-be-used")  # configured, but --scripted
     monkeypatch.setattr(demo, "make_embedder", lambda config: minilm)
     console = Console(record=True, width=120)
-    assert demo.run(console, live=False) == 0
-    report = demo.last_report
-    assert report is not None and not report.kept and report.scripted
+    report = demo.run_demo(console, live=False)
+    assert not report.kept and report.scripted
     assert not report.path.exists()
     text = _plain(console.export_text())
     assert demo.BANNER_CHOSEN in text and "No LLM configured" not in text

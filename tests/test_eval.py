@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from neo4j_server import free_port
 from typer.testing import CliRunner
 
 from mem0g.cli import app
@@ -33,6 +32,7 @@ from mem0g.eval import (
 )
 from mem0g.eval.metrics import bleu1, recall_at_k, token_f1
 from mem0g.testing import ScriptedLLMServer
+from mem0g.testing.neo4j import free_port
 
 DATA = Path(__file__).parent / "data" / "eval"
 LOCOMO = DATA / "locomo_tiny.json"

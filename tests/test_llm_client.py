@@ -70,7 +70,7 @@ def test_http_errors_are_llm_errors(llm_server) -> None:
 
 def test_unreachable_endpoint_is_a_clear_error() -> None:
     client = LLMClient(LLMConfig(base_url="http://127.0.0.1:9/v1", api_key="x", timeout=2))
-    with pytest.raises(LLMError, match="failed"):
+    with pytest.raises(LLMError, match=r"cannot reach the LLM at http://127.0.0.1:9/v1 \(model"):
         client.call("extract_entities", _payload())
     with pytest.raises(LLMError, match="not reachable"):
         client.ping()

@@ -22,7 +22,8 @@ from pathlib import Path
 import fake_docker
 import pytest
 import yaml
-from neo4j_server import (
+
+from mem0g.testing.neo4j import (
     COMPOSE_FILE,
     SCRIPT,
     Neo4jServer,

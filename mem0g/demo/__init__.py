@@ -127,10 +127,6 @@ class DemoReport:
     seconds: float = 0.0
 
 
-last_report: DemoReport | None = None
-"""The report of the most recent `run` in this process."""
-
-
 def load_sessions(path: Path = SAMPLE_PATH) -> list[dict[str, Any]]:
     """The bundled sample: a list of {"title", "timestamp", "messages"} (also a valid input of
     `mem0g add --file`)."""
@@ -385,10 +381,17 @@ def _check_empty(memory: Memory, path: Path) -> None:
 
 
 def run(console: Console, live: bool | None = None, path: str | Path | None = None) -> int:
-    """Run the demo on `console`; returns 0. `live`: True = the configured LLM (error if none),
-    False = the scripted test double, None = live when configured. `path`: keep the store
-    there (default: a temporary directory, removed at the end)."""
-    global last_report
+    """`mem0g demo`: run it on `console` (see `run_demo`); returns the exit code, 0."""
+    run_demo(console, live, path)
+    return 0
+
+
+def run_demo(
+    console: Console, live: bool | None = None, path: str | Path | None = None
+) -> DemoReport:
+    """Run the demo on `console` and return what it measured. `live`: True = the configured
+    LLM (error if none), False = the scripted test double, None = live when configured.
+    `path`: keep the store there (default: a temporary directory, removed at the end)."""
     started = time.perf_counter()
     live, env_config, configured = _choose_mode(live)
     scripted = not live
@@ -399,7 +402,6 @@ def run(console: Console, live: bool | None = None, path: str | Path | None = No
         else Path(tempfile.mkdtemp(prefix="mem0g-demo-"))
     )
     report = DemoReport(path=store_path, kept=kept, scripted=scripted)
-    last_report = report
     sessions = load_sessions()
 
     console.print()
@@ -502,14 +504,7 @@ def run(console: Console, live: bool | None = None, path: str | Path | None = No
             shutil.rmtree(store_path, ignore_errors=True)
     report.seconds = time.perf_counter() - started
     _summary(console, report, stats, load_seconds, ingest_seconds, search_seconds, summary_seconds)
-    return 0
-
-
-def _count_usage(total: Usage, part: Usage) -> None:
-    for attr in ("calls", "prompt_tokens", "completion_tokens"):
-        setattr(total, attr, getattr(total, attr) + getattr(part, attr))
-    for task, n in part.by_task.items():
-        total.by_task[task] = total.by_task.get(task, 0) + n
+    return report
 
 
 def _ingest(
@@ -541,7 +536,7 @@ def _ingest(
         seconds = time.perf_counter() - t0
         total += seconds
         report.results.append(result)
-        _count_usage(report.usage, result.usage)
+        report.usage += result.usage
 
         console.print(Text("\nmemory.add(...) changed the graph:", style="bold"))
         for line in _merge_lines(before, _aliases(memory)):
@@ -680,7 +675,7 @@ def _show_context_and_summary(console: Console, memory: Memory, report: DemoRepo
     with _status(console, "memory.refresh_summary(...)"):
         report.summary = memory.refresh_summary(user_id=USER_ID)
     seconds = time.perf_counter() - t0
-    _count_usage(report.usage, memory.summaries.usage)
+    report.usage += memory.summaries.usage
     if report.summary is None:
         console.print(Text("  (no summary)", style="dim"))
         return seconds
@@ -756,16 +751,17 @@ def _summary(
         f"{len(report.searches)} searches {_seconds(search_seconds)}, "
         f"summary {_seconds(summary_seconds)}",
     )
+    commands: list[str] = []
     if report.kept:
-        where = escape(str(report.path))
-        store = (
-            f"kept at {where}\n"
-            f"inspect it:  mem0g --path {where} dump --user {USER_ID}\n"
-            f'             mem0g --path {where} search "Where does Maya live?" --user {USER_ID}'
-        )
+        where = str(report.path)
+        store = f"kept at {escape(where)} (commands to inspect it below)"
+        commands = [
+            f"mem0g --path {where} dump --user {USER_ID}",
+            f'mem0g --path {where} search "Where does Maya live?" --user {USER_ID}',
+        ]
         if report.fact_history:
             first = next(iter(report.fact_history))
-            store += f"\n             mem0g --path {where} history {first} --user {USER_ID}"
+            commands.append(f"mem0g --path {where} history {first} --user {USER_ID}")
     else:
         store = f"{escape(str(report.path))} (temporary, now deleted; pass --path DIR to keep it)"
     table.add_row("Store", store)
@@ -783,3 +779,8 @@ def _summary(
         )
     else:
         console.print(Text("Done. Every answer in this run came from the live LLM.", style="bold"))
+    if commands:
+        # one command per line, never wrapped, so each can be pasted as it is
+        console.print("\nInspect the store:")
+        for command in commands:
+            console.print(Text(f"  {command}"), soft_wrap=True)

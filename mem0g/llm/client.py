@@ -14,11 +14,13 @@ import re
 import threading
 from typing import Any, TypeVar
 
+import httpx
 import openai
 from pydantic import BaseModel, ValidationError
 
 from mem0g.config import LLMConfig
 from mem0g.llm.protocol import TASKS
+from mem0g.llm.reach import ReachCheck, Unreachable
 from mem0g.resources import prompt
 from mem0g.types import Usage
 
@@ -103,6 +105,10 @@ def parse_json_answer(text: str) -> Any:
     raise ValueError("the answer holds no JSON object")
 
 
+def _timeout(config: LLMConfig) -> httpx.Timeout:
+    return httpx.Timeout(config.timeout, connect=config.connect_timeout)
+
+
 class LLMClient:
     """Calls protocol tasks through the `openai` SDK and returns validated answers."""
 
@@ -110,6 +116,15 @@ class LLMClient:
         self.config = config
         PROCESS_LIMIT.set_limit(config.max_concurrency)
         self._client = client or self._make_client(config)
+        # an injected client (tests, custom transports) is reached its own way
+        self._reach = (
+            None
+            if client is not None
+            else ReachCheck(
+                config.resolved_base_url() or _LOCAL_DEFAULTS.get(config.provider),
+                config.connect_timeout,
+            )
+        )
         self.mode = config.mode  # the mode in use: the configured one until it fails
         self.modes: dict[str, int] = {}  # calls answered per mode
         self.fallbacks: list[str] = []  # "tools -> json_schema: <why>", in order
@@ -133,11 +148,11 @@ class LLMClient:
                 api_key=api_key,
                 azure_endpoint=base_url or "",
                 api_version=config.api_version or "2024-10-21",
-                timeout=config.timeout,
+                timeout=_timeout(config),
                 max_retries=2,
             )
         return openai.OpenAI(
-            api_key=api_key, base_url=base_url, timeout=config.timeout, max_retries=2
+            api_key=api_key, base_url=base_url, timeout=_timeout(config), max_retries=2
         )
 
     def call(self, task: str, payload: BaseModel, usage: Usage | None = None) -> Any:
@@ -238,12 +253,19 @@ class LLMClient:
                 "\n\nAnswer with one JSON object matching this schema:\n" + json.dumps(schema)
             )
         try:
+            if self._reach is not None:
+                self._reach.ensure()
             with PROCESS_LIMIT:
                 response = self._client.chat.completions.create(**kwargs)
+        except Unreachable as err:
+            raise LLMError(self._unreachable(task, err)) from err
+        except openai.APIConnectionError as err:  # includes timeouts
+            raise LLMError(self._unreachable(task, err.__cause__ or err)) from err
         except openai.APIStatusError as err:
-            raise LLMError(f"{task}: the LLM endpoint answered {err.status_code}: {err}") from err
+            where = self._where()
+            raise LLMError(f"{task}: the LLM at {where} answered {err.status_code}: {err}") from err
         except openai.APIError as err:
-            raise LLMError(f"{task}: the LLM endpoint failed: {err}") from err
+            raise LLMError(f"{task}: the LLM at {self._where()} failed: {err}") from err
         if not response.choices:
             return "", 0, 0
         message = response.choices[0].message
@@ -258,6 +280,23 @@ class LLMClient:
             used.prompt_tokens if used else 0,
             used.completion_tokens if used else 0,
         )
+
+    def _where(self) -> str:
+        url = self._reach.url if self._reach is not None else "(injected client)"
+        return f"{url} (model {self.config.model})"
+
+    def _unreachable(self, task: str, cause: BaseException) -> str:
+        why = " ".join(str(cause).split()) or type(cause).__name__
+        return f"{task}: cannot reach the LLM at {self._where()}: {why}"
+
+    def check_reachable(self) -> None:
+        """Fail now, within `llm.connect_timeout`, if the endpoint takes no connections: the
+        CLI asks before it loads an embedding model for an add that cannot work."""
+        if self._reach is not None:
+            try:
+                self._reach.ensure()
+            except Unreachable as err:
+                raise LLMError(self._unreachable("the first LLM call", err)) from err
 
     def probe(self) -> str:
         """Find the structured-output mode the endpoint takes with one small `summarize`

@@ -25,6 +25,8 @@ from typing import NamedTuple
 
 from nicknames import NickNamer
 
+from mem0g.config import DEFAULT_THRESHOLD
+
 __all__ = [
     "ALIAS_FLOOR",
     "DEFAULT_THRESHOLD",
@@ -45,9 +47,6 @@ __all__ = [
     "types_compatible",
 ]
 
-DEFAULT_THRESHOLD = 0.84
-"""Cosine at or above which two *descriptive* names whose structure says nothing (UNKNOWN) are
-merged. Proper names are never merged on cosine, whatever its value."""
 
 ALIAS_FLOOR = 0.3
 """Cosine a structural ALIAS still needs, except between persons or pets. Low, since a first

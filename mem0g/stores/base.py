@@ -52,6 +52,19 @@ class StoreStats(BaseModel):
     invalid_relations: int
     episodes: int
     tenants: int
+    facts: int = 0  # current facts (not deleted ones); counted by Memory.stats
+    warmup: WarmupStatus | None = None  # the store's warm-up, when it has one (Memory.stats)
+
+
+class WarmupStatus(BaseModel):
+    """A store's background warm-up of its server's read paths (Neo4j; see
+    mem0g/stores/neo4j_warmup.py): what `mem0g doctor` and `stats` show."""
+
+    state: Literal["off", "waiting", "running", "done", "failed"] = "waiting"
+    seconds: float = 0.0
+    rounds: int = 0
+    statements: int = 0
+    error: str | None = None
 
 
 class IndexRebuild(BaseModel):
@@ -332,5 +345,9 @@ class GraphStore(Protocol):
 
     def possible_duplicates(self, scope: Tenant) -> list[PossibleDuplicate]:
         """Recorded candidate pairs whose two entities both still exist, oldest first."""
+
+    @property
+    def warmup_status(self) -> WarmupStatus:
+        """The background warm-up's state; "off" for a store without a server to warm."""
 
     def close(self) -> None: ...

@@ -31,6 +31,7 @@ from mem0g.stores.base import (
     PlanConflict,
     StoreError,
     StoreStats,
+    WarmupStatus,
     check_index_kinds,
     row_scores,
     top_k,
@@ -861,6 +862,10 @@ class EmbeddedGraphStore:
             for statement in _DELETE_ALL.values():
                 conn.execute(statement)
         self._load()
+
+    @property
+    def warmup_status(self) -> WarmupStatus:
+        return WarmupStatus(state="off")  # no server: nothing to warm
 
     def close(self) -> None:
         """Idempotent; every later call on the store raises StoreError."""

@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import re
 import threading
 import time
@@ -75,12 +74,14 @@ from mem0g.stores.base import (
     PlanConflict,
     StoreError,
     StoreStats,
+    WarmupStatus,
     check_index_kinds,
     row_scores,
     top_k,
 )
 from mem0g.stores.embedded_facts import VectorBlock
 from mem0g.stores.entity_vectors import EntityVectors, Watermark
+from mem0g.stores.neo4j_warmup import WARMUP_FILES, Warmup, warmup_params, warmup_statements
 from mem0g.stores.repair import (
     check_pair,
     find_merge,
@@ -755,6 +756,7 @@ class Neo4jGraphStore:
         reset_batch: int = 10_000,
         index_check_interval: float = 1.0,
         entity_vectors: int = 250_000,
+        warmup_seconds: float = 0.0,
     ) -> None:
         if isinstance(driver_or_uri, str):
             self._driver: Driver | None = GraphDatabase.driver(driver_or_uri, auth=auth)
@@ -778,19 +780,25 @@ class Neo4jGraphStore:
         self._markers_read = -math.inf
         # the resolver's exact candidates: tenants' name vectors, at most this many in all
         self._entity_vectors = EntityVectors(entity_vectors)
+        # the server's read paths warmed in the background (neo4j_warmup); 0: none
+        self._warmup: Warmup | None = None
+        self._warmup_budget = warmup_seconds
+        if warmup_seconds > 0:
+            self.start_warmup(warmup_seconds)
 
     @classmethod
     def from_config(cls, config: GraphStoreConfig, dims: int | None = None) -> Neo4jGraphStore:
         """Settings first, then NEO4J_URI / NEO4J_USERNAME / NEO4J_PASSWORD."""
-        url = config.url or os.environ.get("NEO4J_URI")
+        url = config.resolved_url().value
         if not url:
             raise StoreError("the neo4j store needs graph_store.url (or NEO4J_URI)")
-        username = config.username or os.environ.get("NEO4J_USERNAME") or "neo4j"
-        password = config.password or os.environ.get("NEO4J_PASSWORD")
+        username = config.resolved_username().value or "neo4j"
+        password = config.resolved_password().value
         auth = (username, password) if password is not None else None
         return cls(
-            url, auth, database=config.database, dims=dims, entity_vectors=config.entity_vectors
-        )
+            url, auth, database=config.database, dims=dims, entity_vectors=config.entity_vectors,
+            warmup_seconds=config.warmup_seconds if config.warmup else 0.0,
+        )  # fmt: skip
 
     def __enter__(self) -> Neo4jGraphStore:
         return self
@@ -798,8 +806,31 @@ class Neo4jGraphStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def start_warmup(self, budget: float) -> Warmup:
+        """Warm the server's read paths in the background for at most `budget` seconds (see
+        mem0g.stores.neo4j_warmup); a warm-up already running is stopped first."""
+        if self._warmup is not None:
+            self._warmup.stop()
+
+        def plan() -> tuple[list[str], dict[str, Any]]:
+            self._ready()  # the schema, and the dims the data holds
+            params = warmup_params(self.dims)
+            files = {name: parse_statements(read_text("cypher", f"{name}.cypher"))
+                     for name in WARMUP_FILES if name in CYPHER_FILES}  # fmt: skip
+            return warmup_statements(files, params), params
+
+        self._warmup = Warmup(self._read, plan, budget)
+        self._warmup.start()
+        return self._warmup
+
+    @property
+    def warmup_status(self) -> WarmupStatus:
+        return self._warmup.status if self._warmup is not None else WarmupStatus(state="off")
+
     def close(self) -> None:
         """Idempotent; every later call raises StoreError. A caller's driver stays open."""
+        if self._warmup is not None:
+            self._warmup.stop()
         with self._lock:
             driver, self._driver = self._driver, None
         if driver is not None and self._owns_driver:
@@ -952,6 +983,8 @@ class Neo4jGraphStore:
                     seconds=round(time.monotonic() - begin, 3),
                 )
             )
+        if self._warmup_budget > 0 and rebuilt:  # new indexes: their query plans are cold
+            self.start_warmup(self._warmup_budget)
         return rebuilt
 
     def _await_online(

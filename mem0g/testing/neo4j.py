@@ -1,6 +1,7 @@
-"""A real Neo4j server for the test suite, independent of pytest's fixture API.
+"""A real Neo4j server for tests and benchmarks, independent of pytest's fixture API (the
+test suite, scripts/bench_*.py and users' own integration tests import it from here).
 
-    from neo4j_server import neo4j_for_tests, stop_neo4j_for_tests, neo4j_session
+    from mem0g.testing.neo4j import neo4j_for_tests, stop_neo4j_for_tests, neo4j_session
 
     uri, user, password = neo4j_for_tests()   # started once per process, reused after
     ...
@@ -49,7 +50,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+# scripts/neo4j and docker/ live in the source checkout (an editable install, as `make`
+# makes); from a wheel the Maven route reports the missing script (Neo4jUnavailable)
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "neo4j"
 COMPOSE_FILE = REPO / "docker" / "compose.yml"
 USER = "neo4j"
@@ -390,7 +393,7 @@ def describe(server: Neo4jServer) -> dict[str, Any]:
     }
 
 
-if __name__ == "__main__":  # manual check: python tests/neo4j_server.py
+if __name__ == "__main__":  # manual check: python -m mem0g.testing.neo4j
     started = time.monotonic()
     uri, user, _password = neo4j_for_tests()
     server = current_server()
