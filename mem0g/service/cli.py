@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
             return
         from mem0g.service.app import serve as run
 
-        run(state.memory(), settings)
+        run(_server_memory(ctx), settings)
 
     @app.command()
     def mcp(
@@ -91,7 +91,6 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Serve memory to MCP clients (Claude Desktop, Cursor, ...) over stdio or HTTP."""
-        from mem0g.cli import _state
         from mem0g.service.auth import Keyring
         from mem0g.service.mcp_server import build_mcp, serve_mcp
         from mem0g.service.settings import check_bind, limit_inference_threads
@@ -104,7 +103,7 @@ def register(app: typer.Typer) -> None:
             raise ValueError("a valid --api-key (MEM0G_API_KEY) is required with a keys file")
         if transport is Transport.http:
             check_bind(host, keys_configured=False)  # one key for every caller: loopback only
-        memory = _state(ctx).memory()
+        memory = _server_memory(ctx)
         try:
             server = build_mcp(memory, principal=principal, user_id=user, agent_id=agent,
                                run_id=run)  # fmt: skip
@@ -137,6 +136,17 @@ def register(app: typer.Typer) -> None:
             raise ValueError("give --all-tenants or at least one --user/--user-prefix/--agent")
         key = add_key(keys, name, [s.value for s in scope], "*" if all_tenants else grants)
         typer.echo(key)
+
+
+def _server_memory(ctx: typer.Context) -> Any:
+    """The command's `Memory`, for a long-running server: it may start a new embedded store
+    (it takes adds), and keeps the config's Neo4j warm-up (one-shot commands switch it off)."""
+    from mem0g.cli import _check_store_path, _state
+    from mem0g.memory import Memory
+
+    config = _state(ctx).config()
+    _check_store_path(config, True)
+    return Memory(config)
 
 
 def _console() -> Any:
