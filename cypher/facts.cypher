@@ -124,3 +124,22 @@ RETURN s {.*} AS summary;
 MERGE (s:Summary {tenant_key: $tenant_key})
 SET s += $props
 RETURN s.text AS text;
+
+// Every fact event of the scope with the conversation time of the episode it came from
+// (null for a user's direct edit): what `as_of` reads to know which text of each fact was
+// true at a time (retrieve/timeline.py). Per fact in write order.
+// name: fact_timeline
+CALL () {
+  MATCH (ev:FactEvent) WHERE ev.user_id = $user_id RETURN ev
+  UNION ALL
+  MATCH (ev:FactEvent) WHERE $user_id IS NULL AND ev.agent_id = $agent_id RETURN ev
+  UNION ALL
+  MATCH (ev:FactEvent) WHERE $user_id IS NULL AND $agent_id IS NULL AND ev.run_id = $run_id
+  RETURN ev
+}
+WITH ev
+WHERE ($agent_id IS NULL OR ev.agent_id = $agent_id)
+  AND ($run_id IS NULL OR ev.run_id = $run_id)
+OPTIONAL MATCH (ep:Episode {id: ev.episode_id})
+RETURN ev {.*} AS event, toString(ep.timestamp) AS said
+ORDER BY ev.fact_id, ev.seq, ev.pos, ev.written, ev.id;

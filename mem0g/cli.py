@@ -584,11 +584,18 @@ def search(
         int, typer.Option("--limit", "-n", min=1, help="Most facts, and most relations.")
     ] = 10,
     as_of: Annotated[
-        str | None, typer.Option("--as-of", help="Relations valid at this ISO date/time.")
+        str | None,
+        typer.Option("--as-of", help="Facts and relations as they were at this ISO date/time."),
     ] = None,
     include_invalid: Annotated[
         bool, typer.Option("--include-invalid", help="Also relations that have ended.")
     ] = False,
+    reference_time: Annotated[
+        str | None,
+        typer.Option(
+            "--reference-time", help='"Now" for time words in the query ("last year"); ISO.'
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     user: UserOpt = None,
     agent: AgentOpt = None,
@@ -597,10 +604,12 @@ def search(
     """Search the tenant's facts and relations, best first (no LLM call)."""
     ids = _tenant(user, agent, run)
     when = _parse_time(as_of, "--as-of")
+    now = _parse_time(reference_time, "--reference-time")
     with _state(ctx).memory() as memory:
         result = memory.search(
-            query, **ids, limit=limit, as_of=when, include_invalid=include_invalid
-        )
+            query, **ids, limit=limit, as_of=when, include_invalid=include_invalid,
+            reference_time=now,
+        )  # fmt: skip
         paths = memory.config.memory
     if as_json:
         _print_json(result.model_dump(mode="json"))
@@ -811,11 +820,15 @@ def stats(
     state = _state(ctx)
     with state.memory(embeddings=False) as memory:
         counts = memory.stats(**ids)
+    data = counts.model_dump(exclude={"warmup"} if counts.warmup is None else set())
     if as_json:
-        _print_json(counts.model_dump())
+        _print_json(data)
         return
     table = Table("", "count", title=Text(f"{_describe(ids)} in {_location(state.config())}"))
-    for name, value in counts.model_dump().items():
+    for name, value in data.items():
+        if name == "warmup" and counts.warmup is not None:
+            w = counts.warmup
+            value = f"{w.state}, {w.seconds:.1f} s, {w.rounds} rounds"
         table.add_row(name.replace("_", " "), str(value))
     _out().print(table)
 
@@ -1073,12 +1086,16 @@ def delete(
     user: UserOpt = None,
     agent: AgentOpt = None,
     run: RunOpt = None,
+    all_users: Annotated[
+        bool, typer.Option("--all-users", help="Confirm a delete without --user (every user).")
+    ] = False,
 ) -> None:
-    """Delete every entity, relation, fact (with its history) and episode of a tenant."""
+    """Delete every entity, relation, fact (with its history) and episode of a tenant (unset
+    ids match any)."""
     ids = _tenant(user, agent, run)
     with _state(ctx).memory(embeddings=False) as memory:
         before = memory.stats(**ids)
-        memory.delete_all(**ids)
+        memory.delete_all(**ids, all_users=all_users)
     kinds = ("entities", "relations", "facts", "episodes")
     counts = ", ".join(f"{getattr(before, kind)} {kind}" for kind in kinds)
     _say(_out(), f"deleted {counts} of {_describe(ids)}, with their history")
@@ -1090,6 +1107,8 @@ __all__ = ["EpisodeInput", "InputError", "app", "read_episodes"]
 # ---------------------------------------------------------------- entities (sub-app)
 
 # registers itself on `app` (importing this module first works too: it imports us)
+# export / import (full backup and restore), registered the same way
+import mem0g.cli_archive  # noqa: E402
 import mem0g.cli_entities  # noqa: E402, F401
 
 __import__("mem0g.service.cli", fromlist=["register"]).register(app)  # serve, mcp, keys

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -147,13 +147,55 @@ class ResolverConfig(_Section):
     max_existing: int = Field(default=10, ge=1, description="s: existing edges per new triple")
 
 
+class FusionWeights(_Section):
+    """The weight of each named ranking of a search (retrieve/fusion.py says what each is);
+    0 leaves a ranking out of the score (it still shows in a hit's `sources`)."""
+
+    dense_facts: float = Field(default=1.0, ge=0)
+    bm25_facts: float = Field(default=1.0, ge=0)
+    time: float = Field(default=0.5, ge=0)
+    dense_relations: float = Field(default=1.0, ge=0)
+    bm25_relations: float = Field(default=1.0, ge=0)
+    graph_expansion: float = Field(default=1.0, ge=0)
+
+
 class FusionConfig(_Section):
-    """How the two rankings are fused; a recipe given as data, not as code branches."""
+    """How a search's rankings are fused: a recipe given as data, not as code branches.
+    `retrieval.fusion` also takes a preset's name (retrieve/fusion.py PRESETS)."""
 
     method: Literal["rrf", "weighted"] = "rrf"
-    rrf_k: int = 60
-    entity_weight: float = 1.0
-    triple_weight: float = 1.0
+    rrf_k: int = Field(default=60, ge=1)
+    weights: FusionWeights = Field(default_factory=FusionWeights)
+    near_duplicate: float = Field(
+        default=1.0,
+        ge=-1.0,
+        le=1.0,
+        description="a fact whose embedding cosine with a higher-ranked returned fact is at "
+        "least this (and that names the same numbers) is left out; 1.0 keeps near-duplicates "
+        "(the default: on LoCoMo a cut at 0.95 dropped repeated facts whose evidence differs, "
+        "docs/benchmarks.md); e.g. 0.95 for a top ten of distinct facts",
+    )
+    mmr_lambda: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="maximal marginal relevance over the facts instead of the near-duplicate "
+        "cut: lambda x relevance - (1 - lambda) x similarity to those already chosen",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """entity_weight / triple_weight (before named rankings) still work."""
+        if isinstance(data, dict) and ("entity_weight" in data or "triple_weight" in data):
+            data = dict(data)
+            weights = dict(data.get("weights") or {})
+            if "entity_weight" in data:
+                weights["graph_expansion"] = data.pop("entity_weight")
+            if "triple_weight" in data:
+                weights["dense_relations"] = data.pop("triple_weight")
+            data["weights"] = weights
+        return data
 
 
 class RetrievalConfig(_Section):
@@ -179,6 +221,7 @@ class RetrievalConfig(_Section):
     link_top_k: int = 5
     triple_top_k: int = 50
     expansion_limit: int = 500
+    fact_top_k: int = Field(default=50, ge=1, description="candidates per fact ranking")
     fusion: FusionConfig = Field(default_factory=FusionConfig)
     concurrent_reads: bool | None = Field(
         default=None,
@@ -186,6 +229,18 @@ class RetrievalConfig(_Section):
         "fact search) at once; None = when the store's reads are round trips to a server "
         "(Neo4j), not for the in-process embedded store, where threads only add overhead",
     )
+
+    @field_validator("fusion", mode="before")
+    @classmethod
+    def _preset(cls, value: Any) -> Any:
+        """A preset's name stands for its recipe."""
+        if isinstance(value, str):
+            from mem0g.retrieve.fusion import PRESETS
+
+            if value not in PRESETS:
+                raise ValueError(f"unknown fusion preset {value!r}; choose from {sorted(PRESETS)}")
+            return PRESETS[value].model_copy(deep=True)
+        return value
 
 
 class MemorySection(_Section):
@@ -211,6 +266,24 @@ class FactsConfig(_Section):
     )
 
 
+class LimitsConfig(_Section):
+    """Size limits, checked before the first LLM call (what the caller sends) and on every
+    LLM answer (what the model returns; a violation is re-asked like any invalid answer), so
+    both stores see the same bounded values. Names, keys and tenant ids are indexed on Neo4j,
+    whose index keys stop near 8 KB: hence the upper bounds (4 bytes per character at most)."""
+
+    max_id_chars: int = Field(default=256, ge=1, le=256, description="user/agent/run id")
+    max_message_chars: int = Field(default=32_000, ge=1, description="one message's content")
+    max_name_chars: int = Field(default=256, ge=1, le=512, description="an entity's name")
+    max_relation_chars: int = Field(
+        default=128, ge=1, le=256, description="a relation's or an entity type's name"
+    )
+    max_fact_chars: int = Field(default=2_000, ge=1, description="one fact's text")
+    max_query_chars: int = Field(default=4_000, ge=1, description="one search query")
+    max_names: int = Field(default=200, ge=1, description="entities in one LLM answer")
+    max_relations: int = Field(default=500, ge=1, description="relations in one LLM answer")
+
+
 class MemoryConfig(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MEM0G_", env_nested_delimiter="__", extra="forbid", case_sensitive=False
@@ -223,6 +296,7 @@ class MemoryConfig(BaseSettings):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     memory: MemorySection = Field(default_factory=MemorySection)
     facts: FactsConfig = Field(default_factory=FactsConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     @classmethod
     def load(cls, config: dict[str, Any] | MemoryConfig | None = None) -> MemoryConfig:

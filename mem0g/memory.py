@@ -6,20 +6,28 @@ nothing."""
 from __future__ import annotations
 
 import logging
-import threading
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
+from mem0g import validation
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.extract import payload_messages
 from mem0g.llm.client import LLMClient, ReplayingLLM
 from mem0g.llm.protocol import Context
+from mem0g.locks import TenantLocks
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.resolve.facts import FactPlan
 from mem0g.retrieve import DualRetriever
+from mem0g.retrieve.context import ContextBlock
+from mem0g.retrieve.context import render as render_context
+from mem0g.retrieve.facts import FactRetriever
+from mem0g.retrieve.timeline import as_fact
+from mem0g.retrieve.timewin import query_time
 from mem0g.stores.base import (
     GraphStore,
     IndexRebuild,
@@ -37,7 +45,6 @@ from mem0g.types import (
     Fact,
     FactChange,
     FactEvent,
-    FactHit,
     FactResult,
     GraphSnapshot,
     MergeResult,
@@ -67,8 +74,13 @@ def parse_messages(messages: MessagesIn) -> list[Message]:
         items: list[Any] = [{"role": "user", "content": messages}]
     elif isinstance(messages, Mapping):
         items = [messages]
-    else:
+    elif isinstance(messages, Iterable) and not isinstance(messages, bytes):
         items = list(messages)
+    else:
+        raise TypeError(
+            "messages must be a string, a message dict or a list of them, not "
+            f"{type(messages).__name__}"
+        )
     parsed = [m if isinstance(m, Message) else Message.model_validate(m) for m in items]
     if not parsed:
         raise ValueError("no messages to add")
@@ -126,8 +138,10 @@ class Memory:
         self.retriever = DualRetriever(
             self.store, self.embedder, self.config.retrieval, reads=self._reads
         )
-        self._tenant_locks: dict[str, threading.Lock] = {}
-        self._locks_guard = threading.Lock()
+        self.facts = FactRetriever(
+            self.store, self.embedder, self.config.retrieval, self.retriever.submit
+        )
+        self._tenant_locks = TenantLocks()
         self._paths = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-path")
         self.summaries = SummaryWorker(lambda: self.llm, self.store, self.config.memory)
         self._closed = False
@@ -140,7 +154,7 @@ class Memory:
     def llm(self) -> LLMClient:
         """Created on first use, so search, dumps and stats work without any LLM configured."""
         if self._llm is None:
-            self._llm = LLMClient(self.config.llm)
+            self._llm = LLMClient(self.config.llm, limits=self.config.limits)
         return self._llm
 
     def __enter__(self) -> Memory:
@@ -160,10 +174,16 @@ class Memory:
             self._reads.shutdown(wait=True)
         self.store.close()
 
-    def _lock(self, tenant: Tenant) -> threading.Lock:
+    def _tenant(self, user_id: Any, agent_id: Any, run_id: Any) -> Tenant:
+        return validation.tenant(self.config.limits, user_id, agent_id, run_id)
+
+    def _lock(self, tenant: Tenant) -> AbstractContextManager[None]:
         """Adds of one tenant are serialised so two of them cannot both create "Alice"."""
-        with self._locks_guard:
-            return self._tenant_locks.setdefault(tenant.key, threading.Lock())
+        return self._tenant_locks.hold(tenant.key)
+
+    def _forget(self, scope: Tenant) -> None:
+        """After a delete: no per-tenant state is kept for tenants that are gone."""
+        self.summaries.forget(scope)
 
     # ------------------------------------------------------------------ add
 
@@ -180,8 +200,9 @@ class Memory:
         """Extract, resolve and apply one episode; all of it is written or none of it.
 
         `infer=False` stores each message verbatim as a fact, with no LLM call (imports)."""
-        tenant = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        tenant = self._tenant(user_id, agent_id, run_id)
         parsed = parse_messages(messages)
+        validation.messages(self.config.limits, parsed, as_facts=not infer)
         when = to_utc(timestamp) or utcnow()
         for m in parsed:  # "I" needs a name to resolve to: default to the tenant's ids
             m.name = m.name or (user_id if m.role == "user" else agent_id)
@@ -337,13 +358,13 @@ class Memory:
         wait: bool = True,
     ) -> Summary | None:
         """Refresh the conversation summary now (in the background unless `wait`)."""
-        future = self.summaries.submit(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        future = self.summaries.submit(self._tenant(user_id, agent_id, run_id))
         return future.result() if wait else None
 
     def summary(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> Summary | None:
-        return self.store.get_summary(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        return self.store.get_summary(self._tenant(user_id, agent_id, run_id))
 
     # ------------------------------------------------------------------ facts, by id
 
@@ -356,11 +377,12 @@ class Memory:
         run_id: str | None = None,
     ) -> Fact | None:
         """One fact of the tenant, or None (also for another tenant's id)."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         found = self.store.get_facts(scope, [fact_id])
         return found[0].model_copy(update={"embedding": None}) if found else None
 
     def _fact_of(self, fact_id: str, scope: Tenant) -> Fact:
+        validation.text(fact_id, "fact_id")
         found = self.store.get_facts(scope, [fact_id])
         if not found:
             raise KeyError(f"no fact {fact_id!r} for this tenant")
@@ -376,9 +398,9 @@ class Memory:
         run_id: str | None = None,
     ) -> FactResult:
         """Replace a fact's text (the old text stays in its history)."""
-        if not text or not text.strip():
-            raise ValueError("text is empty")
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        validation.text(fact_id, "fact_id")
+        validation.text(text, "text", self.config.limits.max_fact_chars)
+        scope = self._tenant(user_id, agent_id, run_id)
         with self._lock(scope):
             old = self._fact_of(fact_id, scope)
             now = utcnow()
@@ -410,7 +432,7 @@ class Memory:
         run_id: str | None = None,
     ) -> FactResult:
         """Delete a fact: gone from search and get, kept in its history."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         with self._lock(scope):
             old = self._fact_of(fact_id, scope)
             now = utcnow()
@@ -438,7 +460,7 @@ class Memory:
         run_id: str | None = None,
     ) -> list[FactEvent]:
         """Every change of a fact, oldest first, including after it was deleted."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         return self.store.fact_history(scope, fact_id)
 
     def episodes(
@@ -454,7 +476,7 @@ class Memory:
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> list[Entity]:
         """Every entity of the scope, in write order, without embeddings."""
-        return self.store.list_entities(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        return self.store.list_entities(self._tenant(user_id, agent_id, run_id))
 
     def get_entity(
         self,
@@ -465,7 +487,7 @@ class Memory:
         run_id: str | None = None,
     ) -> Entity | None:
         """One entity of the scope (None: unknown, merged away, or another tenant's)."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         found = self.store.get_entities(scope, [entity_id])
         return found[0].model_copy(update={"embedding": None}) if found else None
 
@@ -479,7 +501,7 @@ class Memory:
         include_invalid: bool = False,
     ) -> list[Relation]:
         """The edges at one entity (either end), without embeddings."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         validity = Validity(include_invalid=include_invalid)
         found = self.store.relations_touching(scope, [entity_id], validity)
         return [r.model_copy(update={"embedding": None}) for r in found]
@@ -502,7 +524,7 @@ class Memory:
 
         Holds keep's tenant's add lock: an add planned around `other` in this process would
         otherwise fail at its write (its plan names an entity the merge removed)."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         found = self.store.get_entities(scope, [keep_id])
         if not found:
             raise UnknownEntityError(f"no entity {keep_id!r} in {describe(scope)}")
@@ -524,7 +546,7 @@ class Memory:
         one: the latest such merge not split yet). The other entity returns with its id,
         name, type, aliases, keys and embedding, and exactly the edges that merge moved go
         back to it (edges keep gained since stay on keep); logged as SPLIT."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         if merge_id is None:
             if not (entity_id and other_id):
                 raise ValueError("give a merge id, or the kept entity's id and the other's")
@@ -554,7 +576,7 @@ class Memory:
     ) -> list[EntityEvent]:
         """MERGE, SPLIT and RENAME events naming the entity (also one merged away), oldest
         first; a MERGE's undo record comes without embeddings."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         events = self.store.entity_history(scope, entity_id)
         for event in events:
             if event.undo is not None:
@@ -568,7 +590,7 @@ class Memory:
     ) -> list[PossibleDuplicate]:
         """Entity pairs the resolver recorded as maybe one thing, with the reason, oldest
         first; pairs settled by a merge or naming a deleted entity are gone from the list."""
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         return self.store.possible_duplicates(scope)
 
     # ------------------------------------------------------------------ read
@@ -583,31 +605,27 @@ class Memory:
         limit: int = 10,
         as_of: datetime | str | None = None,
         include_invalid: bool = False,
+        reference_time: datetime | str | None = None,
     ) -> SearchResult:
-        """Relations relevant to `query`, best first; current facts unless told otherwise."""
-        if not query or not query.strip():
-            raise ValueError("query is empty")
+        """Facts and relations relevant to `query`, best first, with no LLM call; current
+        ones, or those true at `as_of` (a hard filter). Time expressions in the query ("in
+        May 2023", "last year") are read relative to `reference_time` (default now) and
+        boost what was said or valid then; "when" questions prefer facts that name a time."""
+        validation.text(query, "query", self.config.limits.max_query_chars)
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f"limit must be an int, not {type(limit).__name__}")
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         validity = Validity(as_of=to_utc(as_of), include_invalid=include_invalid)
-        facts = None
+        qt = query_time(query, to_utc(reference_time))
+        finish = None
         if self.config.memory.facts:
             qvec = self.embedder.embed([query])[0]  # cached for the retriever's call
-            facts = self.retriever.submit(self.store.similar_facts, scope, qvec, limit)
-        result = self.retriever.search(query, scope, limit, validity)
-        if facts is not None:
-            result.facts = [
-                FactHit(
-                    id=f.id,
-                    text=f.text,
-                    score=float(score),
-                    created_at=f.created_at,
-                    updated_at=f.updated_at,
-                    provenance=f.provenance,
-                )
-                for f, score in facts.result()
-            ]
+            finish = self.facts.begin(query, qvec, scope, limit, validity, qt)
+        result = self.retriever.search(query, scope, limit, validity, qt)
+        if finish is not None:
+            result.facts = finish(None)
         return result
 
     def get_all(
@@ -619,13 +637,15 @@ class Memory:
         include_invalid: bool = False,
         as_of: datetime | str | None = None,
     ) -> GraphSnapshot:
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        scope = self._tenant(user_id, agent_id, run_id)
         validity = Validity(as_of=to_utc(as_of), include_invalid=include_invalid)
         snapshot = self.store.snapshot(scope, validity)
         return GraphSnapshot(
             entities=[e.model_copy(update={"embedding": None}) for e in snapshot.entities],
             relations=[r.model_copy(update={"embedding": None}) for r in snapshot.relations],
-            facts=[f.model_copy(update={"embedding": None}) for f in self.store.facts(scope)],
+            facts=[f.model_copy(update={"embedding": None}) for f in self.store.facts(scope)]
+            if validity.as_of is None
+            else [as_fact(v) for v in self.facts.history.at(scope, validity.as_of)],
         )
 
     def context(
@@ -638,28 +658,37 @@ class Memory:
         limit: int = 10,
         max_tokens: int = 1000,
         as_of: datetime | str | None = None,
+        reference_time: datetime | str | None = None,
     ) -> str:
         """The text block the Mem0g answer prompt expects ("Memories for user X" and
         "Relations for user X", timestamped), for the caller's own LLM. Deterministic for a
         given store; lines are dropped from the lowest-ranked up to stay within `max_tokens`
-        (estimated as characters / 4)."""
+        (estimated as characters / 4). `context_block` also says how many tokens it used."""
+        return self.context_block(
+            query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit,
+            max_tokens=max_tokens, as_of=as_of, reference_time=reference_time,
+        ).text  # fmt: skip
+
+    def context_block(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 10,
+        max_tokens: int = 1000,
+        as_of: datetime | str | None = None,
+        reference_time: datetime | str | None = None,
+    ) -> ContextBlock:
+        """`context` with what it used: estimated tokens, lines kept and dropped."""
+        if max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1")
         hits = self.search(
-            query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit, as_of=as_of
-        )
-        who = user_id or agent_id or run_id
-        memories = [
-            f"- [{(f.provenance[0].timestamp if f.provenance else f.created_at):%Y-%m-%d}] {f.text}"
-            for f in hits.facts
-        ]
-        relations = []
-        for r in hits.relations:
-            since = f" (since {r.valid_from:%Y-%m-%d})" if r.valid_from else ""
-            until = f" (until {r.invalid_at:%Y-%m-%d})" if r.invalid_at else ""
-            relations.append(f"- {r.source} -- {r.relation} --> {r.destination}{since}{until}")
-        return _budgeted(
-            [(f"Memories for user {who}:", memories), (f"Relations for user {who}:", relations)],
-            max_tokens,
-        )
+            query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit, as_of=as_of,
+            reference_time=reference_time,
+        )  # fmt: skip
+        return render_context(hits, user_id or agent_id or run_id, max_tokens)
 
     def tenants(self) -> list[Tenant]:
         """Every exact tenant that has data in the store."""
@@ -681,12 +710,61 @@ class Memory:
             facts=list(facts.values()),
         )
 
-    def delete_all(
-        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    def export(
+        self,
+        out: str | os.PathLike[str] | IO[str],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        embeddings: bool = True,
     ) -> int:
-        scope = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        """Write a full backup (mem0g/archive.py: JSON Lines, versioned) of every exact
+        tenant in the filter (no ids: the whole store) to a path or text file; returns the
+        number of tenants. `embeddings=False` leaves the vectors out (import re-embeds)."""
+        from mem0g.archive import export_archive
+
+        given = (user_id, agent_id, run_id)
+        scope = self._tenant(*given) if any(v is not None for v in given) else None
+        if isinstance(out, str | os.PathLike):
+            with open(out, "w", encoding="utf-8") as handle:
+                return export_archive(self, handle, scope, embeddings=embeddings)
+        return export_archive(self, out, scope, embeddings=embeddings)
+
+    def import_archive(
+        self, source: str | os.PathLike[str] | IO[str], *, merge: bool = False
+    ) -> list[Any]:
+        """Restore an archive written by `export` into this store, one transaction per
+        tenant; re-embeds when the archive has no vectors or another model's. A tenant this
+        store already has is refused (`ArchiveError`) unless `merge`."""
+        from mem0g.archive import import_archive
+
+        if isinstance(source, str | os.PathLike):
+            with open(source, encoding="utf-8") as handle:
+                return import_archive(self, handle, merge=merge)
+        return import_archive(self, source, merge=merge)
+
+    def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        all_users: bool = False,
+    ) -> int:
+        """Delete every record the filter matches (unset ids match anything, as in reads).
+        Without `user_id` the filter spans users (`agent_id="x"` is agent x with *every*
+        user), so it must be confirmed with `all_users=True`; ValueError otherwise."""
+        scope = self._tenant(user_id, agent_id, run_id)
+        if scope.user_id is None and not all_users:
+            raise ValueError(
+                f"delete_all without user_id deletes the data of {describe(scope)} for every "
+                "user; pass all_users=True (CLI: --all-users) to confirm"
+            )
         self.summaries.wait_idle()  # a refresh finishing later must not bring a summary back
-        return self.store.delete_tenant(scope)
+        deleted = self.store.delete_tenant(scope)
+        self._forget(scope)
+        return deleted
 
     def reset(self) -> None:
         self.summaries.wait_idle()
@@ -714,27 +792,3 @@ class Memory:
         each, after a bulk load or many small adds; searches stay correct while it runs.
         Returns [] for the embedded store, which has none."""
         return self.store.rebuild_vector_indexes(kinds, progress=progress)
-
-
-def _estimate_tokens(text: str) -> int:
-    return (len(text) + 3) // 4
-
-
-def _budgeted(sections: list[tuple[str, list[str]]], max_tokens: int) -> str:
-    """Join sections, dropping the lowest-ranked lines (alternating sections) until it fits."""
-    kept = [list(lines) for _, lines in sections]
-
-    def render() -> str:
-        blocks = []
-        for (title, _), lines in zip(sections, kept, strict=True):
-            blocks.append("\n".join([title, *(lines or ["- (none)"])]))
-        return "\n\n".join(blocks)
-
-    text = render()
-    turn = 0
-    while _estimate_tokens(text) > max_tokens and any(kept):
-        longest = max(range(len(kept)), key=lambda i: (len(kept[i]), -((i + turn) % len(kept))))
-        kept[longest].pop()
-        turn += 1
-        text = render()
-    return text

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.extract import establish_relations, extract_entities, extract_facts
-from mem0g.extract.checks import screen_entities, screen_triples
+from mem0g.extract.checks import known_endpoints, screen_entities, screen_triples
 from mem0g.llm.client import LLMClient
 from mem0g.llm.protocol import AmbiguousName, CandidateNode, Context
 from mem0g.resolve.entities import Mentions, ResolvedEntities, resolve_entities, settle
@@ -94,6 +94,8 @@ class Stages:
             self.llm, messages, when, types, context, usage, candidates=asked
         )
         found.triples, rejected = screen_triples(found.triples, speakers, types)
+        part.rejected += rejected
+        found.triples, rejected = known_endpoints(found.triples, types)
         part.rejected += rejected
         used_names: dict[str, str] = {}
         for t in found.triples:

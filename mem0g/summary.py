@@ -55,7 +55,26 @@ class SummaryWorker:
                 return pending
             future = self._executor.submit(self._run, tenant)
             self._pending[tenant.key] = future
-            return future
+        future.add_done_callback(lambda done, key=tenant.key: self._settle(key, done))
+        return future
+
+    def _settle(self, key: str, done: Future[Summary | None]) -> None:
+        """A finished refresh leaves no entry (no map that grows with every tenant seen)."""
+        with self._lock:
+            if self._pending.get(key) is done:
+                del self._pending[key]
+
+    def forget(self, scope: Tenant) -> None:
+        """Drop finished entries of tenants inside `scope` (after a delete)."""
+        with self._lock:
+            for key in [k for k, f in self._pending.items() if f.done()]:
+                if scope.matches(Tenant.from_key(key)):
+                    del self._pending[key]
+
+    def pending(self) -> int:
+        """Refreshes queued or running."""
+        with self._lock:
+            return len(self._pending)
 
     def _run(self, tenant: Tenant) -> Summary | None:
         try:

@@ -25,22 +25,35 @@ def utcnow() -> datetime:
 
 
 def to_utc(value: datetime | date | str | None) -> datetime | None:
-    """Parse an ISO-8601 date/datetime (naive values are taken as UTC)."""
+    """Parse an ISO-8601 date or datetime, naive values taken as UTC; None and "" are "no
+    time". The whole string must be one date or datetime: "2023-05-08T25:00:00", an offset
+    beyond +-24h or trailing text raise ValueError, never a reading of a prefix. Numbers
+    raise TypeError: an epoch could be seconds or milliseconds, so the caller converts it
+    (`datetime.fromtimestamp(x, UTC)`). Times that leave years 1..9999 in UTC raise
+    ValueError."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
         text = value.strip()
-        if text.endswith("Z"):
+        if text[-1:] in ("Z", "z"):
             text = text[:-1] + "+00:00"
         try:
             value = datetime.fromisoformat(text)
         except ValueError:
-            value = datetime.combine(date.fromisoformat(text[:10]), datetime.min.time())
+            raise ValueError(f"not an ISO-8601 date or time: {value[:80]!r}") from None
     elif isinstance(value, date) and not isinstance(value, datetime):
         value = datetime.combine(value, datetime.min.time())
+    elif not isinstance(value, datetime):
+        raise TypeError(
+            f"a time must be a datetime, a date or an ISO-8601 string, not "
+            f"{type(value).__name__} (convert an epoch with datetime.fromtimestamp(x, UTC))"
+        )
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} is outside the years 1..9999 in UTC") from None
 
 
 def new_id() -> str:
@@ -54,6 +67,15 @@ def snake_case(text: str) -> str:
     """Relation names are compared and stored in snake_case ("Works At" -> "works_at")."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text.strip())
     return _SNAKE_RE.sub("_", spaced.lower()).strip("_")
+
+
+def _tenant_key(*ids: str | None) -> str:
+    """`json.dumps(list(ids))`, without the encoder for plain printable ASCII ids (a store
+    asks for a record's key once per record: a 20k-tenant reopen asked ~100k times)."""
+    if all(i is None or (i.isascii() and i.isprintable() and '"' not in i and "\\" not in i)
+           for i in ids):  # fmt: skip
+        return "[" + ", ".join("null" if i is None else f'"{i}"' for i in ids) + "]"
+    return json.dumps(list(ids))
 
 
 class Tenant(BaseModel):
@@ -74,7 +96,7 @@ class Tenant(BaseModel):
     @property
     def key(self) -> str:
         """Canonical string of the exact triple; entities and edges are resolved within one key."""
-        return json.dumps([self.user_id, self.agent_id, self.run_id])
+        return _tenant_key(self.user_id, self.agent_id, self.run_id)
 
     @classmethod
     def from_key(cls, key: str) -> Tenant:
@@ -98,6 +120,19 @@ class Message(BaseModel):
     content: str
     name: str | None = None
     timestamp: datetime | None = None
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _strict_time(cls, value: Any) -> Any:
+        """`to_utc`'s rules (whole ISO strings, no epoch numbers); a naive time stays naive
+        here (`Memory.add` makes it UTC)."""
+        if isinstance(value, str) and value.strip():
+            to_utc(value)  # raises on anything but one whole date or datetime
+            text = value.strip()
+            return datetime.fromisoformat(text[:-1] + "+00:00" if text[-1] in "Zz" else text)
+        if isinstance(value, int | float):  # bool too: a number is no time
+            to_utc(value)
+        return value
 
     @field_validator("content")
     @classmethod
@@ -345,6 +380,9 @@ class WritePlan(BaseModel):
 
     tenant: Tenant
     episode: Episode | None = None  # None for a user's direct fact edit (no conversation)
+    # a restore's later episodes, in conversation order (only `mem0g import` sets them: one
+    # plan, so one transaction, per restored tenant)
+    more_episodes: list[Episode] = Field(default_factory=list)
     new_entities: list[Entity] = Field(default_factory=list)
     alias_updates: list[AliasUpdate] = Field(default_factory=list)
     possible_duplicates: list[PossibleDuplicate] = Field(default_factory=list)
@@ -450,10 +488,15 @@ class RelationHit(BaseModel):
     invalid_at: datetime | None = None
     created_at: datetime
     provenance: list[Provenance] = Field(default_factory=list)
+    # the rankings that found it (retrieve/fusion.py names them) and its rank in each
+    sources: dict[str, int] = Field(default_factory=dict)
 
     @classmethod
-    def from_relation(cls, rel: Relation, score: float) -> RelationHit:
+    def from_relation(
+        cls, rel: Relation, score: float, sources: dict[str, int] | None = None
+    ) -> RelationHit:
         return cls(
+            sources=dict(sources or {}),
             id=rel.id,
             source=rel.source,
             relation=rel.relation,
@@ -482,6 +525,12 @@ class FactHit(BaseModel):
     created_at: datetime
     updated_at: datetime
     provenance: list[Provenance] = Field(default_factory=list)
+    # the rankings that found it (retrieve/fusion.py names them) and its rank in each
+    sources: dict[str, int] = Field(default_factory=dict)
+    # with `as_of`: when this text of the fact became true (said, or changed to it) and when
+    # it stopped (updated or deleted; None: still true), see `retrieve/timeline.py`
+    valid_from: datetime | None = None
+    invalid_at: datetime | None = None
 
 
 class SearchResult(BaseModel):
@@ -502,3 +551,8 @@ class GraphSnapshot(BaseModel):
         self.entities.sort(key=lambda e: (e.created_at, e.id))
         self.relations.sort(key=lambda r: (r.created_at, r.id))
         self.facts.sort(key=lambda f: (f.created_at, f.id))
+
+
+def plan_episodes(plan: WritePlan) -> list[Episode]:
+    """Every episode a plan writes, in order."""
+    return ([plan.episode] if plan.episode is not None else []) + list(plan.more_episodes)

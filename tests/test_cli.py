@@ -1155,3 +1155,54 @@ def test_the_shipped_add_file_examples_parse(example: str, episodes: int) -> Non
     assert parsed[0].timestamp is not None and parsed[0].timestamp.year == 2024
     assert parsed[0].messages[0].name == "Maya"
     assert [len(e.messages) for e in parsed] == [2, 2]
+
+
+def test_delete_without_a_user_needs_all_users(cli: Cli) -> None:
+    for user in ("alice", "bob"):
+        assert cli("add", "Bob likes jazz", "-u", user, "--agent", "dj").exit_code == 0
+    refused = cli("delete", "--agent", "dj")
+    assert refused.exit_code == 2
+    assert "--all-users" in _error_line(refused)
+    assert cli.stats()["tenants"] == 2
+    done = cli("delete", "--agent", "dj", "--all-users")
+    assert done.exit_code == 0, done.output
+    assert cli.stats()["tenants"] == 0
+
+
+def test_export_then_import_into_another_store(cli: Cli, tmp_path: Path) -> None:
+    assert cli("add", "Alice lives in Paris", "-u", "alice", "-t", "2024-01-01").exit_code == 0
+    assert cli("add", "Alice moved to Berlin", "-u", "alice", "-t", "2024-06-01").exit_code == 0
+    archive = tmp_path / "backup.jsonl"
+    exported = cli("export", "-o", str(archive))
+    assert exported.exit_code == 0, exported.output
+    assert "exported 1 tenants" in exported.stderr
+    other = Cli(tmp_path / "other", cli.env)
+    imported = other("import", str(archive))
+    assert imported.exit_code == 0, imported.output
+    assert other.stats() == cli.stats()
+    assert other("dump", "-u", "alice").stdout == cli("dump", "-u", "alice").stdout
+    refused = other("import", str(archive))
+    assert refused.exit_code == 2 and "--merge" in _error_line(refused)
+    assert other("import", str(archive), "--merge").exit_code == 0
+    assert other.stats() == cli.stats()
+    newer = tmp_path / "newer.jsonl"
+    lines = archive.read_text().splitlines()
+    newer.write_text("\n".join([lines[0].replace('"version":1', '"version":99'), *lines[1:]]))
+    too_new = Cli(tmp_path / "third", cli.env)("import", str(newer))
+    assert too_new.exit_code == 2 and "upgrade mem0g" in _error_line(too_new)
+
+
+def test_search_reference_time_reads_time_words_against_it(
+    cli: Cli, server: ScriptedLLMServer
+) -> None:
+    """--reference-time is the "now" of "last year"; a bad one is a clear error."""
+    assert cli("add", "Alice works at Acme", "-u", "alice", "-t", "2023-05-01").exit_code == 0
+    found = cli.json("search", "what did Alice do last year", "-u", "alice",
+                     "--reference-time", "2024-03-01")  # fmt: skip
+    assert [f["text"] for f in found["facts"]] == ["Alice works at Acme"]
+    assert "time" in found["facts"][0]["sources"]  # said in 2023: inside "last year"
+    later = cli.json("search", "what did Alice do last year", "-u", "alice",
+                     "--reference-time", "2026-03-01")  # fmt: skip
+    assert "time" not in later["facts"][0]["sources"]  # 2025 holds nothing of hers
+    bad = cli("search", "x", "-u", "alice", "--reference-time", "soon")
+    assert bad.exit_code == 2 and "--reference-time" in _error_line(bad)

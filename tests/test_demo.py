@@ -251,11 +251,13 @@ def test_context_block_is_what_the_store_gives(demo_run: DemoRun, kept: Memory) 
     block = demo_run.report.context
     assert block == kept.context(demo.CONTEXT_QUERY, user_id="maya", limit=demo.CONTEXT_LIMIT)
     memories, relations = block.split("\n\n")
-    assert memories.splitlines()[:3] == [
-        "Memories for user maya:",
-        "- [2023-06-21] Maya has cut dairy out of her diet completely.",
-        f"- [2023-03-14] {VEGAN}",
-    ]
+    lines = memories.splitlines()
+    assert lines[0] == "Memories for user maya:"
+    # the hybrid recipe (dense + stemmed BM25, RRF) lifts the one fact holding the word "eat"
+    # (Maya's dinner plan) into the top two; the diet facts stay in the block
+    assert "- [2023-06-21] Maya has cut dairy out of her diet completely." in lines[1:3]
+    assert f"- [2023-03-14] {VEGAN}" in lines
+    assert any("lactose intolerant" in line for line in lines[1:4])
     assert relations.splitlines()[:4] == [
         "Relations for user maya:",
         "- Maya -- has_diet --> vegan (since 2024-01-01)",

@@ -613,10 +613,16 @@ _V1_TABLES = {"schema_version", "entities", "relations", "episodes"}
 
 def _downgrade_to_v1(path: Path) -> None:
     """Turn a store file into exactly what v1 wrote: v2 only added the fact memory's tables
-    and v3 the entity repair's (and their indexes), v4 the tenant versions, so v1 is v4
-    without them, version 1."""
+    and v3 the entity repair's (and their indexes), v4 the tenant versions, v5 the FTS5
+    tables and their triggers, so v1 is v5 without them, version 1."""
     conn = sqlite3.connect(path / "graph.db")
     with conn:
+        for (trigger,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+        ).fetchall():
+            conn.execute(f"DROP TRIGGER {trigger}")
+        for fts in ("facts_fts", "relations_fts", "entities_fts"):
+            conn.execute(f"DROP TABLE {fts}")
         for table in (
             "facts",
             "fact_events",
@@ -648,7 +654,7 @@ def test_v1_file_is_upgraded_in_place(tmp_path: Path, rng: np.random.Generator) 
         store.set_summary(Summary(tenant=A, text="s", messages_covered=2))
     conn = sqlite3.connect(path / "graph.db")
     assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     conn.close()
     with EmbeddedGraphStore(path) as store:
         assert store.facts(A) == [tea] and store.get_summary(A).text == "s"

@@ -121,8 +121,11 @@ def test_cli_reports_bad_input_with_exit_code_2(tmp_path: Path) -> None:
 
 def test_locomo_retrieval_recall_and_baselines_with_no_llm(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
+    # the "dense" fusion preset: plain vector search over the facts, which the dense baseline
+    # reproduces exactly (the default hybrid recipe ranks differently, see below)
+    config = {**dead_llm(), "retrieval": {"fusion": "dense"}}
     results = run_locomo(
-        LOCOMO, run_dir, mode="retrieval", memory_config=dead_llm(), progress=False, workers=2
+        LOCOMO, run_dir, mode="retrieval", memory_config=config, progress=False, workers=2
     )
     r = results["retrieval"]
     # BM25 by hand (no stemming): "chew" is not "chews", "move" not "moved"; "recital" finds
@@ -141,6 +144,11 @@ def test_locomo_retrieval_recall_and_baselines_with_no_llm(tmp_path: Path) -> No
     assert len(rows) == 7
     for row in rows:
         assert row["systems"]["mem0g"]["top"] == row["systems"]["dense"]["top"]
+        assert 0 < row["context_tokens"] <= 1000
+        # the RRF baseline ranks every item either baseline found, BM25's first ones early
+        rrf, bm25 = row["systems"]["dense+bm25 rrf"]["top"], row["systems"]["bm25"]["top"]
+        assert bm25[:1] == [] or bm25[0] in rrf[:3]
+    assert results["context_tokens"]["n"] == 7
     runs = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
     assert runs[-1]["network_calls"] == {} and runs[-1]["completed"]
     report = (run_dir / "report.md").read_text()

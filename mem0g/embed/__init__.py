@@ -179,6 +179,16 @@ _SHARED: dict[tuple, Embedder] = {}
 _SHARED_LOCK = threading.Lock()
 
 
+def configured_name(config: EmbedderConfig) -> str:
+    """The model name an embedder of `config` reports, without loading the model (an
+    archive's header, written by commands that never embed)."""
+    if config.provider == "hashing":
+        return f"hashing-{config.dims or 384}"
+    if config.provider in ("openai", "azure"):
+        return config.model or "text-embedding-3-small"
+    return config.model or "all-MiniLM-L6-v2"
+
+
 def make_embedder(config: EmbedderConfig | None = None) -> CachedEmbedder:
     """Build the configured embedder; local models are shared per process (loading costs ~1 s)."""
     config = config or EmbedderConfig()

@@ -13,7 +13,7 @@ from mem0g.eval.data import EvalInputError, category_name
 from mem0g.eval.metrics import latency, mean, mean_std
 
 KS = (5, 10, 20)
-SYSTEMS = ("mem0g", "dense", "bm25")
+SYSTEMS = ("mem0g", "dense", "bm25", "dense+bm25 rrf")
 
 # Published figures, quoted as published (not measured here).
 PUBLISHED = [
@@ -109,6 +109,13 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     }
     results["search_ms"] = latency([q["search_ms"] for q in questions if "search_ms" in q])
     results["search_ms_values"] = sorted(q["search_ms"] for q in questions if "search_ms" in q)
+    tokens = [q["context_tokens"] for q in questions if "context_tokens" in q]
+    if tokens:  # retrieval mode: the context block at k = context_limit
+        results["context_tokens"] = {
+            "n": len(tokens),
+            "mean": round(sum(tokens) / len(tokens), 1),
+            "max": max(tokens),
+        }
     order = sorted({q["category"] for q in questions}, key=lambda c: (len(c), c))
     if config["mode"] == "retrieval":
         results["retrieval"] = _retrieval(bench, questions, order)
@@ -247,8 +254,9 @@ def _markdown(results: dict[str, Any]) -> str:
             lines.append("")
         lines += [
             "mem0g: the turns (or observations) stored with `infer=False` and found by "
-            "`Memory.search`; dense: cosine over the turns with the same embedding model; "
-            "bm25: `bm25s` over the turns. Recall in percent.",
+            "`Memory.search`; dense: cosine over the same stored texts with the same embedding "
+            "model; bm25: `bm25s` over them; dense+bm25 rrf: the two fused by reciprocal rank "
+            "(k = 60). Recall in percent.",
             "",
         ]
     else:
@@ -303,6 +311,11 @@ def _markdown(results: dict[str, Any]) -> str:
         "## Search and ingestion (measured)",
         "",
         f"- search latency: {_lat(results['search_ms'])}",
+        *(
+            [f"- context tokens per question (estimated, k = 10): {results['context_tokens']}"]
+            if "context_tokens" in results
+            else []
+        ),
         f"- adds: {ing['adds']}, {_lat(ing['add_ms'])}; {ing['seconds']} s in all",
         f"- LLM calls per add: {ing['llm_calls_per_add']} (by task: {by_task}; "
         f"structured-output modes: {ing['llm_modes'] or 'none'}); tokens per add: "

@@ -425,8 +425,10 @@ class Harness:
             todo = [q for q in unit.questions if q.id not in self.answered]
             if not todo:
                 return
-            if self.o.mode == "retrieval":
-                baselines = _Baselines(memory.embedder, unit)
+            if self.o.mode == "retrieval":  # over exactly what mem0g stored
+                stored = [(m["content"], r) for _, ms, refs, _ in steps
+                          for m, r in zip(ms, refs, strict=True)]  # fmt: skip
+                baselines = _Baselines(memory.embedder, unit, stored)
             for q in todo:
                 if self.stop.is_set():
                     raise _Stop()
@@ -524,8 +526,16 @@ class Harness:
             "mem0g": [fact_refs.get(f.id, []) for f in hits.facts],
             "dense": baselines.dense(q.text, k),
             "bm25": baselines.bm25(q.text, k),
+            "dense+bm25 rrf": baselines.rrf(q.text, k),
         }
-        row: dict[str, Any] = {"search_ms": round(ms, 2), "systems": {}}
+        block = memory.context_block(
+            q.text, user_id=tenant, limit=self.o.context_limit, max_tokens=self.o.context_tokens
+        )  # what an answer prompt would get at k = context_limit (10)
+        row: dict[str, Any] = {
+            "search_ms": round(ms, 2),
+            "context_tokens": block.tokens,
+            "systems": {},
+        }
         if self.o.benchmark == "locomo":
             relevant = {"evidence": q.evidence}
         else:
@@ -666,15 +676,16 @@ def _yes(text: str) -> float:
 
 
 class _Baselines:
-    """Dense retrieval and BM25 over the unit's turns, with the run's embedding model."""
+    """Dense retrieval, BM25 and their plain RRF (k = 60) over the texts mem0g stored (the
+    unit's turns, or its observations), with the run's embedding model."""
 
-    def __init__(self, embedder: Any, unit: Unit) -> None:
+    def __init__(self, embedder: Any, unit: Unit, stored: list[tuple[str, list[str]]]) -> None:
         import bm25s
 
         self.unit = unit
-        self.turns = unit.turns
-        self.texts = [t.text for t in self.turns]  # what mem0g stores verbatim
-        self.refs = [[t.ref] for t in self.turns]
+        self.turns = stored  # (text, refs) of every stored item
+        self.texts = [text for text, _ in stored]
+        self.refs = [list(refs) for _, refs in stored]
         vectors = np.asarray(embedder.embed(self.texts), dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         self.matrix = vectors / np.where(norms == 0, 1, norms)
@@ -687,22 +698,36 @@ class _Baselines:
             bm25s.tokenize(self.texts, stopwords="en", show_progress=False), show_progress=False
         )
 
-    def dense(self, query: str, k: int) -> list[list[str]]:
+    def _dense(self, query: str, k: int) -> list[int]:
         if not self.turns:
             return []
         q = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
         q = q / (np.linalg.norm(q) or 1.0)
-        order = np.argsort(-(self.matrix @ q), kind="stable")[:k]
-        return [self.refs[i] for i in order]
+        return [int(i) for i in np.argsort(-(self.matrix @ q), kind="stable")[:k]]
 
-    def bm25(self, query: str, k: int) -> list[list[str]]:
+    def _bm25(self, query: str, k: int) -> list[int]:
         if not self.turns:
             return []
         tokens = self._tokenize([query])
         if not tokens[0]:
             return []
         docs, scores = self.bm.retrieve(tokens, k=min(k, len(self.turns)), show_progress=False)
-        return [self.refs[int(i)] for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
+        return [int(i) for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+    def dense(self, query: str, k: int) -> list[list[str]]:
+        return [self.refs[i] for i in self._dense(query, k)]
+
+    def bm25(self, query: str, k: int) -> list[list[str]]:
+        return [self.refs[i] for i in self._bm25(query, k)]
+
+    def rrf(self, query: str, k: int, depth: int = 100) -> list[list[str]]:
+        """Plain reciprocal-rank fusion of the two above (k = 60, equal weights)."""
+        fused: dict[int, float] = {}
+        for ranking in (self._dense(query, depth), self._bm25(query, depth)):
+            for rank, i in enumerate(ranking, start=1):
+                fused[i] = fused.get(i, 0.0) + 1.0 / (60 + rank)
+        order = sorted(fused, key=lambda i: (-fused[i], i))[:k]
+        return [self.refs[i] for i in order]
 
 
 class _Bar:

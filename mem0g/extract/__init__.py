@@ -75,8 +75,8 @@ def extract_entities(
     payload = ExtractEntitiesPayload(**_base(messages, reference_time, context))
     found = llm.call("extract_entities", payload, usage)
     types: dict[str, str] = {}
-    for entity in found.entities:
-        if entity.name and entity.name not in types:
+    for entity in found.entities:  # a blank name is kept: the checks report it
+        if entity.name not in types:
             types[entity.name] = entity.type or "entity"
     return types
 
@@ -102,9 +102,7 @@ def establish_relations(
     triples = []
     seen: set[tuple[str, str, str]] = set()
     for rel in answer.relations:
-        relation = snake_case(rel.relation)
-        if not (rel.source and rel.destination and relation):
-            continue
+        relation = snake_case(rel.relation)  # blank names stay: the checks report them
         key = (rel.source.casefold(), relation, rel.destination.casefold())
         if key in seen or rel.source.casefold() == rel.destination.casefold():
             continue

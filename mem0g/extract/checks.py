@@ -13,6 +13,12 @@ Pure functions, no LLM, no store. Rejected:
 3. a self-named relation: the relation's name is the name of one of its own endpoints
    (`john -john-> alice`), or the first name of a person endpoint (`John Smith -john-> ...`).
 
+4. a name that normalises to nothing (only punctuation, symbols or blanks), entity or
+   triple end;
+5. a triple naming an entity call 1 did not return: an end matches an extracted entity by
+   its exact or normalised name (and then takes that entity's spelling), else the triple is
+   rejected, so no untyped node appears behind the extractor's back.
+
 Each rejection is reported in `AddResult.rejected` (what, and which rule).
 """
 
@@ -22,6 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mem0g.resolve.names import normalize_name
 from mem0g.types import Rejection, snake_case
 
 PRONOUNS = frozenset(
@@ -44,6 +51,8 @@ FILLER_WORDS = frozenset(
 RULE_ENTITY = "placeholder entity name"
 RULE_RELATION = "pronoun or stopword relation name"
 RULE_SELF = "self-named relation"
+RULE_EMPTY = "name normalises to nothing"
+RULE_UNKNOWN = "entity not returned by the extractor"
 
 
 def _key(name: str) -> str:
@@ -87,7 +96,9 @@ def screen_entities(
     kept: dict[str, str] = {}
     rejected: list[Rejection] = []
     for name, type_ in types.items():
-        if is_placeholder(name, speakers):
+        if not normalize_name(name):
+            rejected.append(Rejection(kind="entity", text=name, rule=RULE_EMPTY))
+        elif is_placeholder(name, speakers):
             rejected.append(Rejection(kind="entity", text=name, rule=RULE_ENTITY))
         else:
             kept[name] = type_
@@ -104,7 +115,9 @@ def screen_triples(
     rejected: list[Rejection] = []
     for t in triples:
         text = f"{t.source} -{t.relation}-> {t.destination}"
-        if is_placeholder(t.source, speakers) or is_placeholder(t.destination, speakers):
+        if not (normalize_name(t.source) and normalize_name(t.destination)):
+            rule = RULE_EMPTY
+        elif is_placeholder(t.source, speakers) or is_placeholder(t.destination, speakers):
             rule = RULE_ENTITY
         elif is_filler_relation(t.relation):
             rule = RULE_RELATION
@@ -114,4 +127,37 @@ def screen_triples(
             kept.append(t)
             continue
         rejected.append(Rejection(kind="relation", text=text, rule=rule))
+    return kept, rejected
+
+
+def known_endpoints(
+    triples: Sequence[Any], types: dict[str, str]
+) -> tuple[list[Any], list[Rejection]]:
+    """Rule 5: triples whose both ends are entities of call 1 (`types`: the kept names),
+    their ends spelt and typed as call 1 gave them; the others rejected."""
+    by_form = {normalize_name(name): name for name in reversed(list(types))}
+    kept: list[Any] = []
+    rejected: list[Rejection] = []
+    for t in triples:
+        ends = [
+            end if end in types else by_form.get(normalize_name(end))
+            for end in (t.source, t.destination)
+        ]
+        if None in ends:
+            text = f"{t.source} -{t.relation}-> {t.destination}"
+            rejected.append(Rejection(kind="relation", text=text, rule=RULE_UNKNOWN))
+            continue
+        source, destination = ends
+        if source == destination:
+            continue  # a self-loop once spelt alike (dropped like any self-loop)
+        kept.append(
+            t.model_copy(
+                update={
+                    "source": source,
+                    "source_type": types[source],
+                    "destination": destination,
+                    "destination_type": types[destination],
+                }
+            )
+        )
     return kept, rejected

@@ -18,7 +18,7 @@ import httpx
 import openai
 from pydantic import BaseModel, ValidationError
 
-from mem0g.config import LLMConfig
+from mem0g.config import LimitsConfig, LLMConfig
 from mem0g.llm.protocol import TASKS
 from mem0g.llm.reach import ReachCheck, Unreachable
 from mem0g.resources import prompt
@@ -76,33 +76,148 @@ _MODE_ERROR_WORDS = ("response_format", "json_schema", "schema", "tool", "functi
 
 _THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _OPTIONAL_FIELDS = ("candidates",)
-_FENCE_RE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+MAX_ANSWER_CHARS = 1_000_000  # no protocol answer is near this; a runaway model is
+MAX_DEPTH = 64  # protocol answers nest 3-4 levels; json.loads would recurse without bound
+
+
+class InvalidAnswer(ValueError):
+    """The endpoint's reply holds no usable answer (re-asked like a schema violation)."""
+
+
+def _nesting(text: str) -> int:
+    """The deepest bracket nesting outside strings: checked before json.loads, which would
+    otherwise raise RecursionError on a deeply nested answer."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "}]":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every top-level JSON object in what a model said, in order: <think> blocks dropped
+    (an unclosed one means the model was cut off mid-thought: no answer), reasoning before
+    an unopened </think> dropped, code fences and prose around the objects ignored."""
+    if len(text) > MAX_ANSWER_CHARS:
+        raise InvalidAnswer(f"the answer is longer than {MAX_ANSWER_CHARS} characters")
+    cleaned = _THINK_RE.sub("", text)
+    lowered = cleaned.lower()
+    if "</think>" in lowered:  # an unopened closing tag: reasoning came first
+        cleaned = cleaned[lowered.rindex("</think>") + len("</think>") :]
+        lowered = cleaned.lower()
+    if "<think>" in lowered:
+        raise InvalidAnswer("the answer ends inside an unclosed <think> block (cut off)")
+    if _nesting(cleaned) > MAX_DEPTH:
+        raise InvalidAnswer(f"the answer nests deeper than {MAX_DEPTH} levels")
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    position = cleaned.find("{")
+    while position >= 0:
+        try:
+            value, end = decoder.raw_decode(cleaned, position)
+        except json.JSONDecodeError:
+            position = cleaned.find("{", position + 1)
+            continue
+        if isinstance(value, dict):
+            _check_text(value)
+            found.append(value)
+        position = cleaned.find("{", end)
+    return found
+
+
+def _check_text(value: Any) -> None:
+    """A lone surrogate ("\\ud800") parses but cannot be stored or sent again as UTF-8."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InvalidAnswer("the answer holds a lone surrogate (not valid Unicode)") from err
+
+
+def _printable(text: str) -> str:
+    """Text that serialises as UTF-8 (a rejected answer quoted back may hold a surrogate)."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def parse_json_answer(text: str) -> Any:
-    """Pull one JSON object out of what a model said: drops <think> blocks, code fences, prose."""
-    cleaned = _THINK_RE.sub("", text)
-    if "</think>" in cleaned.lower():  # an unopened closing tag: reasoning came first
-        cleaned = cleaned[cleaned.lower().rindex("</think>") + len("</think>") :]
-    fence = _FENCE_RE.search(cleaned)
-    if fence:
-        cleaned = fence.group(1)
-    cleaned = cleaned.strip()
-    try:
-        value = json.loads(cleaned)
-        if isinstance(value, dict):
-            return value
-    except json.JSONDecodeError:
-        pass
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", cleaned):
+    """The final complete JSON object of what a model said (a draft before it loses)."""
+    found = json_objects(text)
+    if not found:
+        raise InvalidAnswer("the answer holds no JSON object")
+    return found[-1]
+
+
+def _validate(answer_model: type[A], text: str, limits: LimitsConfig | None = None) -> A:
+    """The last object of the answer that satisfies the schema (a model may draft first)."""
+    found = json_objects(text)
+    if not found:
+        raise InvalidAnswer("the answer holds no JSON object")
+    error: ValidationError | None = None
+    for value in reversed(found):
         try:
-            value, _ = decoder.raw_decode(cleaned, match.start())
-        except json.JSONDecodeError:
+            return answer_model.model_validate(value, context={"limits": limits})
+        except ValidationError as err:
+            error = error or err
+    assert error is not None
+    raise error
+
+
+def _reply_text(response: Any, task: str) -> tuple[str, int, int]:
+    """The answer text of a chat completion, checked shape by shape: a proxy's HTML page or
+    an SSE stream on HTTP 200, a null message, a tool call to another function or with
+    non-string arguments all become InvalidAnswer (re-asked), never AttributeError."""
+    if hasattr(response, "model_dump"):
+        response = response.model_dump(warnings=False)
+    if not isinstance(response, dict):
+        kind = "text" if isinstance(response, str | bytes) else type(response).__name__
+        start = str(response)[:80].strip() if isinstance(response, str | bytes) else ""
+        raise InvalidAnswer(f"the endpoint sent {kind}, not a chat completion: {start!r}")
+    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+    tokens = (
+        int(usage.get("prompt_tokens") or 0) if isinstance(usage.get("prompt_tokens"), int) else 0,
+        int(usage.get("completion_tokens") or 0)
+        if isinstance(usage.get("completion_tokens"), int)
+        else 0,
+    )
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise InvalidAnswer("the chat completion has no choices")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise InvalidAnswer("the chat completion's message is missing or null")
+    calls = message.get("tool_calls")
+    other: list[str] = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
             continue
-        if isinstance(value, dict):
-            return value
-    raise ValueError("the answer holds no JSON object")
+        if function.get("name") != task:
+            other.append(str(function.get("name")))
+            continue
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # some servers send the object itself: unambiguous
+            return json.dumps(arguments, ensure_ascii=False), *tokens
+        if isinstance(arguments, str):
+            return arguments, *tokens
+        raise InvalidAnswer(f"the tool call's arguments are {type(arguments).__name__}")
+    content = message.get("content")
+    if isinstance(content, str) and content.strip():
+        return content, *tokens
+    if other:
+        raise InvalidAnswer(f"the tool call names {other[0]!r}, not {task!r}")
+    raise InvalidAnswer("the message holds neither a tool call nor content")
 
 
 def _timeout(config: LLMConfig) -> httpx.Timeout:
@@ -112,8 +227,11 @@ def _timeout(config: LLMConfig) -> httpx.Timeout:
 class LLMClient:
     """Calls protocol tasks through the `openai` SDK and returns validated answers."""
 
-    def __init__(self, config: LLMConfig, client: Any | None = None) -> None:
+    def __init__(
+        self, config: LLMConfig, client: Any | None = None, limits: LimitsConfig | None = None
+    ) -> None:
         self.config = config
+        self.limits = limits or LimitsConfig()  # bounds on answers (names, facts, counts)
         PROCESS_LIMIT.set_limit(config.max_concurrency)
         self._client = client or self._make_client(config)
         # an injected client (tests, custom transports) is reached its own way
@@ -165,21 +283,30 @@ class LLMClient:
         instructions = prompt(task)
         feedback = ""
         for attempt in range(self.config.max_retries + 1):
-            text, prompt_tokens, completion_tokens, mode = self._complete(
-                task, instructions + feedback, payload_json, answer_model
-            )
+            try:
+                text, prompt_tokens, completion_tokens, mode = self._complete(
+                    task, instructions + feedback, payload_json, answer_model
+                )
+            except InvalidAnswer as err:  # no answer text at all (HTML, null message, ...)
+                text, prompt_tokens, completion_tokens, mode = "", 0, 0, self.mode
+                reply_error: InvalidAnswer | None = err
+            else:
+                reply_error = None
             with self._mode_lock:
                 self.calls[task] = self.calls.get(task, 0) + 1
             if usage is not None:
                 usage.add(task, prompt_tokens, completion_tokens, mode=mode)
             try:
-                return answer_model.model_validate(parse_json_answer(text))
+                if reply_error is not None:
+                    raise reply_error
+                return _validate(answer_model, text, self.limits)
             except (ValueError, ValidationError) as err:
-                reason = str(err).splitlines()[0] if isinstance(err, ValueError) else str(err)
+                # a ValidationError is a ValueError too: its detail lines say what is wrong
+                reason = str(err) if isinstance(err, ValidationError) else str(err).splitlines()[0]
                 log.warning("%s: invalid answer (attempt %d): %s", task, attempt + 1, reason)
                 with self._mode_lock:
                     self.invalid[task] = self.invalid.get(task, 0) + 1
-                feedback = (
+                feedback = _printable(
                     "\n\n## Your previous answer was rejected\n"
                     f"It was: {text[:2000]}\nThe problem: {reason[:2000]}\n"
                     f"Answer again with arguments for `{task}` that satisfy the schema exactly."
@@ -266,20 +393,9 @@ class LLMClient:
             raise LLMError(f"{task}: the LLM at {where} answered {err.status_code}: {err}") from err
         except openai.APIError as err:
             raise LLMError(f"{task}: the LLM at {self._where()} failed: {err}") from err
-        if not response.choices:
-            return "", 0, 0
-        message = response.choices[0].message
-        text = ""
-        if message.tool_calls:
-            text = message.tool_calls[0].function.arguments or ""
-        elif message.content:
-            text = message.content
-        used = response.usage
-        return (
-            text,
-            used.prompt_tokens if used else 0,
-            used.completion_tokens if used else 0,
-        )
+        except (ValueError, RecursionError) as err:  # a body that claims JSON but is not
+            raise InvalidAnswer(f"the endpoint's reply is not readable JSON: {err}") from err
+        return _reply_text(response, task)
 
     def _where(self) -> str:
         url = self._reach.url if self._reach is not None else "(injected client)"

@@ -11,9 +11,36 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from mem0g.config import LimitsConfig
 
 PROTOCOL_VERSION = 1
+_DEFAULT_LIMITS = LimitsConfig()
+
+
+def _limit(info: ValidationInfo, name: str) -> int:
+    """A size limit of the validating client (`model_validate(..., context={"limits": ...})`),
+    the defaults otherwise."""
+    limits = (info.context or {}).get("limits") or _DEFAULT_LIMITS
+    return int(getattr(limits, name))
+
+
+def _bounded(value: str, info: ValidationInfo, name: str, what: str) -> str:
+    limit = _limit(info, name)
+    if len(value) > limit:
+        raise ValueError(f"{what} is {len(value)} characters long; at most {limit} are allowed")
+    return value
+
+
+def _few(items: list, info: ValidationInfo, name: str, what: str) -> list:
+    limit = _limit(info, name)
+    if len(items) > limit:
+        raise ValueError(
+            f"{len(items)} {what} in one answer; at most {limit} are allowed "
+            "(add the conversation in smaller parts)"
+        )
+    return items
 
 
 class _Answer(BaseModel):
@@ -60,12 +87,18 @@ class ExtractedEntity(_Answer):
 
     @field_validator("name", "type")
     @classmethod
-    def _strip(cls, value: str) -> str:
-        return value.strip()
+    def _strip(cls, value: str, info: ValidationInfo) -> str:
+        limit = "max_name_chars" if info.field_name == "name" else "max_relation_chars"
+        return _bounded(value.strip(), info, limit, f"an entity's {info.field_name}")
 
 
 class ExtractEntitiesAnswer(_Answer):
     entities: list[ExtractedEntity]
+
+    @field_validator("entities")
+    @classmethod
+    def _capped(cls, value: list, info: ValidationInfo) -> list:
+        return _few(value, info, "max_names", "entities")
 
 
 # ---------------------------------------------------------------- establish_relations
@@ -107,8 +140,16 @@ class ExtractedRelation(_Answer):
 
     @field_validator("source", "relation", "destination")
     @classmethod
-    def _strip(cls, value: str) -> str:
-        return value.strip()
+    def _strip(cls, value: str, info: ValidationInfo) -> str:
+        limit = "max_relation_chars" if info.field_name == "relation" else "max_name_chars"
+        return _bounded(value.strip(), info, limit, f"a relation's {info.field_name}")
+
+    @field_validator("valid_from")
+    @classmethod
+    def _short_date(cls, value: str | None) -> str | None:
+        # an unusable date is dropped later (the fact is as of the message); a huge one is
+        # no date at all
+        return value if value is None or len(value) <= 64 else None
 
 
 class Identity(_Answer):
@@ -119,8 +160,8 @@ class Identity(_Answer):
 
     @field_validator("name", "id")
     @classmethod
-    def _strip(cls, value: str) -> str:
-        return value.strip()
+    def _strip(cls, value: str, info: ValidationInfo) -> str:
+        return _bounded(value.strip(), info, "max_name_chars", "an identity's name or id")
 
 
 class EstablishRelationsAnswer(_Answer):
@@ -131,6 +172,11 @@ class EstablishRelationsAnswer(_Answer):
         'name denotes, judged from the messages and context, or "new"; leave out a name the '
         "conversation does not settle.",
     )
+
+    @field_validator("relations")
+    @classmethod
+    def _capped(cls, value: list, info: ValidationInfo) -> list:
+        return _few(value, info, "max_relations", "relations")
 
 
 # ---------------------------------------------------------------- resolve_updates
@@ -192,8 +238,9 @@ class ExtractFactsAnswer(_Answer):
 
     @field_validator("facts")
     @classmethod
-    def _drop_blank(cls, value: list[str]) -> list[str]:
-        return [f.strip() for f in value if f and f.strip()]
+    def _drop_blank(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        facts = [f.strip() for f in _few(value, info, "max_relations", "facts") if f.strip()]
+        return [_bounded(f, info, "max_fact_chars", "a fact") for f in facts]
 
 
 class NewFact(BaseModel):
@@ -225,6 +272,11 @@ class MemoryOperation(_Answer):
     def _upper(cls, value: object) -> object:
         return value.strip().upper() if isinstance(value, str) else value
 
+    @field_validator("text")
+    @classmethod
+    def _bounded_text(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return value if value is None else _bounded(value, info, "max_fact_chars", "a fact")
+
 
 class UpdateMemoryAnswer(_Answer):
     operations: list[MemoryOperation]
@@ -238,6 +290,11 @@ class SummarizePayload(BaseModel):
 
 class SummarizeAnswer(_Answer):
     summary: str
+
+    @field_validator("summary")
+    @classmethod
+    def _bounded_summary(cls, value: str, info: ValidationInfo) -> str:
+        return _bounded(value, info, "max_message_chars", "the summary")
 
 
 TASKS: dict[str, tuple[type[BaseModel], type[_Answer]]] = {

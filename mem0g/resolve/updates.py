@@ -126,17 +126,32 @@ def resolve_updates(
         ],
     )
     answer = llm.call("resolve_updates", payload, usage)
-    claimed: set[str] = set()
+    usable = []
     for op in answer.operations:
         index_ok = op.new_index is None or op.new_index in asked
-        old = short.get(op.existing_id) if op.existing_id is not None else None
-        if not index_ok or (op.existing_id is not None and old is None):
+        if not index_ok or (op.existing_id is not None and op.existing_id not in short):
             log.warning("resolve_updates: ignoring operation with unknown index or id: %s", op)
             continue
+        usable.append(op)
+    # Precedence, whatever the answer's order: UPDATE, then INVALIDATE (one naming a new
+    # triple before one that does not), then NOOP, then ADD. An edge is ended at most once,
+    # and a NOOP is dropped when its new triple replaces an edge or its duplicate is being
+    # ended in this add: the triple is then stored, so contradictory operations can never
+    # end an edge without the fact that replaces it (no "no valid residence").
+    usable.sort(key=lambda op: (_RANK[op.op], op.new_index is None))
+    claimed: set[str] = set()
+    changed: set[int] = set()
+    for op in usable:
+        old = short.get(op.existing_id) if op.existing_id is not None else None
         if op.op == "ADD" or (op.new_index is None and op.op != "INVALIDATE"):
             continue
         if op.op == "NOOP":
+            if op.new_index in changed or (old is not None and old.id in claimed):
+                log.info("resolve_updates: NOOP overridden by a change in the same answer: %s", op)
+                continue
             target = decisions[op.new_index]
+            if target.event == Event.NOOP:
+                continue  # the first NOOP of a triple wins
             target.event = Event.NOOP
             target.duplicate_of = old
             target.skip = old is None
@@ -145,6 +160,7 @@ def resolve_updates(
             if op.new_index is None:
                 out.orphan_invalidations.append(old)
             else:
+                changed.add(op.new_index)
                 _supersede(
                     decisions[op.new_index],
                     new[op.new_index],
@@ -153,6 +169,9 @@ def resolve_updates(
                     op.op == "UPDATE",
                 )
     return out
+
+
+_RANK = {"UPDATE": 0, "INVALIDATE": 1, "NOOP": 2, "ADD": 3}
 
 
 def _supersede(

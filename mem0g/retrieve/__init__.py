@@ -22,10 +22,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from mem0g.config import FusionConfig, RetrievalConfig
+from mem0g.config import RetrievalConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.resolve.names import normalize_name
+from mem0g.retrieve.fusion import fuse, ranked
+from mem0g.retrieve.timewin import QueryTime, with_time
 from mem0g.stores.base import EdgeRef, GraphStore, edge_ref, edge_score
+from mem0g.stores.lexical_query import query_terms, terms
 from mem0g.types import EntityHit, Relation, RelationHit, SearchResult, Tenant, Validity
 
 _STOP = frozenset(
@@ -51,21 +54,6 @@ def query_ngrams(query: str, max_n: int = 4) -> list[str]:
             if key and key not in grams:
                 grams.append(key)
     return grams
-
-
-def fuse(
-    rankings: Sequence[tuple[list[tuple[str, float]], float]], recipe: FusionConfig
-) -> dict[str, float]:
-    """Combine ranked (id, score) lists, each with a weight, into one score per id."""
-    fused: dict[str, float] = {}
-    for ranking, weight in rankings:
-        for rank, (item, score) in enumerate(ranking, start=1):
-            if recipe.method == "rrf":
-                gain = weight / (recipe.rrf_k + rank)
-            else:
-                gain = weight * score
-            fused[item] = fused.get(item, 0.0) + gain
-    return fused
 
 
 def _takes(method: Callable[..., Any] | None, keyword: str) -> bool:
@@ -217,12 +205,26 @@ class DualRetriever:
             future.set_exception(exc)
         return future
 
-    def search(self, query: str, scope: Tenant, limit: int, validity: Validity) -> SearchResult:
+    def search(
+        self,
+        query: str,
+        scope: Tenant,
+        limit: int,
+        validity: Validity,
+        qt: QueryTime | None = None,
+    ) -> SearchResult:
         qvec = self.embedder.embed([query])[0]
         k = max(self.config.triple_top_k, limit)
         nearest_records: dict[str, Relation] = {}  # its own dict: it may run on another thread
         nearest_ref = self.submit(self._nearest, scope, qvec, k, validity, nearest_records)
         linked = self.link(query, qvec, scope)
+        # BM25 over "source relation destination" with the words of the query that do not
+        # name a linked entity: those entities' edges come from the walk, and their names,
+        # in every edge of theirs, would only rank the shortest edges first
+        named = {t for h in linked for n in (h.name, *h.aliases) for t in terms(n)}
+        words = [t for t in query_terms(query) if t not in named]
+        lexical = getattr(self.store, "lexical_relations", None)
+        lexical_ref = self.submit(lexical, scope, words, k, validity) if lexical else None
         records: dict[str, Relation] = {}  # only filled by stores without scored reads
 
         expanded = []
@@ -244,17 +246,26 @@ class DualRetriever:
         nearest = nearest_ref.result()
         records.update(nearest_records)
 
-        recipe = self.config.fusion
-        fused = fuse([(expanded, recipe.entity_weight), (nearest, recipe.triple_weight)], recipe)
-        ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
-        missing = [rid for rid, _ in ranked if rid not in records]
+        rankings = {"graph_expansion": expanded, "dense_relations": nearest}
+        if lexical_ref is not None:
+            rankings["bm25_relations"] = [(r.id, float(r.score)) for r in lexical_ref.result()]
+        if qt is not None and qt.window is not None:  # edges valid in the query's window
+            pool = [rid for rid, _ in ranked(*fuse(rankings, self.config.fusion))][: 3 * limit]
+            unread = [rid for rid in pool if rid not in records]
+            records.update((r.id, r) for r in self.store.get_relations(scope, unread))
+            spans = {rid: (records[rid].valid_from, records[rid].invalid_at)
+                     for rid in pool if rid in records}  # fmt: skip
+            rankings = with_time(rankings, spans, {}, qt.window_only(), self.config.fusion)
+        fused, sources = fuse(rankings, self.config.fusion)
+        top = ranked(fused, sources)[:limit]
+        missing = [rid for rid, _ in top if rid not in records]
         if missing:  # the few records returned, read once (scored reads copied none)
             records.update((rel.id, rel) for rel in self.store.get_relations(scope, missing))
         return SearchResult(
             query=query,
             relations=[
-                RelationHit.from_relation(records[rid], score)
-                for rid, score in ranked
+                RelationHit.from_relation(records[rid], score, sources[rid])
+                for rid, score in top
                 if rid in records  # an edge deleted meanwhile (delete_tenant) is left out
             ],
             entities=linked,

@@ -25,6 +25,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import networkx as nx
 import numpy as np
 
+from mem0g.stores import lexical_embedded as lexical
 from mem0g.stores.base import (
     EdgeRef,
     IndexRebuild,
@@ -64,12 +65,14 @@ from mem0g.types import (
     Tenant,
     Validity,
     WritePlan,
+    plan_episodes,
     utcnow,
 )
 
 # v2 added the fact memory's tables, v3 the entity repair's (entity_events,
-# possible_duplicates); an older file is upgraded in place when opened.
-SCHEMA_VERSION = 4
+# possible_duplicates), v4 tenant_versions, v5 the FTS5 tables (stores/lexical_embedded.py);
+# an older file is upgraded in place when opened.
+SCHEMA_VERSION = 5
 
 _TENANT_COLS = ("user_id", "agent_id", "run_id", "tenant_key")
 _COLUMNS: dict[str, tuple[str, ...]] = {
@@ -219,7 +222,7 @@ def _key(tenant: Tenant) -> str:
     return tenant.key
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1 << 16)  # a smaller cache thrashes on a 20k-tenant reopen
 def _tenant(key: str) -> Tenant:
     """One shared (frozen) Tenant per key while loading, instead of one per row."""
     return Tenant.from_key(key)
@@ -351,15 +354,16 @@ class EmbeddedGraphStore:
             # calls that produced it.
             conn.execute("PRAGMA synchronous=FULL")
             with self._transaction():
-                for statement in _SCHEMA:
+                for statement in (*_SCHEMA, *lexical.SCHEMA):
                     conn.execute(statement)
                 version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
                 if version is None:
                     conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 elif version > SCHEMA_VERSION:
                     raise StoreError(f"{self.path}: schema v{version} is newer than this mem0g")
-                elif version < SCHEMA_VERSION:  # v2, v3, v4 only added tables, created above
+                elif version < SCHEMA_VERSION:  # v2-v5 only added tables, created above
                     conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+                lexical.sync(conn)  # v5's FTS tables filled from an older store's rows
             self._load()
         except BaseException:
             self.close()
@@ -568,8 +572,8 @@ class EmbeddedGraphStore:
             dims = {v.shape[0] for v in all_vectors if v is not None} | ({self.dims} - {None})
             if len(dims) > 1:
                 raise StoreError(f"embeddings of different sizes in one store: {dims}")
-            if plan.episode is not None:
-                self._write(conn, "episodes", plan.episode, None)
+            for episode in plan_episodes(plan):
+                self._write(conn, "episodes", episode, None)
             for entity in entities.values():
                 self._write(conn, "entities", entity, vectors.get(entity.id))
             for rel in relations.values():
@@ -584,8 +588,8 @@ class EmbeddedGraphStore:
                 _write_entity_event(conn, entity_event)
             _write_pairs(conn, plan.tenant, pairs)
         try:  # the _add_* helpers also take an existing record (its vector is kept)
-            if plan.episode is not None:
-                self._add_episode(plan.episode.model_copy(deep=True))
+            for episode in plan_episodes(plan):
+                self._add_episode(episode.model_copy(deep=True))
             for entity in entities.values():
                 if entity.id in self._entities:
                     self._set_entity(entity)
@@ -611,9 +615,10 @@ class EmbeddedGraphStore:
         """Copies of the entities and relations the plan creates or changes, as they will be
         after it; raises StoreError on a bad plan, before anything is written."""
         tenant = plan.tenant
-        episode = [] if plan.episode is None else [plan.episode]
-        if episode and episode[0].id in self._episodes:
-            raise StoreError(f"episode {episode[0].id} already exists")
+        episode = plan_episodes(plan)
+        for ep in episode:
+            if ep.id in self._episodes:
+                raise StoreError(f"episode {ep.id} already exists")
         for record in (*episode, *plan.new_entities, *plan.new_relations):
             if record.tenant != tenant:
                 raise StoreError(f"{type(record).__name__} {record.id} is not of {tenant.key}")
@@ -1138,6 +1143,42 @@ class EmbeddedGraphStore:
         """Numpy top-k over the rows of the scope's tenants only, like `similar_entities`."""
         blocks = [self._facts.block(key, self.dims) for key in self._scope_keys(scope, exact)]
         return [(self._facts.out(i), score) for i, score in self._search(blocks, vector, k, None)]
+
+    @_locked
+    def lexical_facts(
+        self, scope: Tenant, words: list[str], k: int, *, exact: bool = False
+    ) -> list[tuple[Fact, float]]:
+        """BM25 top-k current facts for query terms (`lexical_query.query_terms`)."""
+        keys = self._scope_keys(scope, exact)
+        hits = lexical.search(self._connection(), "facts", keys, words, k)
+        return [(self._facts.out(i), s) for i, s in hits if i in self._facts.facts]
+
+    @_locked
+    def lexical_relations(
+        self, scope: Tenant, words: list[str], k: int, validity: Validity
+    ) -> list[EdgeRef]:
+        """BM25 top-k edges that `validity` accepts, as `EdgeRef`s (hop 0, score = bm25)."""
+        rels = self._relations
+        accept = lambda i: i in rels and validity.accepts(rels[i])  # noqa: E731
+        hits = lexical.search(self._connection(), "relations", self._scope_keys(scope), words,
+                              k, accept)  # fmt: skip
+        return [EdgeRef(i, (r := rels[i]).source_id, r.relation, r.destination_id, 0, score)
+                for i, score in hits]  # fmt: skip
+
+    @_locked
+    def lexical_entities(
+        self, scope: Tenant, words: list[str], k: int
+    ) -> list[tuple[Entity, float]]:
+        """BM25 top-k entities by name and aliases, without their embeddings."""
+        hits = lexical.search(self._connection(), "entities", self._scope_keys(scope), words, k)
+        return [(_detached(self._entities[i]), s) for i, s in hits if i in self._entities]
+
+    @_locked
+    def fact_timeline(self, scope: Tenant) -> list[tuple[FactEvent, datetime | None]]:
+        """Every fact event of the scope, per fact in write order, with its episode's time."""
+        said = self._episodes
+        return [(e, said[e.episode_id].timestamp if e.episode_id in said else None)
+                for e in self._facts.events_of(scope)]  # fmt: skip
 
     @_locked
     def fact_history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:

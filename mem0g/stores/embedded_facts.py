@@ -307,6 +307,11 @@ class FactIndex:
         events = self._events.get(fact_id, ())
         return [e.model_copy(deep=True) for e in events if scope.matches(e.tenant)]
 
+    def events_of(self, scope: Tenant) -> list[FactEvent]:
+        """Every event of the scope's facts (deleted ones too), per fact in write order."""
+        return [e.model_copy() for events in self._events.values() for e in events
+                if scope.matches(e.tenant)]  # fmt: skip
+
     def summary(self, tenant: Tenant) -> Summary | None:
         found = self._summaries.get(tenant.key)
         return None if found is None else found.model_copy(deep=True)

@@ -67,6 +67,7 @@ from neo4j.exceptions import (
 
 from mem0g.config import GraphStoreConfig
 from mem0g.resources import read_text
+from mem0g.stores import lexical_neo4j as lexical
 from mem0g.stores.base import (
     VECTOR_KINDS,
     EdgeRef,
@@ -108,6 +109,7 @@ from mem0g.types import (
     Tenant,
     Validity,
     WritePlan,
+    plan_episodes,
     utcnow,
 )
 
@@ -128,7 +130,10 @@ _FIELDS = {"entities": "entity", "relations": "relation", "facts": "fact"}  # ro
 _FETCH_KEY = ("user_id", "agent_id", "run_id", "exact", "tenant_key", "include_invalid")
 # a scope with fewer than `want` candidates in all (see `_nearest`): answered by the exact scan
 _SMALL_SCOPE = 0.0
-CYPHER_FILES = ("schema", "write", "facts", "read", "retrieval", "export", "delete", "entities")
+CYPHER_FILES = (
+    "schema", "write", "facts", "read", "retrieval", "export", "delete", "entities", "lexical",
+    "archive",
+)  # fmt: skip
 _HEADER = re.compile(r"//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
 _T = TypeVar("_T")
 SCHEMA_VERSION = 2  # the data layout (cypher/schema.cypher): 2 = with :EntityKey nodes
@@ -434,18 +439,21 @@ def _check_dims(dims: Any) -> int | None:
 def _plan_rows(plan: WritePlan, written: int) -> dict[str, Any]:
     """The parameters of write.cypher for one plan; a plan's repeated updates of one record
     are merged here, so each statement touches a record once."""
-    ep = plan.episode
-    episode = None
-    if ep is not None:  # a plan without a conversation (a direct edit) has no episode
-        episode = {
+    # a plan without a conversation (a direct edit) has no episode; a restore has several,
+    # ordered by `written` as commits are
+    episodes = [
+        {
             "id": ep.id,
             **_tenant_props(ep.tenant),
             "messages": json.dumps([m.model_dump(mode="json") for m in ep.messages]),
             "message_count": len(ep.messages),
             "timestamp": _db_time(ep.timestamp),
             "created_at": _db_time(ep.created_at),
-            "written": written,
+            "written": written + pos,
         }
+        for pos, ep in enumerate(plan_episodes(plan))
+    ]
+    episode = episodes[0] if episodes else None
     entities = [_entity_row(e, written, pos) for pos, e in enumerate(plan.new_entities)]
     aliases: dict[str, dict[str, list[str]]] = {}
     names: dict[str, str] = {}  # display names (AliasUpdate.name): the last one wins
@@ -465,6 +473,7 @@ def _plan_rows(plan: WritePlan, written: int) -> dict[str, Any]:
     return {
         "written": written,
         "episode": episode,
+        "more_episodes": episodes[1:],
         "entities": entities,
         "aliases": [{"id": k, **v} for k, v in aliases.items()],
         "relations": relations,
@@ -598,13 +607,13 @@ def _is_empty(plan: WritePlan) -> bool:
         plan.fact_changes,
         plan.fact_events,
     )
-    return plan.episode is None and not any(parts)
+    return not plan_episodes(plan) and not any(parts)
 
 
 def _check_plan_locally(plan: WritePlan) -> None:
     """What needs no database: every record is the plan's tenant's, no id is created twice."""
     tenant = plan.tenant
-    episode = [plan.episode] if plan.episode is not None else []
+    episode = plan_episodes(plan)
     records = (*plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_events)
     for record in (*episode, *records):
         if record.tenant != tenant:
@@ -885,7 +894,7 @@ class Neo4jGraphStore:
 
     def _apply_schema(self, driver: Driver) -> None:
         for name in statements():
-            if name.startswith(("constraint_", "index_")):
+            if name.startswith(("constraint_", "index_", "fulltext_index_")):
                 self._ddl(driver, name)
         (row,) = self._auto(driver, "schema_version")
         if (row["version"] or 0) < SCHEMA_VERSION:  # an empty or older database
@@ -1113,6 +1122,8 @@ class Neo4jGraphStore:
             _, counters = self._run(tx, "create_episode", {"props": rows["episode"], "seq": seq})
             if counters.nodes_created != 1:
                 raise StoreError("the episode was not created")
+        for row in rows["more_episodes"]:  # a restore (the id constraint refuses a taken one)
+            self._run(tx, "create_episode", {"props": row, "seq": seq})
         if rows["entities"]:
             _, counters = self._run(tx, "create_entities", {"rows": rows["entities"], "seq": seq})
             keys = sum(len(row["props"]["keys"]) for row in rows["entities"])
@@ -1819,6 +1830,36 @@ class Neo4jGraphStore:
     ) -> list[tuple[Fact, float]]:
         hits = self._nearest("facts", _scope(scope, exact), vector, k)
         return [(_fact(props), score) for props, score in hits]
+
+    def lexical_facts(
+        self, scope: Tenant, words: list[str], k: int, *, exact: bool = False
+    ) -> list[tuple[Fact, float]]:
+        """BM25 top-k current facts for query terms (stores/lexical_neo4j.py)."""
+        self._ready()
+        hits = lexical.search(self._read, "lexical_facts", _scope(scope, exact), words, k,
+                              self.max_fetch)  # fmt: skip
+        return [(_fact(h["fact"]), float(h["score"])) for h in hits]
+
+    def lexical_relations(
+        self, scope: Tenant, words: list[str], k: int, validity: Validity
+    ) -> list[EdgeRef]:
+        self._ready()
+        params = {**_scope(scope), **_validity(validity)}
+        hits = lexical.search(self._read, "lexical_relations", params, words, k, self.max_fetch)
+        return lexical.edge_refs(hits)
+
+    def lexical_entities(
+        self, scope: Tenant, words: list[str], k: int
+    ) -> list[tuple[Entity, float]]:
+        self._ready()
+        hits = lexical.search(self._read, "lexical_entities", _scope(scope), words, k,
+                              self.max_fetch)  # fmt: skip
+        return [(_entity(h["entity"]), float(h["score"])) for h in hits]
+
+    def fact_timeline(self, scope: Tenant) -> list[tuple[FactEvent, datetime | None]]:
+        """Every fact event of the scope, per fact in write order, with its episode's time."""
+        rows = self._read("fact_timeline", _scope(scope))
+        return [(_fact_event(r["event"]), _py_time(r["said"])) for r in rows]
 
     def fact_history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:
         """Every event of one fact in write order, also after the fact was deleted."""

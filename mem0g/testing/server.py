@@ -20,6 +20,10 @@ Rules are tried in order; the first whose ``task`` matches (omitted or ``"*"`` =
   turns), so a rule for one turn does not also answer the turns after it.
 - ``response``: a dict (sent as JSON), ``{"raw": str}`` (sent verbatim), ``{"status": int,
   "error": str}`` (HTTP error), or, from Python only, a callable ``payload -> dict``.
+  Broken servers, for error-contract tests: ``{"completion": dict}`` is sent as the whole
+  HTTP 200 body (a null message, arguments as an object, another function's tool call);
+  ``{"body": str, "content_type": str}`` is sent as the body of an HTTP 200 reply (an HTML
+  page, an SSE stream).
 - ``responses``: a list of the above, used in turn; the last one repeats.
 - ``times``: optional int, the rule answers at most that many requests.
 
@@ -81,6 +85,8 @@ class _Answer:
     text: str = ""
     status: int = 200
     error: str | None = None
+    body: Any = None  # the whole HTTP body instead of a completion (broken-server tests)
+    content_type: str = "application/json"
 
 
 class _RuleError(ValueError):
@@ -179,6 +185,10 @@ def _render(spec: Any, payload: dict[str, Any]) -> _Answer:
         keys = set(spec)
         if keys == {"raw"} and isinstance(spec["raw"], str):
             return _Answer(text=spec["raw"])
+        if keys == {"completion"}:
+            return _Answer(body=spec["completion"])
+        if keys == {"body", "content_type"}:
+            return _Answer(body=str(spec["body"]), content_type=str(spec["content_type"]))
         status = spec.get("status")
         if keys <= {"status", "error"} and isinstance(status, int) and not isinstance(status, bool):
             return _Answer(status=status, error=str(spec.get("error", "scripted error")))
@@ -251,9 +261,15 @@ class _Handler(BaseHTTPRequestHandler):
         """Silence per-request logging; tests should not be noisy."""
 
     def _send_json(self, status: int, obj: Any) -> None:
-        data = json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        content_type = "application/json"
+        if isinstance(obj, _Answer):  # a scripted broken body, sent as it is
+            content_type = obj.content_type
+            obj = obj.body
+        data = (obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)).encode(
+            "utf-8", "surrogatepass"
+        )
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("X-Test-Double", "mem0g-scripted-llm")
         self.end_headers()
@@ -524,6 +540,8 @@ class ScriptedLLMServer:
         answer = _render(spec, payload)
         if answer.error is not None:
             return answer.status, _error_body(answer.error, "scripted_error")
+        if answer.body is not None:
+            return 200, answer  # type: ignore[return-value]
         return 200, self._completion(body, task, answer.text)
 
     def _completion(self, body: dict[str, Any], task: str | None, text: str) -> dict[str, Any]:

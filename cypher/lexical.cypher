@@ -1,0 +1,89 @@
+// Full-text (Lucene BM25) indexes over facts, relations and entity names, and their reads
+// (mem0g/stores/lexical_neo4j.py). Relations and names: the `simple` analyzer (letter runs,
+// lower-cased), which splits text as the embedded store's FTS5 tokenizer does; facts: the
+// `english` analyzer (Porter stemming, as FTS5's `porter` there), so both stores rank alike.
+// $query is built in Python from letter-only terms, each escaped and quoted
+// (stores/lexical_query.py): no user text reaches Lucene's query syntax.
+// An index returns its best hits over every tenant; the reads filter the scope (and an
+// edge's validity) after, from $fetch hits, and report how many the index returned, so the
+// caller can ask again with a larger $fetch when a shared index held too few of the scope's.
+
+// name: fulltext_index_facts
+CREATE FULLTEXT INDEX mem0g_fact_text IF NOT EXISTS
+FOR (f:Fact) ON EACH [f.text]
+OPTIONS {indexConfig: {`fulltext.analyzer`: 'english', `fulltext.eventually_consistent`: false}};
+
+// name: fulltext_index_relations
+CREATE FULLTEXT INDEX mem0g_relation_text IF NOT EXISTS
+FOR ()-[r:RELATES]-() ON EACH [r.source, r.name, r.destination]
+OPTIONS {indexConfig: {`fulltext.analyzer`: 'simple', `fulltext.eventually_consistent`: false}};
+
+// name: fulltext_index_entities
+CREATE FULLTEXT INDEX mem0g_entity_text IF NOT EXISTS
+FOR (e:Entity) ON EACH [e.name, e.aliases]
+OPTIONS {indexConfig: {`fulltext.analyzer`: 'simple', `fulltext.eventually_consistent`: false}};
+
+// name: lexical_facts
+CALL db.index.fulltext.queryNodes('mem0g_fact_text', $query, {limit: $fetch})
+YIELD node, score
+WITH collect({n: node, s: score}) AS hits
+CALL (hits) {
+  UNWIND hits AS h
+  WITH h.n AS f, h.s AS score
+  WHERE (NOT $exact OR f.tenant_key = $tenant_key)
+    AND ($user_id IS NULL OR f.user_id = $user_id)
+    AND ($agent_id IS NULL OR f.agent_id = $agent_id)
+    AND ($run_id IS NULL OR f.run_id = $run_id)
+  WITH f, score
+  ORDER BY score DESC, f.id
+  LIMIT $want
+  RETURN collect({fact: f {.*, embedding: null, created_at: toString(f.created_at),
+                           updated_at: toString(f.updated_at),
+                           provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]},
+                  score: score}) AS found
+}
+RETURN size(hits) AS fetched, found;
+
+// name: lexical_relations
+CALL db.index.fulltext.queryRelationships('mem0g_relation_text', $query, {limit: $fetch})
+YIELD relationship, score
+WITH collect({r: relationship, s: score}) AS hits
+CALL (hits) {
+  UNWIND hits AS h
+  WITH h.r AS r, h.s AS score
+  WHERE ($user_id IS NULL OR r.user_id = $user_id)
+    AND ($agent_id IS NULL OR r.agent_id = $agent_id)
+    AND ($run_id IS NULL OR r.run_id = $run_id)
+    AND ($include_invalid
+         OR ($as_of IS NULL AND r.invalid_at IS NULL)
+         OR ($as_of IS NOT NULL
+             AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
+             AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
+  WITH r, score, startNode(r) AS s, endNode(r) AS d
+  WHERE s:Entity AND d:Entity
+  WITH r, score, s, d
+  ORDER BY score DESC, r.id
+  LIMIT $want
+  RETURN collect({id: r.id, name: r.name, source_id: s.id, destination_id: d.id,
+                  score: score}) AS found
+}
+RETURN size(hits) AS fetched, found;
+
+// name: lexical_entities
+CALL db.index.fulltext.queryNodes('mem0g_entity_text', $query, {limit: $fetch})
+YIELD node, score
+WITH collect({n: node, s: score}) AS hits
+CALL (hits) {
+  UNWIND hits AS h
+  WITH h.n AS e, h.s AS score
+  WHERE ($user_id IS NULL OR e.user_id = $user_id)
+    AND ($agent_id IS NULL OR e.agent_id = $agent_id)
+    AND ($run_id IS NULL OR e.run_id = $run_id)
+  WITH e, score
+  ORDER BY score DESC, e.id
+  LIMIT $want
+  RETURN collect({entity: e {.*, embedding: null, created_at: toString(e.created_at),
+                             updated_at: toString(e.updated_at)},
+                  score: score}) AS found
+}
+RETURN size(hits) AS fetched, found;

@@ -1,0 +1,392 @@
+"""Full backup and restore (`mem0g export` / `mem0g import`, `Memory.export` /
+`Memory.import_archive`): a versioned JSON Lines archive that holds everything a tenant is,
+so a memory moves between stores (the laptop's embedded store to Neo4j) and comes back equal.
+
+One JSON object per line, each with a `kind`:
+  header   format "mem0g-archive", version, when, mem0g version, embedder model and dims,
+           whether embeddings are included;
+  tenant   opens one exact tenant's section; then its records:
+  episode  (conversation order), entity (aliases, keys), relation (validity, mentions,
+           provenance), fact (current facts), fact_event (every fact's whole history, deleted
+           facts' too), duplicate (possible-duplicate pairs), summary;
+  end      closes the section with its record counts (a cut-off archive is refused);
+  footer   the number of tenants.
+Embeddings, when included, are lists of floats of the header's model. Import re-embeds
+(names, triples, facts) when they are absent or the model differs from the target's.
+
+Import writes each tenant as one plan, so one transaction: all of a tenant or none of it. An
+archive of a newer version is refused, and so is a tenant the target already has, unless
+`merge` (then the records whose ids the target lacks are added beside its own).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from mem0g.embed import CachedEmbedder, configured_name
+from mem0g.stores.archive_reads import fact_events
+from mem0g.stores.repair import describe
+from mem0g.types import (
+    Entity,
+    Episode,
+    Fact,
+    FactChange,
+    FactEvent,
+    PossibleDuplicate,
+    Relation,
+    Summary,
+    Tenant,
+    Validity,
+    WritePlan,
+    utcnow,
+)
+
+if TYPE_CHECKING:
+    from mem0g.memory import Memory
+
+FORMAT = "mem0g-archive"
+VERSION = 1
+
+
+class ArchiveError(ValueError):
+    """The archive cannot be read or imported as asked; nothing of the tenant was written."""
+
+
+class Header(BaseModel):
+    kind: Literal["header"] = "header"
+    format: str = FORMAT
+    version: int = VERSION
+    created_at: datetime = Field(default_factory=utcnow)
+    mem0g_version: str = ""
+    embedder: str | None = None  # the model whose vectors the archive holds
+    dims: int | None = None
+    embeddings: bool = False
+
+
+class TenantArchive(BaseModel):
+    """One exact tenant's records, as exported and as imported."""
+
+    tenant: Tenant
+    episodes: list[Episode] = Field(default_factory=list)
+    entities: list[Entity] = Field(default_factory=list)
+    relations: list[Relation] = Field(default_factory=list)
+    facts: list[Fact] = Field(default_factory=list)
+    fact_events: list[FactEvent] = Field(default_factory=list)
+    duplicates: list[PossibleDuplicate] = Field(default_factory=list)
+    summary: Summary | None = None
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "episode": len(self.episodes),
+            "entity": len(self.entities),
+            "relation": len(self.relations),
+            "fact": len(self.facts),
+            "fact_event": len(self.fact_events),
+            "duplicate": len(self.duplicates),
+            "summary": int(self.summary is not None),
+        }
+
+
+class ImportedTenant(BaseModel):
+    tenant: Tenant
+    counts: dict[str, int]
+    merged: bool = False
+    reembedded: bool = False
+
+
+# what each record kind is, and where it goes in a TenantArchive
+_KINDS: dict[str, tuple[type[BaseModel], str]] = {
+    "episode": (Episode, "episodes"),
+    "entity": (Entity, "entities"),
+    "relation": (Relation, "relations"),
+    "fact": (Fact, "facts"),
+    "fact_event": (FactEvent, "fact_events"),
+    "duplicate": (PossibleDuplicate, "duplicates"),
+}
+
+
+# ---------------------------------------------------------------- export
+
+
+def read_tenant(memory: Memory, tenant: Tenant, *, embeddings: bool = True) -> TenantArchive:
+    """Everything of exactly `tenant` (a filter's reads also return more specific tenants:
+    only records of this exact tenant are kept)."""
+    store = memory.store
+    snapshot = store.snapshot(tenant, Validity(include_invalid=True))
+    entities = [e for e in snapshot.entities if e.tenant == tenant]
+    ids = {e.id for e in entities}
+    part = TenantArchive(
+        tenant=tenant,
+        episodes=[e for e in store.episodes(tenant) if e.tenant == tenant],
+        entities=entities,
+        relations=[r for r in snapshot.relations if r.tenant == tenant],
+        facts=[f for f in store.facts(tenant) if f.tenant == tenant],
+        fact_events=fact_events(store, tenant),
+        duplicates=[
+            d for d in store.possible_duplicates(tenant) if {d.entity_id, d.candidate_id} <= ids
+        ],
+        summary=store.get_summary(tenant),
+    )
+    if not embeddings:
+        for record in (*part.entities, *part.relations, *part.facts):
+            record.embedding = None
+    return part
+
+
+def export_lines(
+    memory: Memory,
+    scope: Tenant | None = None,
+    *,
+    embeddings: bool = True,
+    progress: Callable[[Tenant], None] | None = None,
+) -> Iterator[str]:
+    """The archive, line by line: every exact tenant inside `scope` (None: the whole store)."""
+    from mem0g import __version__
+
+    header = Header(
+        mem0g_version=__version__,
+        embedder=_embedder_name(memory) if embeddings else None,
+        dims=getattr(memory.store, "dims", None) if embeddings else None,
+        embeddings=embeddings,
+    )
+    yield header.model_dump_json()
+    tenants = [t for t in memory.tenants() if scope is None or scope.matches(t)]
+    for tenant in tenants:
+        part = read_tenant(memory, tenant, embeddings=embeddings)
+        yield json.dumps({"kind": "tenant", "tenant": tenant.model_dump()})
+        for kind, (_, field) in _KINDS.items():
+            for record in getattr(part, field):
+                yield _line(kind, record)
+        if part.summary is not None:
+            yield _line("summary", part.summary)
+        yield json.dumps({"kind": "end", "tenant": tenant.model_dump(), "counts": part.counts()})
+        if progress is not None:
+            progress(tenant)
+    yield json.dumps({"kind": "footer", "tenants": len(tenants)})
+
+
+def export_archive(
+    memory: Memory,
+    out: IO[str],
+    scope: Tenant | None = None,
+    *,
+    embeddings: bool = True,
+    progress: Callable[[Tenant], None] | None = None,
+) -> int:
+    """Write the archive to `out`; returns the number of tenants written."""
+    tenants = 0
+    for line in export_lines(memory, scope, embeddings=embeddings, progress=progress):
+        out.write(line + "\n")
+        tenants += line.startswith('{"kind": "tenant"')
+    return tenants
+
+
+def _line(kind: str, record: BaseModel) -> str:
+    return json.dumps({"kind": kind, "record": record.model_dump(mode="json")})
+
+
+def _embedder_name(memory: Memory) -> str:
+    """The model of the stored vectors; a command that never embeds has a deferred embedder,
+    whose model is not loaded just for its name."""
+    if isinstance(memory.embedder, CachedEmbedder):
+        return memory.embedder.name
+    return configured_name(memory.config.embedder)
+
+
+# ---------------------------------------------------------------- import
+
+
+def read_archive(lines: Iterable[str]) -> tuple[Header, Iterator[TenantArchive]]:
+    """The header (checked first: a newer version is refused before anything is read), and
+    the tenants, each checked complete (its `end` counts) before it is handed out."""
+    numbered = ((n, line) for n, line in enumerate(lines, 1) if line.strip())
+    first = next(numbered, None)
+    if first is None:
+        raise ArchiveError("the archive is empty")
+    data = _json(*first)
+    if data.get("kind") != "header" or data.get("format") != FORMAT:
+        raise ArchiveError("not a mem0g archive (its first line is no mem0g-archive header)")
+    version = data.get("version")
+    if not isinstance(version, int) or version > VERSION:
+        raise ArchiveError(
+            f"the archive is version {version}; this mem0g ({VERSION}) reads versions up to "
+            f"{VERSION}: upgrade mem0g to import it"
+        )
+    try:
+        header = Header.model_validate(data)
+    except ValidationError as err:
+        raise ArchiveError(f"line {first[0]}: bad header: {err}") from err
+    return header, _tenants(numbered)
+
+
+def _tenants(numbered: Iterator[tuple[int, str]]) -> Iterator[TenantArchive]:
+    part: TenantArchive | None = None
+    footer = False
+    for number, line in numbered:
+        data = _json(number, line)
+        kind = data.get("kind")
+        if footer:
+            raise ArchiveError(f"line {number}: records after the footer")
+        if kind == "tenant":
+            if part is not None:
+                raise ArchiveError(f"line {number}: a tenant starts before the last one ended")
+            part = TenantArchive(tenant=_record(Tenant, data.get("tenant"), number))
+        elif kind == "end":
+            if part is None:
+                raise ArchiveError(f"line {number}: an end without a tenant")
+            if data.get("counts") != part.counts():
+                raise ArchiveError(
+                    f"line {number}: {describe(part.tenant)} is incomplete: the archive "
+                    f"says {data.get('counts')}, it holds {part.counts()}"
+                )
+            yield part
+            part = None
+        elif kind == "footer":
+            if part is not None:
+                raise ArchiveError(f"line {number}: the footer inside a tenant")
+            footer = True
+        elif kind in _KINDS or kind == "summary":
+            if part is None:
+                raise ArchiveError(f"line {number}: a {kind} outside a tenant")
+            model = Summary if kind == "summary" else _KINDS[kind][0]
+            record = _record(model, data.get("record"), number)
+            if getattr(record, "tenant", part.tenant) != part.tenant:
+                raise ArchiveError(f"line {number}: a {kind} of another tenant")
+            if kind == "summary":
+                part.summary = record  # type: ignore[assignment]
+            else:
+                getattr(part, _KINDS[kind][1]).append(record)
+        else:
+            raise ArchiveError(f"line {number}: unknown record kind {kind!r}")
+    if part is not None or not footer:
+        raise ArchiveError("the archive is cut off (no footer): nothing after it was imported")
+
+
+def _json(number: int, line: str) -> dict[str, Any]:
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError) as err:
+        raise ArchiveError(f"line {number}: not JSON ({err})") from err
+    if not isinstance(data, dict):
+        raise ArchiveError(f"line {number}: not a JSON object")
+    return data
+
+
+def _record(model: type[Any], data: Any, number: int) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise ArchiveError(f"line {number}: bad {model.__name__}: {err}") from err
+
+
+def import_archive(
+    memory: Memory,
+    lines: Iterable[str],
+    *,
+    merge: bool = False,
+    progress: Callable[[ImportedTenant], None] | None = None,
+) -> list[ImportedTenant]:
+    """Load an archive into `memory`'s store, one transaction per tenant (see the module)."""
+    header, tenants = read_archive(lines)
+    reembed = not header.embeddings or header.embedder != memory.embedder.name
+    done: list[ImportedTenant] = []
+    present = set(memory.store.tenants())  # read once: a store may hold many tenants
+    for part in tenants:
+        result = _import_tenant(memory, part, present, merge=merge, reembed=reembed)
+        present.add(part.tenant)
+        done.append(result)
+        if progress is not None:
+            progress(result)
+    return done
+
+
+def _import_tenant(
+    memory: Memory, part: TenantArchive, present: set[Tenant], *, merge: bool, reembed: bool
+) -> ImportedTenant:
+    store = memory.store
+    tenant = part.tenant
+    exists = tenant in present
+    if exists and not merge:
+        raise ArchiveError(
+            f"{describe(tenant)} already has data in this store; pass merge=True (--merge) "
+            "to add the archive's records beside it, or delete it first"
+        )
+    if exists:
+        part = _new_records(memory, part)
+    if reembed:
+        _embed(memory, part)
+    deleted = [_deleted_fact(fact_id, events, tenant) for fact_id, events in _orphans(part)]
+    episodes = part.episodes
+    plan = WritePlan(
+        tenant=tenant,
+        episode=episodes[0] if episodes else None,
+        more_episodes=episodes[1:],
+        new_entities=part.entities,
+        new_relations=part.relations,
+        new_facts=[*part.facts, *deleted],
+        fact_changes=[FactChange(fact_id=f.id, text=None) for f in deleted],
+        fact_events=part.fact_events,
+        possible_duplicates=part.duplicates,
+    )
+    store.apply(plan)
+    if part.summary is not None:  # derived data (the background worker remakes it)
+        store.set_summary(part.summary)
+    return ImportedTenant(tenant=tenant, counts=part.counts(), merged=exists, reembedded=reembed)
+
+
+def _orphans(part: TenantArchive) -> Iterator[tuple[str, list[FactEvent]]]:
+    """Facts with history but no current record: deleted ones."""
+    current = {f.id for f in part.facts}
+    history: dict[str, list[FactEvent]] = {}
+    for event in part.fact_events:
+        history.setdefault(event.fact_id, []).append(event)
+    for fact_id, events in history.items():
+        if fact_id not in current:
+            yield fact_id, events
+
+
+def _deleted_fact(fact_id: str, events: list[FactEvent], tenant: Tenant) -> Fact:
+    """A deleted fact as the plan creates it and deletes it again at once, so only its
+    history is written (the stores' rule for a fact created and deleted in one plan)."""
+    text = next((e.old_text or e.new_text for e in reversed(events) if e.old_text or e.new_text),
+                "(deleted)")  # fmt: skip
+    return Fact(id=fact_id, tenant=tenant, text=text, created_at=events[0].at)
+
+
+def _new_records(memory: Memory, part: TenantArchive) -> TenantArchive:
+    """For a merge: only the records whose ids the target tenant lacks."""
+    have = read_tenant(memory, part.tenant, embeddings=False)
+
+    def fresh(records: list[Any], stored: list[Any]) -> list[Any]:
+        ids = {r.id for r in stored}
+        return [r for r in records if r.id not in ids]
+
+    pairs = {(d.entity_id, d.candidate_id) for d in have.duplicates}
+    return TenantArchive(
+        tenant=part.tenant,
+        episodes=fresh(part.episodes, have.episodes),
+        entities=fresh(part.entities, have.entities),
+        relations=fresh(part.relations, have.relations),
+        facts=fresh(part.facts, have.facts),
+        fact_events=fresh(part.fact_events, have.fact_events),
+        duplicates=[d for d in part.duplicates if (d.entity_id, d.candidate_id) not in pairs],
+        summary=part.summary if have.summary is None else None,
+    )
+
+
+def _embed(memory: Memory, part: TenantArchive) -> None:
+    """Vectors of the target's model: entity names, triples, facts (in one batch each)."""
+    embedder = memory.embedder
+    for records, texts in (
+        (part.entities, [e.name for e in part.entities]),
+        (part.relations, [r.text for r in part.relations]),
+        (part.facts, [f.text for f in part.facts]),
+    ):
+        if records:
+            for record, vector in zip(records, embedder.embed(texts), strict=True):
+                record.embedding = [float(x) for x in vector]

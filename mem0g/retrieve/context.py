@@ -1,0 +1,62 @@
+"""The context block handed to a caller's own LLM, within a token budget that it reports.
+
+Lines are the Mem0g answer prompt's ("Memories for user X" with each fact's date, "Relations
+for user X" with validity); the lowest-ranked lines go first, alternating sections, until the
+block fits `max_tokens`. Tokens are estimated as characters / 4 (mem0g does not know the
+caller's model); `ContextBlock` says what was used and what was dropped.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from mem0g.types import SearchResult
+
+
+class ContextBlock(BaseModel):
+    text: str
+    tokens: int  # estimated tokens of `text` (characters / 4)
+    max_tokens: int
+    facts: int  # fact lines kept
+    relations: int  # relation lines kept
+    dropped: int  # lines left out to fit the budget
+
+
+def estimate_tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+def render(hits: SearchResult, who: str | None, max_tokens: int) -> ContextBlock:
+    memories = [
+        f"- [{(f.provenance[0].timestamp if f.provenance else f.created_at):%Y-%m-%d}] {f.text}"
+        for f in hits.facts
+    ]
+    relations = []
+    for r in hits.relations:
+        since = f" (since {r.valid_from:%Y-%m-%d})" if r.valid_from else ""
+        until = f" (until {r.invalid_at:%Y-%m-%d})" if r.invalid_at else ""
+        relations.append(f"- {r.source} -- {r.relation} --> {r.destination}{since}{until}")
+    sections = [(f"Memories for user {who}:", memories), (f"Relations for user {who}:", relations)]
+    kept = [list(lines) for _, lines in sections]
+
+    def text_of() -> str:
+        blocks = []
+        for (title, _), lines in zip(sections, kept, strict=True):
+            blocks.append("\n".join([title, *(lines or ["- (none)"])]))
+        return "\n\n".join(blocks)
+
+    text = text_of()
+    turn = 0
+    while estimate_tokens(text) > max_tokens and any(kept):
+        longest = max(range(len(kept)), key=lambda i: (len(kept[i]), -((i + turn) % len(kept))))
+        kept[longest].pop()
+        turn += 1
+        text = text_of()
+    return ContextBlock(
+        text=text,
+        tokens=estimate_tokens(text),
+        max_tokens=max_tokens,
+        facts=len(kept[0]),
+        relations=len(kept[1]),
+        dropped=len(memories) + len(relations) - len(kept[0]) - len(kept[1]),
+    )

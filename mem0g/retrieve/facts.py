@@ -1,0 +1,247 @@
+"""The fact half of `search`: which facts answer a query, ranked. No LLM calls.
+
+Current facts (no `as_of`): the store's own rankings (dense `similar_facts`, lexical
+`lexical_facts`), fused by `retrieve.fusion`. With `as_of=T`: the versions of the scope's facts
+true at T (`retrieve.timeline`: an updated fact's old text, nothing said after T) are ranked
+here, by the same two signals computed in Python (an old text's embedding is computed at query
+time, an old text is not in the store's indexes), and fused the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from mem0g.config import RetrievalConfig
+from mem0g.embed import CachedEmbedder
+from mem0g.retrieve.fusion import Ranking, diversify, fuse, ranked
+from mem0g.retrieve.timeline import FactVersion, as_of, said_at, versions
+from mem0g.retrieve.timewin import QueryTime, with_time
+from mem0g.stores.base import GraphStore
+from mem0g.stores.lexical_query import query_terms, stems, terms
+from mem0g.types import Fact, FactHit, Tenant, Validity
+
+
+def hit(fact: Fact, score: float, *, start: datetime | None = None) -> FactHit:
+    return FactHit(
+        id=fact.id,
+        text=fact.text,
+        score=float(score),
+        created_at=fact.created_at,
+        updated_at=fact.updated_at,
+        provenance=fact.provenance,
+        valid_from=start,
+    )
+
+
+def version_hit(version: FactVersion, score: float) -> FactHit:
+    if version.fact is not None:
+        return hit(version.fact, score, start=version.start)
+    return FactHit(
+        id=version.fact_id,
+        text=version.text,
+        score=float(score),
+        created_at=version.start,
+        updated_at=version.start,
+        valid_from=version.start,
+        invalid_at=version.end,
+    )
+
+
+def bm25(docs: Sequence[list[str]], words: Sequence[str], k1: float = 1.2, b: float = 0.75):
+    """Okapi BM25 of each tokenised doc for the query terms, with the engines' k1 and b
+    (Lucene's idf, which is never negative). For the few texts of an `as_of` search."""
+    n = len(docs)
+    if not n or not words:
+        return np.zeros(n, dtype=np.float64)
+    avg = sum(len(d) for d in docs) / n or 1.0
+    freq = [Counter(d) for d in docs]
+    scores = np.zeros(n, dtype=np.float64)
+    for word in set(words):
+        having = sum(1 for f in freq if word in f)
+        if not having:
+            continue
+        idf = math.log(1 + (n - having + 0.5) / (having + 0.5))
+        for i, f in enumerate(freq):
+            tf = f.get(word, 0)
+            if tf:
+                scores[i] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(docs[i]) / avg))
+    return scores
+
+
+class HistoricalFacts:
+    """The scope's fact versions true at a time, scored by cosine and by BM25 in Python."""
+
+    def __init__(self, store: GraphStore, embedder: CachedEmbedder) -> None:
+        self.store = store
+        self.embedder = embedder
+
+    def at(self, scope: Tenant, when: datetime) -> list[FactVersion]:
+        timeline = getattr(self.store, "fact_timeline", None)
+        events = timeline(scope) if timeline is not None else []
+        return as_of(versions(self.store.facts(scope), events), when)
+
+    def rankings(
+        self, found: list[FactVersion], qvec: np.ndarray, words: list[str], k: int
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]], np.ndarray]:
+        """(dense, lexical) rankings of `found`, as (index, score) best first, k each, and
+        the unit vectors of `found`."""
+        if not found:
+            return [], [], np.zeros((0, 0), dtype=np.float32)
+        vectors: list[np.ndarray | None] = [
+            None if v.fact is None or v.fact.embedding is None else np.asarray(v.fact.embedding)
+            for v in found
+        ]
+        missing = [i for i, vec in enumerate(vectors) if vec is None]
+        if missing:  # old texts: embedded now (cached), they are in no index
+            for i, vec in zip(missing, self.embedder.embed([found[i].text for i in missing]),
+                              strict=True):  # fmt: skip
+                vectors[i] = np.asarray(vec)
+        matrix = np.vstack([np.asarray(v, dtype=np.float32) for v in vectors])
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        q = np.asarray(qvec, dtype=np.float32)
+        dense = np.einsum("ij,j->i", matrix, q / (np.linalg.norm(q) or 1.0))
+        lexical = bm25([stems(terms(v.text)) for v in found], stems(words))
+        order = range(len(found))
+        by_dense = sorted(order, key=lambda i: (-dense[i], found[i].fact_id))[:k]
+        by_lex = sorted(order, key=lambda i: (-lexical[i], found[i].fact_id))
+        by_lex = [i for i in by_lex if lexical[i] > 0][:k]
+        return (
+            [(i, float(dense[i])) for i in by_dense],
+            [(i, float(lexical[i])) for i in by_lex],
+            matrix,
+        )
+
+
+class FactRetriever:
+    """Ranks a scope's facts for a query: current facts, or those true at `as_of`."""
+
+    def __init__(
+        self,
+        store: GraphStore,
+        embedder: CachedEmbedder,
+        config: RetrievalConfig,
+        submit: Callable[..., Future[Any]],
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.submit = submit
+        self.history = HistoricalFacts(store, embedder)
+        self.lexical = getattr(store, "lexical_facts", None)
+
+    def begin(
+        self,
+        query: str,
+        qvec: np.ndarray,
+        scope: Tenant,
+        limit: int,
+        validity: Validity,
+        qt: QueryTime | None = None,
+    ) -> Callable[[Mapping[str, Ranking] | None], list[FactHit]]:
+        """Start the store's reads (on the read pool, if any) and return `finish(extra)`,
+        which waits for them and fuses (the `time` ranking included); `extra`: more named
+        rankings of fact ids found meanwhile by the graph half of a search. Two steps, so
+        that no read-pool task ever waits on another (no pool deadlock)."""
+        k = max(self.config.fact_top_k, limit)
+        words = query_terms(query)
+        if validity.as_of is not None and not validity.include_invalid:
+            when = validity.as_of
+            return lambda extra: self._historical(qvec, words, scope, when, k, limit, extra, qt)
+        dense_ref = self.submit(self.store.similar_facts, scope, qvec, k)
+        lexical_ref = self.submit(self.lexical, scope, words, k) if self.lexical else None
+
+        def finish(extra: Mapping[str, Ranking] | None) -> list[FactHit]:
+            records: dict[str, Fact] = {}
+            rankings: dict[str, Ranking] = {}
+            for name, ref in (("dense_facts", dense_ref), ("bm25_facts", lexical_ref)):
+                if ref is not None:
+                    rankings[name] = []
+                    for fact, score in ref.result():
+                        records.setdefault(fact.id, fact)
+                        rankings[name].append((fact.id, float(score)))
+            return self._current(scope, records, {**rankings, **(extra or {})}, limit, qt)
+
+        return finish
+
+    def search(
+        self,
+        query: str,
+        qvec: np.ndarray,
+        scope: Tenant,
+        limit: int,
+        validity: Validity,
+        extra: Mapping[str, Ranking] | None = None,
+        qt: QueryTime | None = None,
+    ) -> list[FactHit]:
+        return self.begin(query, qvec, scope, limit, validity, qt)(extra)
+
+    def _historical(
+        self,
+        qvec: np.ndarray,
+        words: list[str],
+        scope: Tenant,
+        when: datetime,
+        k: int,
+        limit: int,
+        extra: Mapping[str, Ranking] | None,
+        qt: QueryTime | None,
+    ) -> list[FactHit]:
+        found = self.history.at(scope, when)
+        dense, lexical, matrix = self.history.rankings(found, qvec, words, k)
+        rankings: dict[str, Ranking] = {
+            "dense_facts": [(found[i].fact_id, s) for i, s in dense],
+            "bm25_facts": [(found[i].fact_id, s) for i, s in lexical],
+            **(extra or {}),
+        }
+        by_id = {v.fact_id: v for v in found}
+        vectors = {v.fact_id: matrix[i] for i, v in enumerate(found)}
+        if qt is not None:
+            spans = {i: (v.start, v.start + timedelta(seconds=1)) for i, v in by_id.items()}
+            texts = {i: v.text for i, v in by_id.items()}
+            rankings = with_time(rankings, spans, texts, qt, self.config.fusion)
+        fused, sources = fuse(rankings, self.config.fusion)
+        order = ranked({i: s for i, s in fused.items() if i in by_id}, sources)  # true then
+        texts = {i: v.text for i, v in by_id.items()}
+        top = diversify(order, vectors, limit, self.config.fusion, texts)
+        return [_sourced(version_hit(by_id[i], s), sources[i]) for i, s in top]
+
+    def _current(
+        self,
+        scope: Tenant,
+        records: dict[str, Fact],
+        rankings: Mapping[str, Ranking],
+        limit: int,
+        qt: QueryTime | None = None,
+    ) -> list[FactHit]:
+        if qt is not None:  # when each candidate was said: its first provenance's time
+            spans = {i: (said_at(f), said_at(f) + timedelta(seconds=1)) for i, f in records.items()}
+            texts = {i: f.text for i, f in records.items()}
+            rankings = with_time(rankings, spans, texts, qt, self.config.fusion)
+        fused, sources = fuse(rankings, self.config.fusion)
+        pool = ranked(fused, sources)[: max(3 * limit, limit + 10)]
+        unknown = [i for i, _ in pool if i not in records]
+        if unknown:  # found only by an extra ranking: read them
+            records.update((f.id, f) for f in self.store.get_facts(scope, unknown))
+        pool = [(i, s) for i, s in pool if i in records]  # a fact deleted meanwhile is left out
+        vectors: dict[str, np.ndarray] = {}
+        recipe = self.config.fusion
+        if recipe.near_duplicate < 1.0 or recipe.mmr_lambda is not None:
+            bare = [i for i, _ in pool if records[i].embedding is None]
+            if bare:  # a store's lexical read may leave the vector out
+                records.update((f.id, f) for f in self.store.get_facts(scope, bare))
+            vectors = {i: np.asarray(records[i].embedding, dtype=np.float32)
+                       for i, _ in pool if records[i].embedding is not None}  # fmt: skip
+        texts = {i: records[i].text for i, _ in pool}
+        top = diversify(pool, vectors, limit, recipe, texts)
+        return [_sourced(hit(records[i], s), sources[i]) for i, s in top]
+
+
+def _sourced(found: FactHit, sources: dict[str, int]) -> FactHit:
+    found.sources = dict(sources)
+    return found

@@ -1,0 +1,160 @@
+"""Fusion as data: each ranking a search computes has a name, and the recipe
+(`config.FusionConfig`) gives each name a weight; named presets are recipes too.
+
+Rankings, all computed without an LLM:
+- `dense_facts` / `bm25_facts`: facts by embedding cosine / by the store's BM25;
+- `dense_relations` / `bm25_relations`: edges by triple-embedding cosine / by BM25 over
+  "source relation destination";
+- `graph_expansion`: edges around the linked entities (score = cosine / hop);
+- `time`: facts and edges whose time falls in the query's time window (`retrieve.timewin`),
+  in the order the other rankings put them: a boost, never a filter (`as_of` is the filter).
+RRF adds weight / (rrf_k + rank) per ranking (rrf_k = 60, the standard constant);
+`weighted` adds weight x score. A zero weight leaves a ranking out: what only it found is not
+returned, but it still shows in the `sources` of hits it found too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from mem0g.config import FusionConfig, FusionWeights
+
+Ranking = list[tuple[str, float]]  # (id, score), best first
+
+
+def fuse(
+    rankings: Mapping[str, Ranking], recipe: FusionConfig
+) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
+    """One fused score per id, and per id the rankings that found it with its rank there."""
+    fused: dict[str, float] = {}
+    sources: dict[str, dict[str, int]] = {}
+    weights = recipe.weights
+    for name, ranking in rankings.items():
+        weight = float(getattr(weights, name))
+        tied = name.startswith("bm25_")  # stores order tied BM25 scores by random ids
+        for item, score, rank in _tied_ranks(ranking, tied):
+            sources.setdefault(item, {})[name] = rank
+            if weight == 0:
+                continue
+            gain = weight / (recipe.rrf_k + rank) if recipe.method == "rrf" else weight * score
+            fused[item] = fused.get(item, 0.0) + gain
+    return fused, sources  # an id found only by zero-weight rankings is not in `fused`
+
+
+# ties of fused scores are broken by these rankings' ranks, in this order, then by id: ids
+# are random, so without this two runs of the same adds could order tied hits differently
+TIE_ORDER = ("dense_facts", "dense_relations", "graph_expansion", "bm25_facts",
+             "bm25_relations", "time")  # fmt: skip
+
+
+def _tied_ranks(ranking: Ranking, tied: bool) -> list[tuple[str, float, int]]:
+    """(id, score, rank); with `tied`, equal scores (to 9 digits) share the best rank of their
+    run: a store orders tied BM25 scores by record id, which is random, so their order says
+    nothing and must not decide a fused rank. (Cosine and walk rankings keep their order: the
+    stores order their ties by write order.)"""
+    if not tied:
+        return [(item, score, rank) for rank, (item, score) in enumerate(ranking, start=1)]
+    out = []
+    rank, last = 0, None
+    for position, (item, score) in enumerate(ranking, start=1):
+        key = round(float(score), 9)
+        if key != last:
+            rank, last = position, key
+        out.append((item, score, rank))
+    return out
+
+
+def ranked(
+    fused: Mapping[str, float], sources: Mapping[str, Mapping[str, int]] | None = None
+) -> list[tuple[str, float]]:
+    """Best first; equal scores (to 12 digits) by the ranks in TIE_ORDER, then by id."""
+    far = 1 << 30
+
+    def key(item: tuple[str, float]) -> tuple[float, tuple[int, ...], str]:
+        found = (sources or {}).get(item[0], {})
+        return -round(item[1], 12), tuple(found.get(n, far) for n in TIE_ORDER), item[0]
+
+    return sorted(fused.items(), key=key)
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def diversify(
+    order: Sequence[tuple[str, float]],
+    vectors: Mapping[str, np.ndarray],
+    limit: int,
+    recipe: FusionConfig,
+    texts: Mapping[str, str] | None = None,
+) -> list[tuple[str, float]]:
+    """The first `limit` of `order` without near-duplicates: a hit whose cosine with one
+    already kept is >= `near_duplicate` and that names the same numbers (`texts`; "room 3"
+    and "room 4" embed alike but are two facts) is dropped, so ten rewordings of one fact do
+    not fill a top ten. With `mmr_lambda`, maximal marginal relevance instead: each next hit
+    maximises lambda x relevance - (1 - lambda) x its highest cosine with those kept,
+    relevance being the fused score scaled to [0, 1]. Hits without a vector are never
+    dropped."""
+    if recipe.near_duplicate >= 1.0 and recipe.mmr_lambda is None:
+        return list(order[:limit])
+    unit = {}
+    for item, vec in vectors.items():
+        v = np.asarray(vec, dtype=np.float32)
+        unit[item] = v / (np.linalg.norm(v) or 1.0)
+    numbers = {i: frozenset(_NUMBER.findall(t)) for i, t in (texts or {}).items()}
+    kept: list[tuple[str, float]] = []
+    kept_vecs: list[np.ndarray] = []
+
+    def closest(item: str, same_numbers: bool = False) -> float:
+        v = unit.get(item)
+        if v is None or not kept_vecs:
+            return 0.0
+        sims = np.vstack(kept_vecs) @ v
+        if same_numbers and numbers:
+            mine = numbers.get(item, frozenset())
+            alike = [numbers.get(k, frozenset()) == mine for k, _ in kept if k in unit]
+            sims = np.where(np.asarray(alike, dtype=bool), sims, -1.0)
+        return float(np.max(sims))
+
+    if recipe.mmr_lambda is None:
+        for item, score in order:
+            if len(kept) >= limit:
+                break
+            if closest(item, same_numbers=True) >= recipe.near_duplicate:
+                continue
+            kept.append((item, score))
+            if item in unit:
+                kept_vecs.append(unit[item])
+        return kept
+    lam = recipe.mmr_lambda
+    pool = list(order)
+    top = max((s for _, s in pool), default=0.0) or 1.0
+    while pool and len(kept) < limit:
+
+        def gain(i: int) -> tuple[float, int]:
+            return lam * pool[i][1] / top - (1 - lam) * closest(pool[i][0]), -i
+
+        best = max(range(len(pool)), key=gain)
+        item, score = pool.pop(best)
+        kept.append((item, score))
+        if item in unit:
+            kept_vecs.append(unit[item])
+    return kept
+
+
+# Named recipes, data like the defaults: `retrieval.fusion` takes one of these names or a
+# recipe of its own. "hybrid" is the default (FusionConfig()).
+PRESETS: dict[str, FusionConfig] = {
+    "hybrid": FusionConfig(),
+    # plain vector search: what mem0g did before lexical retrieval (facts: cosine only)
+    "dense": FusionConfig(weights=FusionWeights(bm25_facts=0, time=0, bm25_relations=0)),
+    # the baseline the issue compares with: dense + BM25 RRF, nothing else
+    "dense_bm25": FusionConfig(weights=FusionWeights(time=0, graph_expansion=0)),
+    # the hybrid recipe with the near-duplicate cut: a top ten of distinct facts
+    "hybrid_distinct": FusionConfig(near_duplicate=0.95),
+    "lexical": FusionConfig(
+        weights=FusionWeights(dense_facts=0, time=0, dense_relations=0, graph_expansion=0)
+    ),
+}

@@ -1,0 +1,233 @@
+"""Time in the query: a soft window that boosts facts and edges said or valid then.
+
+"in May 2023", "on 7 May 2023", "2023-05-07", "in 2023", "last year", "this month", "three
+weeks ago", "yesterday", "before June 2023", "after 2022" become a `TimeWindow` [start, end)
+relative to a reference time (the question's "now"; default the present). Expressions are
+found by a small pattern list and resolved with `dateparser` (absolute dates) or calendar
+arithmetic (relative ones), so a word like "may" alone is never a date. "When ..." questions
+(and "what year/month/date", "how long ago") set `asks_when`: facts whose text names a time
+are preferred. The window only boosts (`time` ranking in retrieve/fusion.py); `as_of` is the
+hard filter (retrieve/timeline.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
+
+import dateparser
+from pydantic import BaseModel
+
+from mem0g.config import FusionConfig
+from mem0g.retrieve.fusion import fuse, ranked
+
+UTC = timezone.utc
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple": 2}  # fmt: skip
+_UNIT = r"(day|week|month|year)s?"
+_PATTERNS = [  # (kind, pattern), tried in this order; spans never overlap
+    ("iso", r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"),
+    ("day", rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTHS})\.?,?\s+(\d{{4}})\b"),
+    ("day", rf"\b({_MONTHS})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b"),
+    ("month", rf"\b({_MONTHS})\.?,?\s+(?:of\s+)?(\d{{4}})\b"),
+    ("ago", rf"\b(\d+|{'|'.join(_NUMBERS)})\s+{_UNIT}\s+ago\b"),
+    ("relative", rf"\b(last|this|next|past)\s+{_UNIT}\b"),
+    ("named", r"\b(yesterday|today|tonight)\b"),
+    ("month_only", rf"\b(?:in|during|since|until|before|after|by)\s+({_MONTHS})\b"),
+    ("year", r"\b(?:in|during|since|until|before|after|by|of)\s+((?:19|20)\d{2})\b"),
+    ("year", r"\b((?:19|20)\d{2})\b"),
+]
+_COMPILED = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _PATTERNS]
+_BEFORE = re.compile(r"\b(before|until|by|prior to)\s*$", re.IGNORECASE)
+_AFTER = re.compile(r"\b(after|since)\s*$", re.IGNORECASE)
+_WHEN = re.compile(
+    r"^\s*(when\b|what (year|month|date|day|time)\b|how long ago\b|since when\b"
+    r"|which (year|month|day)\b)",
+    re.IGNORECASE,
+)
+# a fact "names a time" when its text holds a date-like expression (for "when" questions)
+DATED = re.compile(
+    rf"\b((19|20)\d{{2}}|{_MONTHS}|yesterday|today|tomorrow|last (week|month|year|weekend)|"
+    rf"\d+\s+{_UNIT}\s+ago|(mon|tues|wednes|thurs|fri|satur|sun)day)\b",
+    re.IGNORECASE,
+)
+
+
+class TimeWindow(BaseModel):
+    """[start, end): either end may be open ("before June 2023": no start)."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+    expression: str = ""
+
+    def contains(self, when: datetime | None) -> bool:
+        if when is None:
+            return False
+        return (self.start is None or self.start <= when) and (self.end is None or when < self.end)
+
+    def overlaps(self, start: datetime | None, end: datetime | None) -> bool:
+        """Whether [start, end) (open ends allowed) meets the window."""
+        return (self.end is None or start is None or start < self.end) and (
+            self.start is None or end is None or end > self.start
+        )
+
+
+class QueryTime(BaseModel):
+    window: TimeWindow | None = None
+    asks_when: bool = False
+
+    def window_only(self) -> QueryTime:
+        """The window alone (edges all carry a time: "when" prefers nothing among them)."""
+        return QueryTime(window=self.window)
+
+
+def _month_start(year: int, month: int) -> datetime:
+    return datetime(year, month, 1, tzinfo=UTC)
+
+
+def _add_months(when: datetime, months: int) -> datetime:
+    index = when.year * 12 + when.month - 1 + months
+    return _month_start(index // 12, index % 12 + 1)
+
+
+def _parse(text: str, ref: datetime) -> datetime | None:
+    found = dateparser.parse(
+        text,
+        languages=["en"],
+        settings={
+            "RELATIVE_BASE": ref.replace(tzinfo=None),
+            "PREFER_DATES_FROM": "past",
+            "TIMEZONE": "UTC",
+            "RETURN_AS_TIMEZONE_AWARE": False,
+        },
+    )
+    return None if found is None else found.replace(tzinfo=UTC)
+
+
+def _unit_span(unit: str, anchor: datetime) -> tuple[datetime, datetime]:
+    """The calendar day/week/month/year holding `anchor`."""
+    day = datetime(anchor.year, anchor.month, anchor.day, tzinfo=UTC)
+    if unit == "day":
+        return day, day + timedelta(days=1)
+    if unit == "week":
+        start = day - timedelta(days=day.weekday())
+        return start, start + timedelta(days=7)
+    if unit == "month":
+        start = _month_start(anchor.year, anchor.month)
+        return start, _add_months(start, 1)
+    return datetime(anchor.year, 1, 1, tzinfo=UTC), datetime(anchor.year + 1, 1, 1, tzinfo=UTC)
+
+
+def _shift(unit: str, anchor: datetime, n: int) -> datetime:
+    if unit == "day":
+        return anchor + timedelta(days=n)
+    if unit == "week":
+        return anchor + timedelta(weeks=n)
+    if unit == "month":
+        return _add_months(anchor, n) + timedelta(days=anchor.day - 1)
+    return anchor.replace(year=anchor.year + n, day=min(anchor.day, 28))
+
+
+def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, datetime] | None:
+    text = m.group(0)
+    if kind in ("iso", "day"):
+        found = _parse(text, ref)
+        return None if found is None else _unit_span("day", found)
+    if kind == "month":
+        found = _parse(f"1 {m.group(1)} {m.group(2)}", ref)
+        return None if found is None else _unit_span("month", found)
+    if kind == "month_only":  # the latest such month up to the reference time
+        found = _parse(f"1 {m.group(1)} {ref.year}", ref)
+        if found is None:
+            return None
+        if found > ref:
+            found = found.replace(year=found.year - 1)
+        return _unit_span("month", found)
+    if kind == "year":
+        year = int(m.group(1))
+        return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+    if kind == "named":
+        word = m.group(1).lower()
+        return _unit_span("day", ref - timedelta(days=1) if word == "yesterday" else ref)
+    if kind == "ago":
+        raw = m.group(1).lower()
+        n = int(raw) if raw.isdigit() else _NUMBERS[raw]
+        return _unit_span(m.group(2).lower(), _shift(m.group(2).lower(), ref, -n))
+    if kind == "relative":
+        which, unit = m.group(1).lower(), m.group(2).lower()
+        if which == "past":  # "the past month": the stretch up to now
+            return _shift(unit, ref, -1), ref + timedelta(seconds=1)
+        offset = {"last": -1, "this": 0, "next": 1}[which]
+        return _unit_span(unit, _shift(unit, ref, offset))
+    return None
+
+
+def query_time(query: str, reference_time: datetime | None = None) -> QueryTime:
+    """The query's time window (the first expression that resolves) and whether it asks
+    when something happened."""
+    ref = (reference_time or datetime.now(UTC)).astimezone(UTC)
+    asks_when = bool(_WHEN.search(query))
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _COMPILED:
+        for m in pattern.finditer(query):
+            if any(m.start() < e and s < m.end() for s, e in taken):
+                continue
+            taken.append((m.start(), m.end()))
+            span = _resolve(kind, m, ref)
+            if span is None:
+                continue
+            start, end = span
+            # the word before the expression, or its own first word ("since 2022")
+            first = m.group(0).split()[0]
+            own = first.lower() in {"before", "until", "by", "after", "since"}
+            before = first if own else query[: m.start()]
+            if _BEFORE.search(before):
+                start, end = None, start
+            elif _AFTER.search(before):
+                start, end = (start if before.rstrip().lower().endswith("since") else end), None
+            window = TimeWindow(start=start, end=end, expression=m.group(0))
+            return QueryTime(window=window, asks_when=asks_when)
+    return QueryTime(asks_when=asks_when)
+
+
+def names_a_time(text: str) -> bool:
+    return bool(DATED.search(text))
+
+
+def time_ranking(
+    order: list[tuple[str, float]],
+    spans: dict[str, tuple[datetime | None, datetime | None]],
+    texts: dict[str, str],
+    qt: QueryTime,
+) -> list[tuple[str, float]]:
+    """The `time` ranking: among candidates in their fused order, those said or valid in the
+    window ([start, end) of each, open ends allowed), then, for a "when" question, those
+    whose text names a time. Empty when the query has neither."""
+    out: list[tuple[str, float]] = []
+    if qt.window is not None:
+        w = qt.window
+        out = [(i, s) for i, s in order if i in spans and w.overlaps(*spans[i])]
+    if qt.asks_when:
+        seen = {i for i, _ in out}
+        out += [(i, s) for i, s in order if i not in seen and names_a_time(texts.get(i, ""))]
+    return out
+
+
+def with_time(
+    rankings: Mapping[str, list[tuple[str, float]]],
+    spans: dict[str, tuple[datetime | None, datetime | None]],
+    texts: dict[str, str],
+    qt: QueryTime,
+    recipe: FusionConfig,
+) -> dict[str, list[tuple[str, float]]]:
+    """`rankings` plus the `time` ranking over their candidates (in their fused order)."""
+    out = dict(rankings)
+    if qt.window is None and not qt.asks_when:
+        return out
+    out["time"] = time_ranking(ranked(*fuse(out, recipe)), spans, texts, qt)
+    return out

@@ -1,0 +1,124 @@
+"""BM25 over facts, relations and entity names in the embedded store's SQLite file (FTS5).
+
+Three FTS5 tables mirror the text of `facts`, `relations` ("source relation destination") and
+`entities` (name and aliases), kept in step by triggers, so every write transaction updates
+them with the rows it writes (atomic with the add, rolled back with it) and no Python code path
+can forget one. Each FTS row has its base row's rowid (the triggers' key) and its record id (to
+verify the pairing: VACUUM may renumber the rowids of a table without an INTEGER PRIMARY KEY).
+`sync` runs when a store is opened: it checks the pairing in one pass and rebuilds a table
+whose rows do not match (a store written before schema v5, or one renumbered since).
+
+Tokenizer: `unicode61` with digits as separators and diacritics kept, which splits text the
+way Lucene's `simple` analyzer does on Neo4j (letter runs, lower-cased), so both stores rank
+alike (`stores.lexical_query`); fact texts are also Porter-stemmed (`porter`, as Lucene's
+`english` analyzer on Neo4j's fact index), so "researching" finds "research". Relations and
+names are not stemmed (names are not English words). Scores are FTS5's `bm25()` negated.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+
+from mem0g.stores.lexical_query import fts5_query
+
+_LETTERS = "unicode61 remove_diacritics 0 separators '0123456789'"
+_TOKENIZE = {"facts": f"porter {_LETTERS}", "relations": _LETTERS, "entities": _LETTERS}
+# table -> (the FTS table, the SQL expression of a base row's text, with `{row}` for new/old)
+_SOURCES = {
+    "facts": ("facts_fts", "{row}.text"),
+    "relations": (
+        "relations_fts",
+        "{row}.source || ' ' || {row}.relation || ' ' || {row}.destination",
+    ),
+    "entities": ("entities_fts", "{row}.name || ' ' || {row}.aliases"),
+}
+_WATCHED = {  # the columns whose change re-indexes a row
+    "facts": "text",
+    "relations": "source, relation, destination",
+    "entities": "name, aliases",
+}
+
+
+def _schema() -> tuple[str, ...]:
+    statements: list[str] = []
+    for table, (fts, expr) in _SOURCES.items():
+        new = expr.format(row="new")
+        statements += [
+            f"""CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(text, id UNINDEXED,
+                tenant_key UNINDEXED, tokenize="{_TOKENIZE[table]}")""",
+            f"""CREATE TRIGGER IF NOT EXISTS {fts}_ai AFTER INSERT ON {table} BEGIN
+                INSERT INTO {fts} (rowid, text, id, tenant_key)
+                VALUES (new.rowid, {new}, new.id, new.tenant_key); END""",
+            f"""CREATE TRIGGER IF NOT EXISTS {fts}_ad AFTER DELETE ON {table} BEGIN
+                DELETE FROM {fts} WHERE rowid = old.rowid; END""",
+            f"""CREATE TRIGGER IF NOT EXISTS {fts}_au AFTER UPDATE OF {_WATCHED[table]}
+                ON {table} BEGIN
+                UPDATE {fts} SET text = {new} WHERE rowid = old.rowid; END""",
+        ]
+    return tuple(statements)
+
+
+SCHEMA = _schema()  # constant text: table names and expressions above, never user input
+_CHECK = {
+    table: f"""SELECT (SELECT count(*) FROM {table}) AS base,
+                      (SELECT count(*) FROM {fts}) AS indexed,
+                      (SELECT count(*) FROM {table} b JOIN {fts} x
+                        ON x.rowid = b.rowid AND x.id = b.id) AS paired"""
+    for table, (fts, _) in _SOURCES.items()
+}
+_REBUILD = {
+    table: (
+        f"DELETE FROM {fts}",
+        f"""INSERT INTO {fts} (rowid, text, id, tenant_key)
+            SELECT rowid, {expr.format(row=table)}, id, tenant_key FROM {table}""",
+    )
+    for table, (fts, expr) in _SOURCES.items()
+}
+_SEARCH = {
+    table: f"""SELECT id, -rank AS score FROM {fts}
+               WHERE {fts} MATCH ? AND tenant_key IN (SELECT value FROM json_each(?))
+               ORDER BY rank, id LIMIT ? OFFSET ?"""
+    for table, (fts, _) in _SOURCES.items()
+}
+
+
+def sync(conn: sqlite3.Connection) -> list[str]:
+    """Inside the opening transaction: rebuild each FTS table whose rows do not pair one to
+    one with its base table's; returns the tables rebuilt."""
+    rebuilt = []
+    for table, check in _CHECK.items():
+        row = conn.execute(check).fetchone()
+        if not (row[0] == row[1] == row[2]):
+            for statement in _REBUILD[table]:
+                conn.execute(statement)
+            rebuilt.append(table)
+    return rebuilt
+
+
+def search(
+    conn: sqlite3.Connection,
+    table: str,
+    tenant_keys: Sequence[str],
+    words: list[str],
+    k: int,
+    accept: Callable[[str], bool] | None = None,
+) -> list[tuple[str, float]]:
+    """The k best (id, bm25) of `table` among the tenant keys, best first (ties by id);
+    `accept(id)` filters rows (an edge's validity), reading on until k pass or none is left."""
+    expression = fts5_query(words)
+    if expression is None or k <= 0 or not tenant_keys:
+        return []
+    keys = json.dumps(list(tenant_keys))
+    found: list[tuple[str, float]] = []
+    page = max(k, 50)
+    offset = 0
+    while len(found) < k:
+        rows = conn.execute(_SEARCH[table], (expression, keys, page, offset)).fetchall()
+        found += [(r[0], float(r[1])) for r in rows if accept is None or accept(r[0])]
+        if len(rows) < page:
+            break
+        offset += page
+        page *= 2
+    return found[:k]

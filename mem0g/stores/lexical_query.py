@@ -1,0 +1,82 @@
+"""Lexical (BM25) queries for the stores' own full-text engines, built from user text safely.
+
+Both engines tokenise stored text the same way: runs of letters, lower-cased (Lucene's `simple`
+analyzer on Neo4j; FTS5's `unicode61` tokenizer with digits as separators and diacritics kept
+on SQLite). Digits are not terms: Lucene's `simple` analyzer drops them, and dates in a query
+are handled by the time window (`retrieve.timewin`), not by matching "2023" as a word. Query
+text goes through the same rule in Python first, so what reaches an engine is a list of
+letter-only terms, each quoted and escaped for that engine's query syntax: no operator,
+wildcard, field name or parenthesis a user types can reach the parser (tests feed it hostile
+queries). English function words are dropped from queries only (they match everything).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import Stemmer  # PyStemmer: the Snowball project's C stemmers
+
+# letters only: [^\W\d_] is \w without digits and underscore (Unicode-aware)
+_TERM = re.compile(r"[^\W\d_]+", re.UNICODE)
+# Lucene's classic query parser: these characters are syntax (`&&`, `||` via & and |)
+_LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
+MAX_TERMS = 32  # a pasted page becomes a bounded query
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own s same she should so some such t than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom whose why will with would you your yours yourself
+    yourselves ever still also d ll m re ve""".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    """The letter-run terms of a stored text, lower-cased, as both engines index them."""
+    return [t.lower() for t in _TERM.findall(text)]
+
+
+@cache
+def _porter() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("porter")
+
+
+def stems(words: list[str]) -> list[str]:
+    """Porter stems, as FTS5's `porter` tokenizer and Lucene's `english` analyzer index fact
+    texts (for BM25 computed in Python: the old texts an `as_of` search ranks)."""
+    return list(_porter().stemWords(words))
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct terms of a query without function words, in order, at most MAX_TERMS."""
+    out: list[str] = []
+    for term in terms(query):
+        if term not in STOPWORDS and term not in out:
+            out.append(term)
+    return out[:MAX_TERMS]
+
+
+def fts5_query(words: list[str]) -> str | None:
+    """An FTS5 MATCH expression: the terms OR'ed, each a quoted string (a `"` inside is
+    doubled; letter-only terms never hold one, but a caller's own list might). None: no term,
+    nothing can match (FTS5 rejects an empty expression)."""
+    if not words:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def lucene_escape(text: str) -> str:
+    """Backslash-escape every character of Lucene's classic query syntax."""
+    return _LUCENE_SPECIAL.sub(r"\\\1", text)
+
+
+def lucene_query(words: list[str]) -> str | None:
+    """A Lucene query string: the terms OR'ed, each escaped and quoted (so AND/OR/NOT typed
+    by a user are words, not operators). None when there is no term."""
+    if not words:
+        return None
+    return " OR ".join('"' + lucene_escape(w) + '"' for w in words)

@@ -1,0 +1,186 @@
+"""Scale benchmark (issue #14, item 4): costs that must stay linear as a memory grows.
+
+Three measurements, all through the public API on the embedded store (the LLM is the scripted
+TEST DOUBLE server, embeddings the offline hashing embedder, so only mem0g's own work is timed):
+
+1. names per add: one `add` whose extract_entities answer names N new people (N = 100, 200,
+   400, 1000 by default) and whose establish_relations answer links each to the first; the
+   time of that add per N (the names cap, `limits.max_names`, is raised to N for it);
+2. tenants per store: one store filled with one-fact tenants (`infer=False`, no LLM) up to
+   each checkpoint (10 ... 20,000); at each, the search p50/p95 of random one-fact tenants;
+3. reopen: the time to open the 20k-tenant store and answer its first search.
+
+`--store neo4j` runs 2 and 3 on a throwaway Neo4j server (tests/neo4j_server.py), `--names ""`
+skips 1.
+
+Prints a table and writes JSON (default bench-results/scale.json). A measurement: timings
+are never asserted.
+
+    PYTHONPATH=. .venv/bin/python scripts/bench_scale.py --out bench-results/scale.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_search, beside this file
+
+from bench_search import load_average, machine_info, summary
+
+from mem0g import Memory
+from mem0g.testing import ScriptedLLMServer
+
+
+def _config(
+    server: ScriptedLLMServer, path: Path, store: dict[str, Any] | None = None, **limits: int
+) -> dict[str, Any]:
+    return {
+        "llm": {"base_url": server.base_url, "api_key": "test", "max_retries": 0},
+        "embedder": {"provider": "hashing"},
+        "graph_store": store or {"provider": "embedded", "path": str(path)},
+        "memory": {"facts": False, "summary": False, "recent_messages": 0},
+        "limits": limits,
+    }
+
+
+def names_per_add(sizes: list[int], work: Path) -> list[dict[str, Any]]:
+    """One add naming n new people per size, each in a fresh store."""
+    rows = []
+    for n in sizes:
+        names = [f"Person{i:05d} Surname{i:05d}" for i in range(n)]
+        rules = [
+            {"task": "extract_entities",
+             "response": {"entities": [{"name": x, "type": "person"} for x in names]}},
+            {"task": "establish_relations",
+             "response": {"relations": [{"source": names[0], "relation": "knows",
+                                         "destination": x} for x in names[1:]]}},
+            {"task": "resolve_updates", "response": {"operations": []}},
+        ]  # fmt: skip
+        with ScriptedLLMServer(rules) as server:
+            config = _config(server, work / f"names-{n}", max_names=n, max_relations=n)
+            with Memory(config) as memory:
+                started = time.perf_counter()
+                result = memory.add("a long conversation", user_id="u", timestamp="2024-01-01")
+                seconds = time.perf_counter() - started
+        rows.append({"names": n, "add_s": round(seconds, 3), "entities": len(result.entities)})
+        print(f"names per add {n:>5}: {seconds:8.3f} s ({len(result.entities)} entities)")
+    return rows
+
+
+def tenants_per_store(
+    checkpoints: list[int],
+    searches: int,
+    work: Path,
+    seed: int,
+    store: dict[str, Any] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Grow one store tenant by tenant; at each checkpoint time searches of random tenants.
+    Then close it and time the reopen (open + first search)."""
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    path = work / "tenants"
+    with ScriptedLLMServer() as server:
+        config = _config(server, path, store)
+        config["memory"]["facts"] = True
+        memory = Memory(config)
+        made = 0
+        fill_started = time.perf_counter()
+        for checkpoint in checkpoints:
+            while made < checkpoint:
+                memory.add(
+                    f"tenant {made} keeps locker code {made * 7919 % 10000}",
+                    user_id=f"user-{made}",
+                    infer=False,
+                )
+                made += 1
+            times = []
+            for _ in range(searches):
+                who = rng.randrange(made)
+                started = time.perf_counter()
+                hits = memory.search("locker code", user_id=f"user-{who}", limit=5)
+                times.append(time.perf_counter() - started)
+                assert len(hits.facts) == 1  # one tenant's fact, never another's
+            row = {"tenants": made, "search": summary(times)}
+            rows.append(row)
+            print(
+                f"tenants {made:>6}: search p50 {row['search']['p50_ms']:7.3f} ms, "
+                f"p95 {row['search']['p95_ms']:7.3f} ms "
+                f"(filled in {time.perf_counter() - fill_started:.1f} s)"
+            )
+        memory.close()
+        started = time.perf_counter()
+        reopened = Memory(config)
+        opened = time.perf_counter() - started
+        reopened.search("locker code", user_id="user-0", limit=5)
+        first = time.perf_counter() - started
+        reopened.close()
+    reopen = {
+        "tenants": made,
+        "open_s": round(opened, 3),
+        "open_and_first_search_s": round(first, 3),
+    }
+    print(f"reopen at {made} tenants: open {opened:.3f} s, open + first search {first:.3f} s")
+    return rows, reopen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--names", default="100,200,400,1000", help="names per add")
+    parser.add_argument("--tenants", default="10,100,1000,5000,20000", help="checkpoints")
+    parser.add_argument("--searches", type=int, default=200, help="searches per checkpoint")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--store",
+        choices=("embedded", "neo4j"),
+        default="embedded",
+        help="store of the tenants measurement (neo4j: a throwaway server via "
+        "tests/neo4j_server.py; names per add always runs embedded)",
+    )
+    parser.add_argument("--out", type=Path, default=Path("bench-results/scale.json"))
+    args = parser.parse_args(argv)
+    load_before = load_average()
+    server = None
+    store = None
+    if args.store == "neo4j":
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        from neo4j_server import start_maven_server
+
+        server = start_maven_server()
+        store = {"provider": "neo4j", "url": server.uri, "username": server.user,
+                 "password": server.password}  # fmt: skip
+    try:
+        with tempfile.TemporaryDirectory(prefix="mem0g-scale-") as tmp:
+            work = Path(tmp)
+            names = names_per_add([int(x) for x in args.names.split(",") if x], work)
+            tenants, reopen = tenants_per_store(
+                [int(x) for x in args.tenants.split(",") if x], args.searches, work,
+                args.seed, store,
+            )  # fmt: skip
+    finally:
+        if server is not None:
+            server.stop()
+    result = {
+        "store": args.store,
+        "embedder": "hashing",
+        "names_per_add": names,
+        "tenants_per_store": tenants,
+        "reopen": reopen,
+        "load_before": load_before,
+        "load_after": load_average(),
+        "machine": machine_info(),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"load average before {load_before}, after {result['load_after']}; wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,218 @@
+"""Full backup and restore (issue #14, item 5): `Memory.export` / `Memory.import_archive`
+and `mem0g export` / `mem0g import`. The LLM is the scripted TEST DOUBLE server; embeddings
+are real MiniLM (and the hashing embedder where a model change is tested)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mem0g import Memory
+from mem0g.archive import VERSION, ArchiveError
+from mem0g.stores.archive_reads import fact_events
+from mem0g.testing import ScriptedLLMServer
+from mem0g.testing.script import turn
+
+T1, T2, T3 = "2023-05-08T13:56:00", "2023-09-01T10:00:00", "2024-01-15T09:00:00"
+QUERIES = ["where does alice live?", "what does alice do at work?", "London", "Bob"]
+
+
+def _rules() -> list[dict[str, Any]]:
+    return [
+        *turn("I live in London", [("Alice", "person"), ("London", "city")],
+              [("Alice", "lives_in", "London")], facts=["Alice lives in London"]),
+        *turn("moved to Paris", [("Alice", "person"), ("Paris", "city")],
+              [("Alice", "lives_in", "Paris", "2023-09-01")], [("INVALIDATE", 0, "e1")],
+              facts=["Alice moved to Paris in September 2023"]),
+        *turn("work with Bob", [("Alice", "person"), ("Bob", "person"), ("Acme", "company")],
+              [("Alice", "works_at", "Acme"), ("Bob", "works_at", "Acme")],
+              facts=["Alice works at Acme with Bob"]),
+        {"task": "resolve_updates", "response": {"operations": []}},
+        {"task": "update_memory", "response": {"operations": []}},
+        {"task": "summarize", "response": {"summary": "Alice moved from London to Paris."}},
+    ]  # fmt: skip
+
+
+def _fill(m: Memory) -> None:
+    """Two tenants with history: an ended edge, an updated fact, a deleted fact, a summary."""
+    m.add("I live in London", user_id="alice", timestamp=T1)
+    m.add("I moved to Paris", user_id="alice", timestamp=T2)
+    m.add("I work with Bob at Acme", user_id="alice", agent_id="helper", timestamp=T3)
+    m.add("locker code 4521", user_id="bob", infer=False)
+    facts = {f.text: f.id for f in m.get_all(user_id="alice").facts}
+    m.update(facts["Alice lives in London"], "Alice lived in London", user_id="alice")
+    m.delete(facts["Alice works at Acme with Bob"], user_id="alice")
+    m.refresh_summary(user_id="alice")
+
+
+def _state(m: Memory) -> dict[str, Any]:
+    """What a user sees: get_all (history included), every fact's history, searches."""
+    state: dict[str, Any] = {}
+    for tenant in sorted(m.tenants(), key=lambda t: t.key):
+        ids = tenant.model_dump()
+        graph = m.get_all(**ids, include_invalid=True)
+        histories = {}
+        for event in fact_events(m.store, tenant):
+            histories[event.fact_id] = [e.model_dump() for e in m.history(event.fact_id, **ids)]
+        searches = {}
+        for query in QUERIES:
+            hits = m.search(query, **ids, limit=5)
+            searches[query] = (
+                [(r.id, r.source, r.relation, r.destination, round(r.score, 5))
+                 for r in hits.relations],
+                [(f.id, f.text, round(f.score, 5)) for f in hits.facts],
+            )  # fmt: skip
+        state[tenant.key] = {
+            "graph": graph.model_dump(),
+            "history": histories,
+            "search": searches,
+            "summary": m.summary(**ids),
+            "episodes": [e.model_dump() for e in m.store.episodes(tenant) if e.tenant == tenant],
+        }
+    return state
+
+
+def _memory(server: ScriptedLLMServer, minilm, graph_store: dict[str, Any]) -> Memory:
+    return Memory(
+        {
+            "llm": {"base_url": server.base_url, "api_key": "test", "max_retries": 0},
+            "graph_store": graph_store,
+            "memory": {"summary_every": 100},
+        },
+        embedder=minilm,
+    )
+
+
+@pytest.mark.neo4j
+def test_round_trip_embedded_neo4j_embedded(tmp_path, llm_server, minilm, neo4j_server,
+                                            neo4j_connect) -> None:  # fmt: skip
+    for rule in _rules():
+        llm_server.add_rule(rule)
+    neo4j = {"provider": "neo4j", "url": neo4j_server.uri, "username": neo4j_server.user,
+             "password": neo4j_server.password}  # fmt: skip
+    with _memory(llm_server, minilm, {"provider": "embedded", "path": str(tmp_path / "a")}) as a:
+        _fill(a)
+        original = _state(a)
+        assert a.export(tmp_path / "a.jsonl") == 3
+    with _memory(llm_server, minilm, neo4j) as b:
+        imported = b.import_archive(tmp_path / "a.jsonl")
+        assert [t.reembedded for t in imported] == [False] * 3
+        assert _state(b) == original
+        b.export(tmp_path / "b.jsonl")
+    with _memory(llm_server, minilm, {"provider": "embedded", "path": str(tmp_path / "c")}) as c:
+        c.import_archive(tmp_path / "b.jsonl")
+        assert _state(c) == original
+
+
+@pytest.fixture
+def filled(tmp_path, llm_server, minilm) -> tuple[Memory, Path]:
+    for rule in _rules():
+        llm_server.add_rule(rule)
+    m = _memory(llm_server, minilm, {"provider": "embedded", "path": str(tmp_path / "src")})
+    _fill(m)
+    archive = tmp_path / "backup.jsonl"
+    m.export(archive)
+    yield m, archive
+    m.close()
+
+
+def _fresh(tmp_path, llm_server, minilm, name: str = "dst") -> Memory:
+    return _memory(llm_server, minilm, {"provider": "embedded", "path": str(tmp_path / name)})
+
+
+def test_the_archive_holds_the_whole_history(filled) -> None:
+    _, archive = filled
+    lines = [json.loads(line) for line in archive.read_text().splitlines()]
+    assert lines[0]["kind"] == "header" and lines[0]["version"] == VERSION
+    assert lines[0]["embedder"] and lines[0]["embeddings"] is True
+    kinds = [line["kind"] for line in lines]
+    assert kinds.count("tenant") == kinds.count("end") == 3 and kinds[-1] == "footer"
+    events = [line["record"] for line in lines if line["kind"] == "fact_event"]
+    assert {e["event"] for e in events} == {"ADD", "UPDATE", "DELETE"}
+    relations = [line["record"] for line in lines if line["kind"] == "relation"]
+    ended = [r for r in relations if r["invalid_at"]]
+    assert [(r["destination"], r["provenance"] != []) for r in ended] == [("London", True)]
+    assert all(len(r["embedding"]) == 384 for r in relations)
+
+
+def test_import_refuses_an_existing_tenant_unless_merge(filled, tmp_path, llm_server, minilm):
+    source, archive = filled
+    with _fresh(tmp_path, llm_server, minilm) as target:
+        target.add("I am someone else", user_id="bob", infer=False)
+        before = target.get_all(user_id="bob")
+        with pytest.raises(ArchiveError, match=r"already has data.*--merge"):
+            target.import_archive(archive)
+        assert target.get_all(user_id="bob") == before
+        # tenants before the refused one were imported whole; the rest were not started
+        target.import_archive(archive, merge=True)
+        texts = sorted(f.text for f in target.get_all(user_id="bob").facts)
+        assert texts == ["I am someone else", "locker code 4521"]
+        assert _state(target)['["alice", null, null]'] == _state(source)['["alice", null, null]']
+        target.import_archive(archive, merge=True)  # everything is there: nothing added
+        assert len(target.get_all(user_id="bob").facts) == 2
+
+
+def test_a_newer_or_broken_archive_is_refused_clearly(filled, tmp_path, llm_server, minilm):
+    _, archive = filled
+    lines = archive.read_text().splitlines()
+    header = json.loads(lines[0])
+    newer = json.dumps({**header, "version": VERSION + 1})
+    cut = lines[: len(lines) // 2]
+    with _fresh(tmp_path, llm_server, minilm) as target:
+        with pytest.raises(ArchiveError, match=f"version {VERSION + 1}.*upgrade mem0g"):
+            target.import_archive(io.StringIO("\n".join([newer, *lines[1:]])))
+        with pytest.raises(ArchiveError, match="not a mem0g archive"):
+            target.import_archive(io.StringIO('{"hello": 1}\n'))
+        with pytest.raises(ArchiveError, match=r"incomplete|cut off"):
+            target.import_archive(io.StringIO("\n".join(cut)))
+        ended = [json.loads(line)["tenant"] for line in cut if '"kind": "end"' in line]
+        assert [t.model_dump() for t in target.tenants()] == ended  # the whole ones only
+    with _fresh(tmp_path, llm_server, minilm, "other") as target:
+        other = [json.loads(line) for line in lines]
+        tampered = max(i for i, d in enumerate(other) if d["kind"] == "relation")
+        other[tampered]["record"]["source_id"] = "nobody"  # a store-level refusal
+        owner = next(d["tenant"] for d in other[tampered:] if d["kind"] == "end")
+        with pytest.raises(Exception, match="nobody"):
+            target.import_archive(io.StringIO("\n".join(json.dumps(d) for d in other)))
+        before = [d["tenant"] for d in other[:tampered] if d["kind"] == "end"]
+        assert [t.model_dump() for t in target.tenants()] == before  # none of owner's
+        assert owner not in before
+
+
+def test_import_re_embeds_for_another_model(filled, tmp_path, llm_server, hashing) -> None:
+    _, archive = filled
+    target = Memory(
+        {"llm": {"base_url": llm_server.base_url, "api_key": "test"},
+         "graph_store": {"provider": "embedded", "path": str(tmp_path / "h")}},
+        embedder=hashing,
+    )  # fmt: skip
+    with target:
+        imported = target.import_archive(archive)
+        assert all(t.reembedded for t in imported)
+        (fact,) = target.store.facts(target._tenant("bob", None, None))
+        assert fact.embedding == pytest.approx(hashing.embed([fact.text])[0].tolist(), abs=1e-6)
+        hits = target.search("locker code", user_id="bob")
+        assert [f.text for f in hits.facts] == ["locker code 4521"]
+
+
+def test_export_without_embeddings_then_import_embeds(filled, tmp_path, llm_server, minilm):
+    source, _ = filled
+    bare = tmp_path / "bare.jsonl"
+    source.export(bare, user_id="alice", embeddings=False)
+    lines = [json.loads(line) for line in bare.read_text().splitlines()]
+    assert lines[0]["embeddings"] is False
+    assert {line["tenant"]["agent_id"] for line in lines if line["kind"] == "tenant"} == {
+        None, "helper"}  # fmt: skip
+    with _fresh(tmp_path, llm_server, minilm) as target:
+        assert all(t.reembedded for t in target.import_archive(bare))
+        want = _state(source)
+        got = _state(target)
+        for key in got:
+            assert got[key]["graph"] == want[key]["graph"]
+            assert [h[0] for h in got[key]["search"]["London"][0]] == [
+                h[0] for h in want[key]["search"]["London"][0]
+            ]

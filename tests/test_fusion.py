@@ -1,0 +1,167 @@
+"""Fusion as data (named rankings, weights, presets, near-duplicate cut, MMR), the query's
+time window on a table of expressions, `hit.sources`, and a search path that calls no LLM."""
+
+from __future__ import annotations
+
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mem0g import Memory
+from mem0g.config import FusionConfig, FusionWeights, RetrievalConfig
+from mem0g.retrieve.fusion import PRESETS, diversify, fuse, ranked
+from mem0g.retrieve.timewin import names_a_time, query_time
+from tests.conftest import MemoryFactory
+
+UTC = timezone.utc
+REF = datetime(2024, 3, 15, 12, 0, tzinfo=UTC)  # a Friday
+
+
+def d(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)
+
+
+WINDOWS = [
+    ("What did she do in May 2023?", d(2023, 5, 1), d(2023, 6, 1)),
+    ("what happened on 7 May 2023", d(2023, 5, 7), d(2023, 5, 8)),
+    ("what happened on May 7th, 2023", d(2023, 5, 7), d(2023, 5, 8)),
+    ("events of 2023-05-07", d(2023, 5, 7), d(2023, 5, 8)),
+    ("where did Alice live in 2021?", d(2021, 1, 1), d(2022, 1, 1)),
+    ("what did I buy last year", d(2023, 1, 1), d(2024, 1, 1)),
+    ("plans for this month", d(2024, 3, 1), d(2024, 4, 1)),
+    ("what did we eat last month", d(2024, 2, 1), d(2024, 3, 1)),
+    ("what did I do last week", d(2024, 3, 4), d(2024, 3, 11)),
+    ("who called yesterday", d(2024, 3, 14), d(2024, 3, 15)),
+    ("the trip three weeks ago", d(2024, 2, 19), d(2024, 2, 26)),
+    ("what changed 2 years ago", d(2022, 1, 1), d(2023, 1, 1)),
+    ("where did she work before June 2023", None, d(2023, 6, 1)),
+    ("what has he done since 2022", d(2022, 1, 1), None),
+    ("what did they do after 2022", d(2023, 1, 1), None),
+    ("what happened in June", d(2023, 6, 1), d(2023, 7, 1)),  # the latest June before REF
+    ("what happened in March", d(2024, 3, 1), d(2024, 4, 1)),
+]
+
+
+@pytest.mark.parametrize(("query", "start", "end"), WINDOWS)
+def test_time_windows_from_a_fixed_reference_time(
+    query: str, start: datetime | None, end: datetime | None
+) -> None:
+    window = query_time(query, REF).window
+    assert window is not None, query
+    assert (window.start, window.end) == (start, end), query
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["What may Alice like?", "Who is Sat Nam?", "What does Alice do now?", "March on!", ""],
+)
+def test_no_window_where_no_time_is_named(query: str) -> None:
+    assert query_time(query, REF).window is None
+
+
+def test_when_questions_and_dated_facts() -> None:
+    assert query_time("When did Caroline go to the support group?", REF).asks_when
+    assert query_time("What year did Alice move?", REF).asks_when
+    assert not query_time("Where does Alice live?", REF).asks_when
+    assert names_a_time("Alice moved to Paris in October 2023")
+    assert names_a_time("They went hiking last weekend")
+    assert not names_a_time("Alice likes hiking")
+
+
+def test_weights_change_the_order_as_specified() -> None:
+    rankings = {"dense_facts": [("a", 0.9), ("b", 0.8)], "bm25_facts": [("b", 7.0), ("c", 3.0)]}
+    equal, sources = fuse(rankings, FusionConfig())
+    assert [i for i, _ in ranked(equal)] == ["b", "a", "c"]  # b is in both
+    assert equal["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert sources == {"a": {"dense_facts": 1}, "b": {"dense_facts": 2, "bm25_facts": 1},
+                       "c": {"bm25_facts": 2}}  # fmt: skip
+    dense_heavy = FusionConfig(weights=FusionWeights(dense_facts=3.0))
+    assert [i for i, _ in ranked(fuse(rankings, dense_heavy)[0])] == ["b", "a", "c"]
+    no_bm25 = FusionConfig(weights=FusionWeights(bm25_facts=0))
+    fused, sources = fuse(rankings, no_bm25)
+    assert [i for i, _ in ranked(fused)] == ["a", "b"]  # c was only found by a weight-0 ranking
+    assert sources["c"] == {"bm25_facts": 2}
+    weighted = FusionConfig(method="weighted", weights=FusionWeights(bm25_facts=0.01))
+    assert [i for i, _ in ranked(fuse(rankings, weighted)[0])] == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="extra"):
+        FusionConfig(weights={"dense_fact": 1.0})  # a typo is an error, not a silent zero
+    assert RetrievalConfig(fusion="dense").fusion == PRESETS["dense"]
+    with pytest.raises(ValueError, match="unknown fusion preset"):
+        RetrievalConfig(fusion="best")
+    old = FusionConfig(entity_weight=0.7, triple_weight=1.3)  # the names before #17
+    assert (old.weights.graph_expansion, old.weights.dense_relations) == (0.7, 1.3)
+
+
+def test_near_duplicates_are_cut_and_mmr_diversifies() -> None:
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal(16)
+    other = rng.standard_normal(16)
+    vectors = {f"dup{i}": base + 0.01 * rng.standard_normal(16) for i in range(10)}
+    vectors["other"] = other
+    vectors["room 4"] = base
+    order = [(f"dup{i}", 1.0 - i / 100) for i in range(10)] + [("room 4", 0.5), ("other", 0.4)]
+    texts = {i: "Alice stays in room 3" for i in vectors} | {"room 4": "Alice stays in room 4"}
+    kept = diversify(order, vectors, 3, FusionConfig(near_duplicate=0.95), texts)
+    # ten rewordings of one fact keep one place; a fact naming another number is not one
+    assert [i for i, _ in kept] == ["dup0", "room 4", "other"]
+    assert [i for i, _ in diversify(order, vectors, 3, FusionConfig(near_duplicate=1.0))] == [
+        "dup0", "dup1", "dup2",
+    ]  # fmt: skip
+    mmr = diversify(order, vectors, 2, FusionConfig(mmr_lambda=0.5))
+    assert [i for i, _ in mmr] == ["dup0", "other"]
+
+
+def _dead_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_hybrid_search_end_to_end_with_a_dead_llm(make_memory: MemoryFactory) -> None:
+    """Search needs no LLM: the configured endpoint is a port nothing listens on."""
+    m = make_memory(
+        memory={"facts": True},
+        llm={"base_url": f"http://127.0.0.1:{_dead_port()}/v1", "max_retries": 0, "timeout": 1},
+    )
+    facts = [
+        ("Alice is researching adoption agencies", d(2023, 5, 8)),
+        ("Alice went to a pottery workshop", d(2023, 7, 2)),
+        ("Alice painted a sunset over the lake", d(2023, 7, 2)),
+        ("Bob plays the trumpet in a jazz band", d(2023, 8, 1)),
+    ]
+    for text, when in facts:
+        m.add(text, user_id="alice", timestamp=when, infer=False)
+    hits = m.search("What is Alice researching?", user_id="alice", limit=3)
+    best = hits.facts[0]
+    assert best.text == "Alice is researching adoption agencies"
+    assert best.sources["dense_facts"] == 1 and best.sources["bm25_facts"] == 1
+    # the stemmed lexical ranking finds "researching" for "research" too
+    hits = m.search("adoption research", user_id="alice", limit=3)
+    assert hits.facts[0].sources.get("bm25_facts") == 1
+    # a time window boosts what was said then, and says so
+    july = m.search("What did Alice do in July 2023?", user_id="alice", limit=4)
+    assert {f.text for f in july.facts[:2]} == {facts[1][0], facts[2][0]}
+    assert all("time" in f.sources for f in july.facts[:2])
+    assert "time" not in july.facts[-1].sources
+    block = m.context_block("What did Alice do?", user_id="alice", limit=10, max_tokens=60)
+    assert block.tokens <= 60 and block.dropped > 0 and block.facts < 4
+    assert block.text == m.context("What did Alice do?", user_id="alice", max_tokens=60)
+
+
+def test_the_dense_preset_is_plain_vector_search(tmp_path: Path, hashing: object) -> None:
+    m = Memory({"graph_store": {"path": str(tmp_path)}, "memory": {"summary": False},
+                "retrieval": {"fusion": "dense"}}, embedder=hashing)  # fmt: skip
+    try:
+        for text in ["red apples", "green apples and pears", "a blue car", "apples apples"]:
+            m.add(text, user_id="u", infer=False)
+        qvec = m.embedder.embed(["apples"])[0]
+        from mem0g.types import Tenant
+
+        want = [f.id for f, _ in m.store.similar_facts(Tenant(user_id="u"), qvec, 4)]
+        assert [f.id for f in m.search("apples", user_id="u", limit=4).facts] == want
+    finally:
+        m.close()

@@ -1,0 +1,154 @@
+"""Strict input checks (issue #14, item 3): a wrong type is a TypeError, a bad value a
+ValueError with a clear message, raised before any LLM call, the same on both stores; nothing
+is silently reinterpreted. The LLM is the scripted TEST DOUBLE server."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import pytest
+
+from mem0g.testing.script import turn
+from mem0g.types import to_utc
+
+T1 = "2023-05-08T13:56:00"
+LONDON = turn(
+    "I live in London", [("Alice", "person"), ("London", "city")], [("Alice", "lives_in", "London")]
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2023-05-08", datetime(2023, 5, 8, tzinfo=UTC)),
+        ("2023-05-08T10:00:00Z", datetime(2023, 5, 8, 10, tzinfo=UTC)),
+        ("2023-05-08T10:00:00+02:00", datetime(2023, 5, 8, 8, tzinfo=UTC)),
+        (" 2023-05-08 10:00 ", datetime(2023, 5, 8, 10, tzinfo=UTC)),
+        (date(2023, 5, 8), datetime(2023, 5, 8, tzinfo=UTC)),
+        (datetime(2023, 5, 8, 12, tzinfo=timezone(timedelta(hours=-3))),
+         datetime(2023, 5, 8, 15, tzinfo=UTC)),
+        (None, None),
+        ("", None),
+    ],
+)  # fmt: skip
+def test_to_utc_reads_whole_dates_and_times(value, expected) -> None:
+    assert to_utc(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2023-05-08T25:00:00",  # no hour 25 (was read as midnight)
+        "2023-05-08T10:00:00+25:00",  # no such offset (was dropped)
+        "2023-05-08garbage",  # trailing text (was accepted)
+        "08/05/2023",
+        "tomorrow",
+        "0001-01-01T00:00:00+05:00",  # before year 1 in UTC
+        "9999-12-31T23:00:00-05:00",  # after year 9999 in UTC
+    ],
+)
+def test_to_utc_refuses_anything_else_with_value_error(value) -> None:
+    with pytest.raises(ValueError, match=r"ISO-8601|outside the years"):
+        to_utc(value)
+
+
+@pytest.mark.parametrize("value", [1_683_554_160, 1_683_554_160.5, True, [2023, 5, 8]])
+def test_epoch_numbers_and_other_types_are_type_errors(value) -> None:
+    with pytest.raises(TypeError, match="fromtimestamp"):
+        to_utc(value)
+
+
+def test_wrong_types_are_type_errors_before_any_call(make_memory, llm_server) -> None:
+    m = make_memory()
+    with pytest.raises(TypeError, match="query must be a string, not int"):
+        m.search(123, user_id="alice")
+    with pytest.raises(TypeError, match="text must be a string, not int"):
+        m.update("some-id", 5, user_id="alice")
+    with pytest.raises(TypeError, match="fact_id must be a string, not int"):
+        m.delete(5, user_id="alice")
+    with pytest.raises(TypeError, match="user_id must be a string, not int"):
+        m.add("I live in London", user_id=7)
+    with pytest.raises(TypeError, match=r"messages must be a string.*not int"):
+        m.add(5, user_id="alice")
+    with pytest.raises(TypeError, match="limit must be an int"):
+        m.search("London", user_id="alice", limit="3")
+    with pytest.raises(TypeError, match="epoch"):
+        m.add("I live in London", user_id="alice", timestamp=1_683_554_160)
+    with pytest.raises(TypeError, match="epoch"):
+        m.add([{"role": "user", "content": "hi", "timestamp": 1_683_554_160}], user_id="alice")
+    with pytest.raises(ValueError, match="ISO-8601"):
+        m.add("I live in London", user_id="alice", timestamp="2023-05-08T25:00:00")
+    with pytest.raises(ValueError, match="ISO-8601"):
+        m.search("London", user_id="alice", as_of="2023-05-08garbage")
+    assert llm_server.requests == []
+
+
+def test_lengths_are_bounded_before_any_call(make_memory, llm_server) -> None:
+    m = make_memory(LONDON)
+    m.add("I live in London", user_id="alice", timestamp=T1)
+    before = m.stats()
+    llm_server.reset_requests()
+    with pytest.raises(ValueError, match="content is 1000000 characters long; at most 32000"):
+        m.add("x" * 1_000_000, user_id="alice")
+    with pytest.raises(ValueError, match="user_id is 300 characters long; at most 256"):
+        m.add("I live in London", user_id="u" * 300)
+    with pytest.raises(ValueError, match="query is 5000 characters long"):
+        m.search("q" * 5000, user_id="alice")
+    with pytest.raises(ValueError, match="at most 2000"):
+        m.add("f" * 2001, user_id="alice", infer=False)  # each message becomes a fact
+    with pytest.raises(ValueError, match="name is 300 characters long"):
+        m.add([{"role": "user", "content": "hi", "name": "N" * 300}], user_id="alice")
+    assert llm_server.requests == []
+    assert m.stats() == before
+
+
+def test_limits_are_configurable(make_memory, llm_server) -> None:
+    m = make_memory(LONDON, limits={"max_query_chars": 8, "max_name_chars": 6, "max_names": 1})
+    with pytest.raises(ValueError, match="at most 8"):
+        m.search("London is big", user_id="alice")
+    assert m.search("London", user_id="alice").relations == []
+    with pytest.raises(Exception, match="no valid answer"):  # both names fit, two names do not
+        m.add("I live in London", user_id="alice", timestamp=T1)
+    rejected = [r for r in llm_server.requests if r.task == "extract_entities"][1]
+    assert "at most 1 are allowed" in rejected.body["messages"][0]["content"]
+    assert m.stats().entities == 0
+
+
+def test_a_delete_across_users_must_be_confirmed(make_memory) -> None:
+    m = make_memory(LONDON)
+    for user in ("alice", "bob"):
+        m.add("I live in London", user_id=user, agent_id="helper", timestamp=T1)
+    with pytest.raises(ValueError, match="for every user; pass all_users=True"):
+        m.delete_all(agent_id="helper")
+    assert len(m.tenants()) == 2
+    assert m.delete_all(user_id="bob", agent_id="helper") > 0  # one user's: no confirmation
+    assert [t.user_id for t in m.tenants()] == ["alice"]
+    assert m.delete_all(agent_id="helper", all_users=True) > 0
+    assert m.tenants() == []
+
+
+def test_per_tenant_maps_are_trimmed(make_memory) -> None:
+    summarize = {"task": "summarize", "response": {"summary": "Lives in London."}}
+    m = make_memory([*LONDON, summarize], memory={"summary": True, "summary_every": 1})
+    for i in range(5):
+        m.add("I live in London", user_id=f"user-{i}", timestamp=T1)
+    m.summaries.wait_idle()
+    assert m.summary(user_id="user-4").text == "Lives in London."
+    assert len(m._tenant_locks) == 0
+    assert m.summaries.pending() == 0
+    m.delete_all(user_id="user-0")
+    assert m.summaries.pending() == 0
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [("alice", None, None), (None, "agent 7", "run-1"), ('quo"te', None, "back\\slash"),
+     ("é", "\n", None), ("tab\there", None, None), ("", None, "x")],
+)  # fmt: skip
+def test_tenant_key_is_the_stored_json_whatever_the_ids(ids) -> None:
+    from mem0g.types import Tenant
+
+    tenant = Tenant(user_id=ids[0], agent_id=ids[1], run_id=ids[2])
+    assert tenant.key == json.dumps(list(ids))  # the key both stores hold
+    assert Tenant.from_key(tenant.key) == tenant

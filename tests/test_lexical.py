@@ -1,0 +1,355 @@
+"""Lexical (BM25) retrieval in the stores' own engines: SQLite FTS5 on the embedded store,
+Lucene full-text indexes on Neo4j. Ranking, tenant scoping, edge validity, hostile query
+syntax, atomicity with the add, the v4 -> v5 migration, and parity between the two stores."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mem0g.stores import EmbeddedGraphStore, StoreError
+from mem0g.stores.lexical_query import (
+    fts5_query,
+    lucene_escape,
+    lucene_query,
+    query_terms,
+    stems,
+    terms,
+)
+from mem0g.stores.neo4j import Neo4jGraphStore
+from mem0g.types import (
+    Entity,
+    Episode,
+    Fact,
+    FactChange,
+    Invalidation,
+    Message,
+    Relation,
+    Tenant,
+    Validity,
+    WritePlan,
+)
+
+DIMS = 8
+UTC = timezone.utc
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+A = Tenant(user_id="a")
+A_RUN = Tenant(user_id="a", run_id="r1")
+B = Tenant(user_id="b")
+Store = EmbeddedGraphStore | Neo4jGraphStore
+FACTS = [
+    "Caroline went to the LGBTQ support group on Sunday",
+    "Caroline is researching adoption agencies",
+    "Melanie painted a sunset over the lake",
+    "Melanie and her kids went camping in the mountains",
+    "Caroline's café in Zürich serves pastries",
+    "The support group meets every week near the lake",
+]
+HOSTILE = [
+    '"',
+    '""" OR "',
+    "*",
+    "caroline*",
+    "AND OR NOT",
+    "text:caroline",
+    "(unclosed group",
+    "sunset~2 lake^10",
+    "\\",
+    "NEAR(caroline melanie, 2)",
+    "-caroline +melanie",
+    "{[}]",
+    "/reg.*ex/",
+    "&& || !",
+    "' OR 1=1 --",
+    "caroline\x00melanie",
+    "^caroline",
+    "id:* OR tenant_key:*",
+    "",
+    "12345 2023",
+]
+
+
+def vec(seed: int) -> list[float]:
+    v = np.random.default_rng(seed).standard_normal(DIMS).astype(np.float32)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def fact(tenant: Tenant, text: str, seed: int = 0) -> Fact:
+    return Fact(tenant=tenant, text=text, embedding=vec(seed), created_at=T0, updated_at=T0)
+
+
+def episode(tenant: Tenant) -> Episode:
+    return Episode(tenant=tenant, messages=[Message(content="x", timestamp=T0)], timestamp=T0)
+
+
+def entity(tenant: Tenant, name: str, aliases: list[str] | None = None) -> Entity:
+    keys = [name.lower(), *(a.lower() for a in aliases or [])]
+    return Entity(tenant=tenant, name=name, aliases=aliases or [], keys=keys, embedding=vec(1))
+
+
+def relation(tenant: Tenant, src: Entity, rel: str, dst: Entity, **kw: Any) -> Relation:
+    return Relation(
+        tenant=tenant, source_id=src.id, source=src.name, relation=rel, destination_id=dst.id,
+        destination=dst.name, embedding=vec(2), **kw,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def open_store(
+    store_kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Callable[..., Store]:
+    if store_kind == "neo4j":
+        return request.getfixturevalue("neo4j_connect")
+    return lambda **kwargs: EmbeddedGraphStore(tmp_path / "store", **kwargs)
+
+
+@pytest.fixture
+def store(open_store: Callable[..., Store]) -> Iterator[Store]:
+    s = open_store(dims=DIMS)
+    yield s
+    s.close()
+
+
+def add_facts(store: Store, tenant: Tenant, texts: list[str]) -> list[Fact]:
+    facts = [fact(tenant, t, i) for i, t in enumerate(texts)]
+    store.apply(WritePlan(tenant=tenant, episode=episode(tenant), new_facts=facts))
+    return facts
+
+
+def texts(hits: list[tuple[Fact, float]]) -> list[str]:
+    return [f.text for f, _ in hits]
+
+
+# ---------------------------------------------------------------- query building (pure)
+
+
+def test_terms_are_letter_runs_lower_cased_and_queries_drop_function_words() -> None:
+    assert terms("Caroline's café, 2023: works_at Zürich!") == [
+        "caroline", "s", "café", "works", "at", "zürich",
+    ]  # fmt: skip
+    assert query_terms("When did Caroline go to the support group? Caroline!") == [
+        "caroline", "go", "support", "group",
+    ]  # fmt: skip
+    assert query_terms("the of and") == []
+    assert len(query_terms(" ".join(f"word{chr(97 + i % 26)}x{i}" for i in range(100)))) <= 32
+
+
+def test_engine_queries_quote_and_escape_every_term() -> None:
+    assert fts5_query([]) is None and lucene_query([]) is None
+    assert fts5_query(["a", 'b"c']) == '"a" OR "b""c"'
+    assert lucene_escape('a+b-c"d\\e:f*g?h~i^j(k)l[m]n{o}p!q/r&s|t') == (
+        'a\\+b\\-c\\"d\\\\e\\:f\\*g\\?h\\~i\\^j\\(k\\)l\\[m\\]n\\{o\\}p\\!q\\/r\\&s\\|t'
+    )
+    assert lucene_query(["and", 'x"']) == '"and" OR "x\\""'
+
+
+# ---------------------------------------------------------------- both stores
+
+
+@pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_facts_rank_by_bm25_within_the_scope(store: Store) -> None:
+    add_facts(store, A, FACTS)
+    add_facts(store, B, ["Caroline support group caroline support group"])
+    hits = store.lexical_facts(A, query_terms("Caroline support group"), 3)
+    assert len(hits) == 3
+    # the fact with all three terms first; B's (a better match) never shows
+    assert texts(hits)[0] == FACTS[0]
+    assert set(texts(hits)) <= set(FACTS)
+    assert all(score > 0 for _, score in hits)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert texts(store.lexical_facts(B, query_terms("lake"), 5)) == []
+    assert store.lexical_facts(A, [], 5) == []
+    # a scope filter: user a's facts of every run; an exact scope only its own
+    add_facts(store, A_RUN, ["Caroline rides horses"])
+    assert "Caroline rides horses" in texts(store.lexical_facts(A, ["horses"], 5))
+    assert store.lexical_facts(A, ["horses"], 5, exact=True) == []
+    assert texts(store.lexical_facts(A_RUN, ["caroline"], 5)) == ["Caroline rides horses"]
+
+
+@pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_fact_index_follows_updates_and_deletes_atomically(store: Store) -> None:
+    facts = add_facts(store, A, FACTS[:3])
+    store.apply(
+        WritePlan(
+            tenant=A,
+            fact_changes=[
+                FactChange(fact_id=facts[0].id, text="Caroline moved to Lisbon"),
+                FactChange(fact_id=facts[2].id, text=None),
+            ],
+        )
+    )
+    assert texts(store.lexical_facts(A, ["lisbon"], 5)) == ["Caroline moved to Lisbon"]
+    # fact texts are stemmed: "researching" is found by "research", "agencies" by "agency"
+    assert texts(store.lexical_facts(A, ["moving"], 5)) == ["Caroline moved to Lisbon"]
+    assert store.lexical_facts(A, ["lgbtq"], 5) == []  # the old text is gone from the index
+    assert store.lexical_facts(A, ["sunset"], 5) == []  # the deleted fact too
+    # a plan that fails writes nothing, the index included
+    bad = WritePlan(
+        tenant=A,
+        new_facts=[fact(A, "Caroline adopted a puppy")],
+        fact_changes=[FactChange(fact_id="no-such-fact", text="x")],
+    )
+    with pytest.raises(StoreError):
+        store.apply(bad)
+    assert store.lexical_facts(A, ["puppy"], 5) == []
+
+
+@pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_relations_respect_validity_and_scope(store: Store) -> None:
+    alice, paris, berlin = entity(A, "Alice"), entity(A, "Paris"), entity(A, "Berlin")
+    old = relation(A, alice, "lives_in", paris, valid_from=T0)
+    new = relation(A, alice, "lives_in", berlin, valid_from=T0 + timedelta(days=10))
+    works = relation(A, alice, "works_at", berlin)
+    store.apply(
+        WritePlan(tenant=A, episode=episode(A), new_entities=[alice, paris, berlin],
+                  new_relations=[old, new, works])
+    )  # fmt: skip
+    end = T0 + timedelta(days=10)
+    store.apply(
+        WritePlan(tenant=A, invalidations=[Invalidation(relation_id=old.id, invalid_at=end)])
+    )
+    bob = entity(B, "Bob")
+    store.apply(
+        WritePlan(tenant=B, episode=episode(B), new_entities=[bob, entity(B, "Paris")],
+                  new_relations=[relation(B, bob, "lives_in", bob)])
+    )  # fmt: skip
+    current = store.lexical_relations(A, query_terms("where does Alice live, in Paris?"), 10,
+                                      Validity())  # fmt: skip
+    assert old.id not in {r.id for r in current}  # invalidated: never on the lexical path
+    assert {r.id for r in current} == {new.id, works.id}
+    assert all(r.hop == 0 and r.score > 0 for r in current)
+    ref = next(r for r in current if r.id == new.id)
+    assert (ref.source_id, ref.relation, ref.destination_id) == (alice.id, "lives_in", berlin.id)
+    then = store.lexical_relations(A, ["paris"], 10, Validity(as_of=T0 + timedelta(days=5)))
+    assert [r.id for r in then] == [old.id]
+    everything = store.lexical_relations(A, ["lives"], 10, Validity(include_invalid=True))
+    assert {r.id for r in everything} == {old.id, new.id}
+    assert store.lexical_relations(B, ["alice"], 10, Validity()) == []
+    # the relation name is split into words ("lives_in" matches "lives")
+    assert store.lexical_relations(A, ["works"], 10, Validity())[0].id == works.id
+
+
+@pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_entities_match_names_and_aliases(store: Store) -> None:
+    bob = entity(A, "Robert Smith", ["Bob"])
+    store.apply(WritePlan(tenant=A, episode=episode(A), new_entities=[bob, entity(A, "Lisbon")]))
+    store.apply(WritePlan(tenant=B, episode=episode(B), new_entities=[entity(B, "Bob")]))
+    hits = store.lexical_entities(A, query_terms("what does Bob like"), 5)
+    assert [(e.id, e.embedding) for e, _ in hits] == [(bob.id, None)]
+    assert [e.name for e, _ in store.lexical_entities(A, ["smith"], 5)] == ["Robert Smith"]
+
+
+@pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_hostile_queries_are_words_never_syntax(store: Store) -> None:
+    add_facts(store, A, FACTS)
+    add_facts(store, B, ["secret of tenant b"])
+    alice, lake = entity(A, "Alice"), entity(A, "Lake")
+    store.apply(
+        WritePlan(tenant=A, episode=episode(A), new_entities=[alice, lake],
+                  new_relations=[relation(A, alice, "swims_in", lake)])
+    )  # fmt: skip
+    for query in HOSTILE:
+        words = query_terms(query)
+        facts = store.lexical_facts(A, words, 10)
+        rels = store.lexical_relations(A, words, 10, Validity())
+        ents = store.lexical_entities(A, words, 10)
+        # only facts holding one of the letter terms (stemmed) come back, never another
+        # tenant's
+        for f, _ in facts:
+            assert set(stems(terms(f.text))) & set(stems(words)), (query, f.text)
+            assert f.tenant == A
+        assert all(e.tenant == A for e, _ in ents)
+        assert len(rels) <= 1
+    # operators typed by a user are plain words: "text:caroline" is the words text, caroline
+    assert texts(store.lexical_facts(A, query_terms("text:caroline"), 10)) == texts(
+        store.lexical_facts(A, ["text", "caroline"], 10)
+    )
+    assert store.lexical_facts(A, query_terms("*"), 10) == []
+
+
+# ---------------------------------------------------------------- the embedded store only
+
+
+@pytest.mark.parametrize("store_kind", ["embedded"])
+def test_a_v4_store_is_migrated_and_its_rows_indexed(store: EmbeddedGraphStore) -> None:
+    add_facts(store, A, FACTS)
+    path = store.path
+    store.close()
+    conn = sqlite3.connect(path / "graph.db")  # back to what mem0g v4 left on disk
+    for (trigger,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+    ).fetchall():
+        conn.execute(f"DROP TRIGGER {trigger}")
+    for table in ("facts_fts", "relations_fts", "entities_fts"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("UPDATE schema_version SET version = 4")
+    conn.commit()
+    conn.close()
+    reopened = EmbeddedGraphStore(path)
+    try:
+        assert set(texts(reopened.lexical_facts(A, ["melanie"], 5))) == {FACTS[2], FACTS[3]}
+        conn = sqlite3.connect(path / "graph.db")
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 5
+        conn.close()
+    finally:
+        reopened.close()
+
+
+@pytest.mark.parametrize("store_kind", ["embedded"])
+def test_renumbered_rowids_are_repaired_on_open(store: EmbeddedGraphStore) -> None:
+    """VACUUM may renumber a table's rowids; the FTS rows are re-paired when opened."""
+    facts = add_facts(store, A, FACTS)
+    path = store.path
+    store.close()
+    conn = sqlite3.connect(path / "graph.db")
+    conn.execute("UPDATE facts_fts SET rowid = rowid + 1000")  # pairing broken, as by VACUUM
+    conn.commit()
+    conn.close()
+    reopened = EmbeddedGraphStore(path)
+    try:
+        hits = reopened.lexical_facts(A, ["adoption"], 5)
+        assert [f.id for f, _ in hits] == [facts[1].id]
+    finally:
+        reopened.close()
+
+
+# ---------------------------------------------------------------- parity
+
+
+@pytest.mark.neo4j
+def test_both_stores_rank_alike(tmp_path: Path, neo4j_connect: Any) -> None:
+    corpus = [
+        *FACTS,
+        "Caroline gave a talk at a school about her transgender journey",
+        "Melanie signed up for a pottery class",
+        "Caroline and Melanie talked about the support group and painting",
+        "Melanie's daughter likes dinosaurs and the lake",
+        "Caroline wants to become a counselor for the LGBTQ community",
+    ]
+    queries = [
+        "What did Caroline research?",
+        "Where did Melanie camp with her kids?",
+        "support group lake",
+        "What does Melanie paint?",
+        "LGBTQ counselor Caroline",
+        "pottery class",
+    ]
+    embedded = EmbeddedGraphStore(tmp_path / "parity", dims=DIMS)
+    neo4j = neo4j_connect(dims=DIMS)
+    try:
+        for s in (embedded, neo4j):
+            add_facts(s, A, corpus)
+        for q in queries:
+            words = query_terms(q)
+            a = texts(embedded.lexical_facts(A, words, 5))
+            b = texts(neo4j.lexical_facts(A, words, 5))
+            assert a[:1] == b[:1], q  # the same best fact
+            assert len(set(a) & set(b)) >= min(len(a), len(b)) - 1, q  # top 5 agree but one
+    finally:
+        embedded.close()
