@@ -75,7 +75,7 @@ def test_mem0g_serve_runs_with_keys_and_refuses_an_open_public_bind(tmp_path, ll
 
 
 @pytest.mark.neo4j
-def test_service_on_neo4j_end_to_end(neo4j_server, neo4j_connect, llm_server, hashing) -> None:
+def test_service_on_neo4j_end_to_end(neo4j_server, neo4j_connect, llm_server, minilm) -> None:
     for rule in alice_rules():
         llm_server.add_rule(rule)
     memory = Memory(
@@ -85,7 +85,7 @@ def test_service_on_neo4j_end_to_end(neo4j_server, neo4j_connect, llm_server, ha
                             "username": neo4j_server.user, "password": neo4j_server.password},
             "memory": {"summary": False},
         },
-        embedder=hashing,
+        embedder=minilm,  # the dimension every Neo4j test's indexes have
     )  # fmt: skip
     try:
         with live_server(create_app(memory)) as base, Client(base) as client:
@@ -100,4 +100,5 @@ def test_service_on_neo4j_end_to_end(neo4j_server, neo4j_connect, llm_server, ha
             assert client.delete_all(user_id="alice") > 0
             assert client.get_all(user_id="alice").relations == []
     finally:
+        memory.reset()  # the shared server is left empty for the next test
         memory.close()

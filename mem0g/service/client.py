@@ -202,12 +202,14 @@ class _Methods:
         limit: int = 10,
         as_of: datetime | str | None = None,
         include_invalid: bool = False,
+        reference_time: datetime | str | None = None,
     ) -> SearchResult:
         body = {
             "query": query,
             "limit": limit,
             "as_of": _time(as_of),
             "include_invalid": include_invalid,
+            "reference_time": _time(reference_time),
             **_ids(user_id, agent_id, run_id),
         }
         return self._post("/v1/search", body, SearchResult)
@@ -222,12 +224,14 @@ class _Methods:
         limit: int = 10,
         max_tokens: int = 1000,
         as_of: datetime | str | None = None,
+        reference_time: datetime | str | None = None,
     ) -> str:
         body = {
             "query": query,
             "limit": limit,
             "max_tokens": max_tokens,
             "as_of": _time(as_of),
+            "reference_time": _time(reference_time),
             **_ids(user_id, agent_id, run_id),
         }
         call = _Call("POST", "/v1/context", json=body, parse=lambda r: r.json()["context"])
@@ -250,13 +254,18 @@ class _Methods:
         return self._send(_Call("GET", "/v1/memories", params=params, parse=_model(GraphSnapshot)))
 
     def delete_all(
-        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        all_users: bool = False,
     ) -> int:
         return self._send(
             _Call(
                 "DELETE",
                 "/v1/memories",
-                params=_ids(user_id, agent_id, run_id),
+                params={**_ids(user_id, agent_id, run_id), "all_users": all_users},
                 parse=lambda r: r.json()["deleted"],
             )
         )
@@ -390,7 +399,7 @@ class _Methods:
         }
         return self._post("/v1/entities/split", body, SplitResult)
 
-    def export(
+    def dump(
         self,
         format: str = "json",
         *,

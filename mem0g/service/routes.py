@@ -124,6 +124,7 @@ def build_models(limits: Limits) -> Models:
             limit=(limit, 10),
             as_of=(When, None),
             include_invalid=(StrictBool, False),
+            reference_time=(When, None),
         ),
         context=body(
             "ContextRequest",
@@ -131,6 +132,7 @@ def build_models(limits: Limits) -> Models:
             limit=(limit, 10),
             max_tokens=(Annotated[StrictInt, Field(ge=1, le=100_000)], 1000),
             as_of=(When, None),
+            reference_time=(When, None),
         ),
         update=body(
             "UpdateRequest",
@@ -228,13 +230,19 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
             limit=body.limit,
             as_of=body.as_of,
             include_invalid=body.include_invalid,
+            reference_time=body.reference_time,
         )
 
     @router.post("/context", response_model=ContextResult, summary="context")
     def context(body: models.context, caller: Caller) -> ContextResult:  # type: ignore[valid-type]
         ids = allow(caller, "read", ids_of(body))
         text = memory.context(
-            body.query, **ids, limit=body.limit, max_tokens=body.max_tokens, as_of=body.as_of
+            body.query,
+            **ids,
+            limit=body.limit,
+            max_tokens=body.max_tokens,
+            as_of=body.as_of,
+            reference_time=body.reference_time,
         )
         return ContextResult(context=text)
 
@@ -252,9 +260,10 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
     def delete_all(
         caller: Caller,
         q: Ids,
+        all_users: bool = False,
     ) -> Deleted:
         ids = allow(caller, "write", q)
-        return Deleted(deleted=memory.delete_all(**ids))
+        return Deleted(deleted=memory.delete_all(**ids, all_users=all_users))
 
     @router.get("/memories/{fact_id}", response_model=Fact, summary="get")
     def get(
