@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint unit bench bench-neo4j bench-resolver neo4j-start neo4j-stop smoke-live clean
+.PHONY: install browser demo test lint unit bench bench-neo4j bench-resolver neo4j-start neo4j-stop smoke-live clean
 
 install: $(STAMP)
 
@@ -38,9 +38,16 @@ lint: install
 	$(BIN)/ruff check mem0g tests scripts
 	$(BIN)/ruff format --check mem0g tests scripts
 
+# headless Chromium for tests/test_explorer.py (Debian's package; installed only when absent)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "[mem0g] browser: installing chromium (headless, for the explorer page tests)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
 # The whole suite: tests without Neo4j first, then the Neo4j ones on one real server (each
 # phase announced with its duration); the 10 slowest tests are listed at the end.
-test: lint
+test: lint browser
 	@echo "[mem0g] tests: the whole suite (a real Neo4j 5.26 is started for the second phase)"
 	$(BIN)/python -m pytest -q -ra --durations=10
 

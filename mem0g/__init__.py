@@ -8,6 +8,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AddResult",
+    "AsyncClient",
+    "AsyncMemory",
+    "Client",
     "GraphSnapshot",
     "Memory",
     "MemoryConfig",
@@ -16,3 +19,16 @@ __all__ = [
     "SearchResult",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The doors (mem0g.service) load on first use: `import mem0g` stays light."""
+    if name in ("Client", "AsyncClient"):
+        from mem0g.service import client
+
+        return getattr(client, name)
+    if name == "AsyncMemory":
+        from mem0g.service.aio import AsyncMemory
+
+        return AsyncMemory
+    raise AttributeError(f"module 'mem0g' has no attribute {name!r}")

@@ -769,6 +769,7 @@ class DumpFormat(str, Enum):
     graphml = "graphml"
     cypher = "cypher"
     mermaid = "mermaid"
+    html = "html"  # the graph explorer page (mem0g/service/explorer.py), one offline file
 
 
 @app.command()
@@ -1109,3 +1110,5 @@ __all__ = ["EpisodeInput", "InputError", "app", "read_episodes"]
 # export / import (full backup and restore), registered the same way
 import mem0g.cli_archive  # noqa: E402
 import mem0g.cli_entities  # noqa: E402, F401
+
+__import__("mem0g.service.cli", fromlist=["register"]).register(app)  # serve, mcp, keys

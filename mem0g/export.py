@@ -301,6 +301,10 @@ def dump(snapshot: GraphSnapshot, fmt: str, *, tenant: Tenant | None = None) -> 
         return to_cypher(snapshot)
     if fmt == "mermaid":
         return to_mermaid(snapshot)
+    if fmt == "html":  # the explorer page, data and viewer in one offline file
+        from mem0g.service.explorer import to_html
+
+        return to_html(snapshot, tenant=tenant)
     raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 

@@ -1,0 +1,113 @@
+"""The FastAPI application: `create_app(memory, settings)` wires routes, auth, limits, the job
+queue and error handling around one `Memory`; `serve` runs it with uvicorn."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel
+
+from mem0g import __version__
+from mem0g.memory import Memory
+from mem0g.service import errors
+from mem0g.service.auth import Keyring
+from mem0g.service.jobs import JobQueue
+from mem0g.service.routes import build_router
+from mem0g.service.settings import ServiceSettings, check_bind
+from mem0g.types import Tenant
+
+_PROBE = Tenant(user_id="mem0g-readyz-probe")
+
+
+class Health(BaseModel):
+    status: str
+    version: str = __version__
+    checks: dict[str, str] = {}
+
+
+def create_app(
+    memory: Memory,
+    settings: ServiceSettings | None = None,
+    *,
+    keys: Keyring | None = None,
+    close_memory: bool = False,
+) -> FastAPI:
+    """The service for `memory`. `keys` defaults to the settings' keys file (none: open, for
+    loopback only). `close_memory`: the app owns `memory` and closes it at shutdown."""
+    settings = settings or ServiceSettings()
+    keys = keys if keys is not None else Keyring.load(settings.keys_file)
+    jobs = JobQueue(
+        max_pending=settings.queue.max_pending,
+        workers=settings.queue.workers,
+        keep_finished=settings.queue.keep_finished,
+        classify=errors.classify,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        left = jobs.close(settings.queue.drain_seconds)
+        if left:
+            errors.log.warning("shutdown: %d queued jobs were not applied (lost)", left)
+        if close_memory:
+            memory.close()
+
+    app = FastAPI(
+        title="mem0g",
+        version=__version__,
+        description="Graph-native long-term memory for AI agents. Endpoints mirror `Memory`.",
+        lifespan=lifespan,
+    )
+    app.state.memory, app.state.jobs, app.state.keys = memory, jobs, keys
+    errors.install(app)
+    app.add_middleware(errors.RequestContext, max_body_bytes=settings.limits.max_body_bytes)
+    app.include_router(build_router(memory, keys, jobs, settings.limits))
+
+    @app.get("/healthz", response_model=Health, tags=["health"])
+    def healthz() -> Health:
+        """The process answers."""
+        return Health(status="ok")
+
+    @app.get("/readyz", response_model=Health, tags=["health"], responses={503: {"model": Health}})
+    def readyz() -> Any:
+        """The store answers a read and the embedder embeds: ready for traffic."""
+        checks: dict[str, str] = {}
+        try:
+            memory.store.tenant_version(_PROBE)
+            checks["store"] = "ok"
+        except Exception as err:
+            checks["store"] = f"failed: {type(err).__name__}"
+        try:
+            memory.embedder.embed(["readyz"])
+            checks["embedder"] = "ok"
+        except Exception as err:
+            checks["embedder"] = f"failed: {type(err).__name__}"
+        ok = all(v == "ok" for v in checks.values())
+        health = Health(status="ok" if ok else "unavailable", checks=checks)
+        if ok:
+            return health
+        from fastapi.responses import JSONResponse
+
+        return JSONResponse(health.model_dump(), status_code=503)
+
+    @app.get("/ui", response_class=HTMLResponse, include_in_schema=False)
+    def ui() -> HTMLResponse:
+        from mem0g.service.explorer import page
+
+        return HTMLResponse(page(None))
+
+    return app
+
+
+def serve(memory: Memory, settings: ServiceSettings, *, log_level: str = "info") -> None:
+    """Run the service in the foreground (uvicorn), refusing an open non-loopback bind."""
+    import uvicorn
+
+    keys = Keyring.load(settings.keys_file)
+    check_bind(settings.host, keys.configured)
+    app = create_app(memory, settings, keys=keys, close_memory=True)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level)

@@ -1,0 +1,63 @@
+"""The graph explorer page: one self-contained HTML file (data, vis-network and the viewer
+inline), written by `mem0g dump --format html` and served empty at `/ui`, where it asks for a
+tenant and reads it from the API.
+
+Safety with hostile names: the data travels as JSON inside a `<script type=
+"application/json">` block with `<`, `>`, `&` and U+2028/9 escaped, so no name can close the
+block; the viewer puts every text into the page through `textContent` (never as HTML), vis
+draws labels on a canvas, and a Content-Security-Policy forbids loading anything from outside.
+No import of FastAPI: `mem0g.export` uses this module too.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from functools import cache
+from importlib import resources
+
+from mem0g import export
+from mem0g.types import GraphSnapshot, Tenant
+
+VIS_VERSION = "10.1.5"
+_STATIC = resources.files("mem0g.service") / "static"
+
+
+@cache
+def _template() -> str:
+    page = (_STATIC / "explorer.html").read_text(encoding="utf-8")
+    vis = (_STATIC / "vis-network" / "vis-network.min.js").read_text(encoding="utf-8")
+    if "</script" in vis.lower():
+        raise RuntimeError("the vendored vis-network cannot be inlined (it holds </script)")
+    return page.replace("/*MEM0G_VIS*/", vis).replace("__MEM0G_VIS_VERSION__", VIS_VERSION)
+
+
+def _script_json(data: object) -> str:
+    """JSON that is inert inside a <script> element whatever the strings hold."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):  # fmt: skip
+        text = text.replace(raw, escaped)
+    return text
+
+
+def page(snapshot: GraphSnapshot | None, *, tenant: Tenant | None = None) -> str:
+    """The page, with `snapshot` inside (a file) or without (the service's /ui)."""
+    data: dict[str, object] = {"snapshot": None, "tenant": None}
+    title = "mem0g graph"
+    if snapshot is not None:
+        dump = json.loads(export.to_json(snapshot))  # the JSON dump: no embeddings
+        data["snapshot"] = {k: dump[k] for k in ("entities", "relations", "facts")}
+        if tenant is not None:
+            data["tenant"] = tenant.model_dump()
+            who = " ".join(f"{k}={v}" for k, v in tenant.model_dump().items() if v)
+            title = f"mem0g graph: {who}"
+    # the data block goes in last, so nothing in it is ever searched for a placeholder
+    text = _template().replace("__MEM0G_TITLE__", html.escape(title))
+    head, tail = text.split("__MEM0G_DATA__", 1)
+    return head + _script_json(data) + tail
+
+
+def to_html(snapshot: GraphSnapshot, *, tenant: Tenant | None = None) -> str:
+    """`mem0g dump --format html`: the explorer with this graph, openable offline."""
+    return page(snapshot, tenant=tenant)

@@ -1,0 +1,198 @@
+"""`mem0g mcp`: the Model Context Protocol door (official `mcp` SDK), over stdio or
+streamable HTTP, onto one `Memory`.
+
+Tools: add_memory, search_memory (as_of, include_invalid), get_entity (the entity, its edges
+over time and its merge history), list_entities, delete_memory (a fact, by id), get_context
+(the answer-prompt block). Resources: `mem0g://graph/{user_id}`, a user's graph export (the
+JSON dump, history included), and `mem0g://graph` for the configured tenant.
+
+The tenant of a call is what it names, else the server's configured one (`--user/--agent/
+--run`); either way it must be within the key's grant (`--api-key` against the keys file, as
+for the REST service; no keys file: open, and HTTP binds loopback only). Tool handlers run
+`Memory` on worker threads, so one slow add does not stall other requests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from pydantic import BaseModel, Field
+
+from mem0g import export
+from mem0g.llm.client import LLMError
+from mem0g.memory import Memory
+from mem0g.service.auth import OPEN, Principal, Scope
+from mem0g.types import AddResult, Entity, EntityEvent, FactResult, Relation, SearchResult, Tenant
+
+INSTRUCTIONS = (
+    "Long-term graph memory. add_memory stores conversation turns (entities, relations and "
+    "facts are extracted); search_memory and get_context recall them, with as_of for the past; "
+    "contradicted facts are kept as history (include_invalid=true)."
+)
+
+
+class EntityView(BaseModel):
+    """An entity with its edges over time (oldest valid_from first) and its history."""
+
+    entity: Entity
+    relations: list[Relation] = Field(default_factory=list)
+    history: list[EntityEvent] = Field(default_factory=list)
+
+
+class MessageIn(BaseModel):
+    role: str = "user"
+    content: str
+    name: str | None = None
+    timestamp: str | None = None
+
+
+def build_mcp(
+    memory: Memory,
+    *,
+    principal: Principal = OPEN,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+) -> MCPServer:
+    defaults = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    server = MCPServer("mem0g", instructions=INSTRUCTIONS)
+
+    def scope(scope: Scope, given: dict[str, str | None]) -> dict[str, str | None]:
+        """The call's ids, else the configured ones; refused outside the key's grant."""
+        ids = given if any(given.values()) else defaults
+        if not any(ids.values()):
+            raise ToolError("name a tenant: user_id, agent_id or run_id (none is configured)")
+        tenant = Tenant(**ids)
+        if not principal.has(scope):
+            raise ToolError(f"forbidden: key {principal.name!r} lacks the {scope!r} scope")
+        if not principal.reaches(tenant):
+            raise ToolError(f"forbidden: key {principal.name!r} may not reach this tenant")
+        return ids
+
+    async def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """`fn` on a worker thread; expected failures become the tool's error text (an
+        unexpected one stays a crash: logged with its traceback, a generic message sent)."""
+        try:
+            return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+        except (ValueError, LookupError, LLMError) as err:
+            text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+            raise ToolError(" ".join(text.split())) from err
+
+    @server.tool()
+    async def add_memory(
+        messages: str | list[MessageIn],
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        timestamp: str | None = None,
+        infer: bool = True,
+    ) -> AddResult:
+        """Remember conversation turns: a text, or messages {role, content, name, timestamp}.
+        `infer=false` stores the text verbatim as facts (no extraction)."""
+        ids = scope("write", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        items = messages if isinstance(messages, str) else [m.model_dump() for m in messages]
+        return await run(memory.add, items, **ids, timestamp=timestamp, infer=infer)
+
+    @server.tool()
+    async def search_memory(
+        query: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 10,
+        as_of: str | None = None,
+        include_invalid: bool = False,
+    ) -> SearchResult:
+        """Relations and facts relevant to `query`, best first. `as_of` (ISO date): the graph
+        as it was then; `include_invalid`: contradicted (ended) relations too."""
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        return await run(memory.search, query, **ids, limit=limit, as_of=as_of,
+                         include_invalid=include_invalid)  # fmt: skip
+
+    @server.tool()
+    async def get_context(
+        query: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 10,
+        max_tokens: int = 1000,
+        as_of: str | None = None,
+    ) -> str:
+        """The memory block for an answer prompt: "Memories for user X" and "Relations for
+        user X", timestamped, within `max_tokens`."""
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        return await run(memory.context, query, **ids, limit=limit, max_tokens=max_tokens,
+                         as_of=as_of)  # fmt: skip
+
+    @server.tool()
+    async def list_entities(
+        user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> list[Entity]:
+        """Every entity of the tenant (id, name, type, aliases)."""
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        return await run(memory.list_entities, **ids)
+
+    @server.tool()
+    async def get_entity(
+        entity_id: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> EntityView:
+        """One entity with every edge at it over time (ended ones too: valid_from ->
+        invalid_at) and its merge/split/rename history."""
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        entity = await run(memory.get_entity, entity_id, **ids)
+        if entity is None:
+            raise ToolError(f"no entity {entity_id!r} for this tenant")
+        relations = await run(memory.entity_relations, entity_id, **ids, include_invalid=True)
+        relations.sort(key=lambda r: (r.valid_from or r.created_at, r.created_at))
+        history = await run(memory.entity_history, entity_id, **ids)
+        return EntityView(entity=entity, relations=relations, history=history)
+
+    @server.tool()
+    async def delete_memory(
+        memory_id: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> FactResult:
+        """Delete one fact by id (from search_memory's facts); its history is kept."""
+        ids = scope("write", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        return await run(memory.delete, memory_id, **ids)
+
+    async def graph_of(ids: dict[str, str | None]) -> str:
+        try:
+            ids = scope("read", ids)
+        except ToolError as err:
+            raise ResourceError(str(err)) from err
+        snapshot = await run(memory.get_all, **ids, include_invalid=True)
+        return export.to_json(snapshot, tenant=Tenant(**ids))
+
+    @server.resource("mem0g://graph/{user_id}", mime_type="application/json")
+    async def user_graph(user_id: str) -> str:
+        """A user's graph (entities, relations with history, facts) as mem0g's JSON dump."""
+        return await graph_of({"user_id": user_id, "agent_id": None, "run_id": None})
+
+    if any(defaults.values()):
+
+        @server.resource("mem0g://graph", mime_type="application/json")
+        async def default_graph() -> str:
+            """The configured tenant's graph as mem0g's JSON dump."""
+            return await graph_of(dict(defaults))
+
+    return server
+
+
+def serve_mcp(server: MCPServer, transport: str, host: str, port: int) -> None:
+    """Run over stdio (the client launched us) or streamable HTTP on host:port/mcp."""
+    if transport == "stdio":
+        server.run("stdio")
+        return
+    import uvicorn
+
+    uvicorn.run(server.streamable_http_app(host=host), host=host, port=port, log_level="warning")

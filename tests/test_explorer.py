@@ -1,0 +1,206 @@
+"""The graph explorer page (`mem0g dump --format html`, `/ui`) in headless Chromium (Debian's
+`chromium`; `make test` installs it when absent): it loads with no console errors, the
+expected entities and edges are in the DOM, hostile names stay text, and the time view
+(as of a date) and the entity timeline show the right edges."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from service_support import live_server, service_memory
+from typer.testing import CliRunner
+
+from mem0g.cli import app as cli
+from mem0g.service.app import create_app
+from mem0g.service.explorer import to_html
+from mem0g.testing.script import turn
+from mem0g.types import Tenant
+
+SCRIPT = "<script>alert('x')</script>"
+IMG = "<img src=x onerror=\"document.title='pwned'\">"
+RULES = [
+    *turn("moved to Paris", [("Alice", "person"), ("Paris", "city")],
+          [("Alice", "lives_in", "Paris")], facts=["Alice moved to Paris"]),
+    *turn("moved to Berlin", [("Alice", "person"), ("Berlin", "city")],
+          [("Alice", "lives_in", "Berlin")], [("INVALIDATE", 0, "e1")],
+          facts=["Alice moved to Berlin"]),
+    *turn("hostile", [(SCRIPT, "person"), (IMG, "pet")], [(SCRIPT, "owns", IMG)], facts=[]),
+    {"task": "resolve_updates", "response": {"operations": []}},
+    {"task": "update_memory", "response": {"operations": []}},
+]  # fmt: skip
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:  # a failure, never a skip: CI installs it (Makefile: browser)
+        pytest.fail("headless Chromium is needed: apt-get install -y chromium (make browser)")
+    return found
+
+
+def render(url: str, tmp_path: Path) -> tuple[str, list[str]]:
+    """The DOM after the page's scripts ran, and the browser's console lines."""
+    result = subprocess.run(
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'chromium'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=3000",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
+    return result.stdout, console
+
+
+class _Items(HTMLParser):
+    """The entity and edge list items, with their attributes and text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[dict[str, Any]] = []
+        self.body: dict[str, str] = {}
+        self.title = ""
+        self._open: dict[str, Any] | None = None
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {k: v or "" for k, v in attrs}
+        if tag == "body":
+            self.body = attributes
+        if tag == "title":
+            self._in_title = True
+        if tag == "li":
+            self._open = {**attributes, "text": ""}
+            self.items.append(self._open)
+        if tag in ("script", "img", "iframe"):
+            self.items.append({"tag": tag, **attributes})
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "li":
+            self._open = None
+        if tag == "title":
+            self._in_title = False
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open["text"] += data
+        if self._in_title:
+            self.title += data
+
+
+@pytest.fixture
+def alice(tmp_path, llm_server, hashing) -> Any:
+    for rule in RULES:
+        llm_server.add_rule(rule)
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    memory.add("I moved to Paris", user_id="alice", timestamp="2023-01-10T10:00:00Z")
+    memory.add("I moved to Berlin", user_id="alice", timestamp="2023-06-10T10:00:00Z")
+    memory.add("hostile names", user_id="alice", timestamp="2023-07-01T10:00:00Z")
+    yield memory
+    memory.close()
+
+
+def _parse(dom: str) -> _Items:
+    items = _Items()
+    items.feed(dom)
+    return items
+
+
+def test_dumped_page_in_headless_chromium(alice, tmp_path) -> None:
+    page = tmp_path / "graph.html"
+    page.write_text(to_html(alice.get_all(user_id="alice", include_invalid=True),
+                            tenant=Tenant(user_id="alice")))  # fmt: skip
+    dom, console = render(f"{page.as_uri()}#ended=1", tmp_path)
+    assert console == []
+    parsed = _parse(dom)
+    assert parsed.body.get("data-state") == "ready" and "pwned" not in parsed.title
+    assert re.search(r'<div id="errors"></div>', dom)
+    entities = {i["text"]: i for i in parsed.items if "data-entity-id" in i}
+    assert set(entities) == {"Alice (person)", "Paris (city)", "Berlin (city)",
+                             f"{SCRIPT} (person)", f"{IMG} (pet)"}  # fmt: skip
+    edges = {i["text"].split("  [")[0]: i for i in parsed.items if "data-relation-id" in i}
+    assert edges["Alice —lives_in→ Paris"]["data-ended"] == "true"
+    assert edges["Alice —lives_in→ Berlin"]["data-ended"] == "false"
+    assert all(i["data-visible"] == "true" for i in edges.values())  # ended ones shown
+    # hostile names are text: no element came from them
+    assert [i for i in parsed.items if i.get("tag") == "img"] == []
+    assert all("alert" not in i.get("src", "") for i in parsed.items if i.get("tag") == "script")
+
+
+def test_time_view_and_entity_timeline(alice, tmp_path) -> None:
+    page = tmp_path / "graph.html"
+    page.write_text(to_html(alice.get_all(user_id="alice", include_invalid=True)))
+    alice_id = next(e.id for e in alice.list_entities(user_id="alice") if e.name == "Alice")
+    dom, console = render(f"{page.as_uri()}#asof=2023-03-01&entity={alice_id}", tmp_path)
+    assert console == []
+    edges = {i["text"].split("  [")[0]: i["data-visible"] for i in _parse(dom).items
+             if "data-relation-id" in i and "data-ended" in i}  # fmt: skip
+    assert edges["Alice —lives_in→ Paris"] == "true"  # valid on 2023-03-01
+    assert edges["Alice —lives_in→ Berlin"] == "false"  # not yet
+    timeline = re.search(r'<ul id="timeline">(.*?)</ul>', dom, re.S)
+    assert timeline is not None
+    lines = re.findall(r"<li[^>]*>([^<]*)</li>", timeline.group(1))
+    assert lines == ["2023-01-10 → 2023-06-10: Alice lives_in Paris",
+                     "2023-06-10 → …: Alice lives_in Berlin"]  # fmt: skip
+    dom, _ = render(f"{page.as_uri()}", tmp_path)  # default: current edges only
+    hidden = {i["text"].split("  [")[0]: i["data-visible"] for i in _parse(dom).items
+              if "data-ended" in i}  # fmt: skip
+    assert hidden["Alice —lives_in→ Paris"] == "false"
+
+
+def test_ui_is_served_and_loads_a_tenant_from_the_api(alice, tmp_path) -> None:
+    with live_server(create_app(alice)) as base:
+        dom, console = render(f"{base}/ui", tmp_path)
+        assert console == []
+        assert _parse(dom).body.get("data-state") == "login"
+        dom, console = render(f"{base}/ui#user_id=alice&ended=1", tmp_path)
+    assert console == []
+    parsed = _parse(dom)
+    assert parsed.body.get("data-state") == "ready"
+    names = {i["text"] for i in parsed.items if "data-entity-id" in i}
+    assert {"Alice (person)", "Paris (city)", "Berlin (city)", f"{SCRIPT} (person)"} <= names
+
+
+def test_edge_details_show_validity_provenance_and_mentions(alice, tmp_path) -> None:
+    snapshot = alice.get_all(user_id="alice", include_invalid=True)
+    paris = next(r for r in snapshot.relations if r.destination == "Paris")
+    page = tmp_path / "graph.html"
+    page.write_text(to_html(snapshot))
+    dom, console = render(f"{page.as_uri()}#edge={paris.id}", tmp_path)
+    assert console == []
+    details = re.search(r'<div id="details"[^>]*>(.*?)</div>\s*<h2>', dom, re.S)
+    assert details is not None
+    text = re.sub(r"<[^>]+>", "|", details.group(1))
+    assert "Alice lives_in Paris" in text
+    assert "valid: 2023-01-10 → 2023-06-10" in text
+    assert "mentions: 1" in text
+    assert f"episode {paris.provenance[0].episode_id} at 2023-01-10 10:00:00" in text
+    assert "“Alice moved to Paris”" in text  # what was said in that episode
+
+
+def test_dump_format_html_from_the_cli(alice, tmp_path) -> None:
+    path = alice.config.graph_store.path
+    alice.close()
+    out = tmp_path / "alice.html"
+    result = CliRunner().invoke(cli, ["--path", str(path), "dump", "--format", "html",
+                                      "-u", "alice", "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "vis-network" in text and "user_id=alice" in text
+    assert SCRIPT not in text and "\\u003cscript\\u003e" in text  # the data block is inert

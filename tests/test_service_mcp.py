@@ -1,0 +1,139 @@
+"""`mem0g mcp` with the official SDK's own client: over stdio (the CLI launched as a
+subprocess, as an MCP client config would) and over streamable HTTP. Tools are listed with
+their JSON schemas and each is called; the graph resource is read; a key's grant bounds calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from service_support import alice_rules, live_server, service_memory, write_keys
+
+from mem0g.service.auth import Keyring
+from mem0g.service.mcp_server import build_mcp
+
+TOOLS = {"add_memory", "search_memory", "get_entity", "list_entities", "delete_memory",
+         "get_context"}  # fmt: skip
+
+
+async def exercise(client: Client, *, tenant_in_calls: bool) -> None:
+    ids = {"user_id": "alice"} if tenant_in_calls else {}
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    search = tools["search_memory"].input_schema["properties"]
+    assert {"query", "as_of", "include_invalid", "limit", "user_id"} <= set(search)
+    assert tools["add_memory"].input_schema["required"] == ["messages"]
+
+    async def call(name: str, **args: Any) -> Any:
+        result = await client.call_tool(name, {**ids, **args})
+        assert not result.is_error, result.content
+        return result.structured_content
+
+    added = await call("add_memory", messages="I moved to Paris", timestamp="2024-01-01T10:00:00")
+    assert [c["destination"] for c in added["relations"]] == ["Paris"]
+    note = await call("add_memory", messages=[{"content": "my locker code is 4521"}], infer=False)
+    hits = await call("search_memory", query="where does alice live", include_invalid=True)
+    assert [r["destination"] for r in hits["relations"]] == ["Paris"]
+    past = await call("search_memory", query="where does alice live", as_of="2023-06-01")
+    assert past["relations"] == []  # before she moved
+    entities = (await call("list_entities"))["result"]
+    paris = next(e for e in entities if e["name"] == "Paris")
+    view = await call("get_entity", entity_id=paris["id"])
+    assert view["entity"]["name"] == "Paris"
+    assert [(r["source"], r["relation"]) for r in view["relations"]] == [("Alice", "lives_in")]
+    context = (await call("get_context", query="where does alice live"))["result"]
+    assert "Alice -- lives_in --> Paris" in context
+    deleted = await call("delete_memory", memory_id=note["facts"][0]["id"])
+    assert deleted["event"] == "DELETE"
+    missing = await client.call_tool("get_entity", {**ids, "entity_id": "nope"})
+    assert missing.is_error
+    resource = await client.read_resource("mem0g://graph/alice")
+    dump = json.loads(resource.contents[0].text)
+    assert {e["name"] for e in dump["entities"]} == {"Alice", "Paris"}
+
+
+def _config(tmp_path: Path, llm: Any) -> Path:
+    config = {
+        "llm": {"base_url": llm.base_url, "api_key": "test", "max_retries": 0},
+        "embedder": {"provider": "hashing"},
+        "graph_store": {"provider": "embedded", "path": str(tmp_path / "store")},
+        "memory": {"summary": False},
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_mcp_over_stdio_through_the_cli(tmp_path, llm_server) -> None:
+    for rule in alice_rules():
+        llm_server.add_rule(rule)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-c",
+            "from mem0g.cli import app; app()",
+            "--config",
+            str(_config(tmp_path, llm_server)),
+            "mcp",
+            "--user",
+            "alice",
+        ],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            await exercise(client, tenant_in_calls=False)  # the configured tenant
+            graph = await client.read_resource("mem0g://graph")
+            assert "Paris" in graph.contents[0].text
+
+    anyio.run(main)
+
+
+def test_mcp_over_streamable_http(tmp_path, llm_server, hashing) -> None:
+    for rule in alice_rules():
+        llm_server.add_rule(rule)
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    server = build_mcp(memory)
+    try:
+        with live_server(server.streamable_http_app()) as base:
+
+            async def main() -> None:
+                async with Client(f"{base}/mcp") as client:
+                    await exercise(client, tenant_in_calls=True)
+
+            anyio.run(main)
+    finally:
+        memory.close()
+
+
+def test_mcp_calls_stay_within_the_keys_grant(tmp_path, llm_server, hashing) -> None:
+    secrets = write_keys(tmp_path / "keys.json")
+    principal = Keyring.load(tmp_path / "keys.json").authenticate(secrets["alice-ro"])
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    memory.add("bob's secret", user_id="bob", infer=False)
+    server = build_mcp(memory, principal=principal, user_id="alice")
+
+    async def main() -> None:
+        async with Client(server) as client:  # in-process: the same server object
+            ok = await client.call_tool("search_memory", {"query": "secret"})
+            assert not ok.is_error and ok.structured_content["facts"] == []
+            for name, args in [("search_memory", {"query": "secret", "user_id": "bob"}),
+                               ("add_memory", {"messages": "hi"}),
+                               ("delete_memory", {"memory_id": "x"})]:  # fmt: skip
+                refused = await client.call_tool(name, args)
+                assert refused.is_error and "forbidden" in refused.content[0].text, name
+            with pytest.raises(Exception, match="reach"):
+                await client.read_resource("mem0g://graph/bob")
+
+    try:
+        anyio.run(main)
+        assert memory.stats().episodes == 1
+    finally:
+        memory.close()
