@@ -155,9 +155,17 @@ class Keyring:
         for entry in self.entries:  # every entry is compared: no early exit
             if hmac.compare_digest(presented, entry.sha256):
                 found = entry
-        if found is None:
-            return None
-        return Principal(name=found.name, scopes=frozenset(found.scopes), tenants=found.tenants)
+        return None if found is None else _principal(found)
+
+    def named(self, name: str) -> Principal | None:
+        """The principal of the key called `name` (already authenticated by its hash: the MCP
+        door's bearer middleware hands on the name, not the key)."""
+        found = next((e for e in self.entries or [] if e.name == name), None)
+        return None if found is None else _principal(found)
+
+
+def _principal(entry: KeyEntry) -> Principal:
+    return Principal(name=entry.name, scopes=frozenset(entry.scopes), tenants=entry.tenants)
 
 
 def add_key(path: Path, name: str, scopes: list[Scope], tenants: Literal["*"] | list[Grant]) -> str:

@@ -77,9 +77,9 @@ def register(app: typer.Typer) -> None:
         transport: Annotated[Transport, typer.Option(help="stdio or streamable HTTP.")] = (
             Transport.stdio
         ),
-        host: Annotated[str, typer.Option(help="HTTP bind address (loopback only).")] = (
-            "127.0.0.1"
-        ),
+        host: Annotated[
+            str, typer.Option(help="HTTP bind address (other than loopback: keys required).")
+        ] = "127.0.0.1",
         port: Annotated[int, typer.Option(help="HTTP port (path /mcp).")] = 8001,
         user: Annotated[str | None, typer.Option("--user", "-u", help="Default user_id.")] = None,
         agent: Annotated[str | None, typer.Option("--agent", help="Default agent_id.")] = None,
@@ -87,7 +87,11 @@ def register(app: typer.Typer) -> None:
         keys: Annotated[Path | None, typer.Option("--keys", help="API keys file.")] = None,
         api_key: Annotated[
             str | None,
-            typer.Option(envvar="MEM0G_API_KEY", help="The key whose grants bound every call."),
+            typer.Option(
+                envvar="MEM0G_API_KEY",
+                help="stdio: the key whose grants bound every call (HTTP: each request's own "
+                "Authorization: Bearer key counts instead).",
+            ),
         ] = None,
     ) -> None:
         """Serve memory to MCP clients (Claude Desktop, Cursor, ...) over stdio or HTTP."""
@@ -98,15 +102,18 @@ def register(app: typer.Typer) -> None:
         settings = _settings(None)
         limit_inference_threads(settings.inference_threads)
         ring = Keyring.load(keys or settings.keys_file)
-        principal = ring.authenticate(api_key)
-        if principal is None:
-            raise ValueError("a valid --api-key (MEM0G_API_KEY) is required with a keys file")
-        if transport is Transport.http:
-            check_bind(host, keys_configured=False)  # one key for every caller: loopback only
+        tenant = {"user_id": user, "agent_id": agent, "run_id": run}
+        if transport is Transport.http:  # every request brings its own key (keys file)
+            check_bind(host, ring.configured)
+            door = {"keys": ring}
+        else:  # stdio: one local client, one key
+            principal = ring.authenticate(api_key)
+            if principal is None:
+                raise ValueError("a valid --api-key (MEM0G_API_KEY) is required with a keys file")
+            door = {"principal": principal}
         memory = _server_memory(ctx)
         try:
-            server = build_mcp(memory, principal=principal, user_id=user, agent_id=agent,
-                               run_id=run)  # fmt: skip
+            server = build_mcp(memory, **door, **tenant)
             serve_mcp(server, transport.value, host, port)
         finally:
             memory.close()

@@ -7,9 +7,18 @@ over time and its merge history), list_entities, delete_memory (a fact, by id), 
 JSON dump, history included), and `mem0g://graph` for the configured tenant.
 
 The tenant of a call is what it names, else the server's configured one (`--user/--agent/
---run`); either way it must be within the key's grant (`--api-key` against the keys file, as
-for the REST service; no keys file: open, and HTTP binds loopback only). Tool handlers run
-`Memory` on worker threads, so one slow add does not stall other requests.
+--run`); either way it must be within the caller's key, checked exactly as the REST service
+checks it (scope, then tenant grant, before anything is touched). Who the caller is:
+- over streamable HTTP with a keys file, every HTTP request brings its own key
+  (`Authorization: Bearer KEY`), verified against the keys file through the SDK's bearer-auth
+  middleware (`KeysVerifier`: hashed keys, constant-time compare). No or an unknown key: HTTP
+  401 before any MCP message is read. A key outside its scope or grant: the tool call fails
+  with "forbidden: ..." (MCP reports tool errors in-band, the analogue of REST's 403) and
+  nothing is touched. The SDK binds a session to the key that opened it, so another key cannot
+  ride on it. With keys, HTTP may bind any address (like `mem0g serve`);
+- over stdio, the one local client that launched us: the key is `--api-key`;
+- no keys file: open (every call an admin), and HTTP binds loopback only.
+Tool handlers run `Memory` on worker threads, so one slow add does not stall other requests.
 """
 
 from __future__ import annotations
@@ -17,14 +26,18 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
 from mem0g import export
 from mem0g.llm.client import LLMError
 from mem0g.memory import Memory
-from mem0g.service.auth import OPEN, Principal, Scope
+from mem0g.service.auth import OPEN, Keyring, Principal, Scope, hash_key
 from mem0g.types import AddResult, Entity, EntityEvent, FactResult, Relation, SearchResult, Tenant
 
 INSTRUCTIONS = (
@@ -49,19 +62,66 @@ class MessageIn(BaseModel):
     timestamp: str | None = None
 
 
+class KeysVerifier:
+    """The SDK's `TokenVerifier` over mem0g's keys file: a bearer key is valid when its hash
+    is in the file (`Keyring.authenticate`: constant time). The access token carries the key's
+    name (the SDK binds sessions to it) and the key's hash, never the key itself."""
+
+    def __init__(self, keys: Keyring) -> None:
+        self.keys = keys
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        found = self.keys.authenticate(token)
+        if found is None:
+            return None
+        return AccessToken(token=hash_key(token), client_id=found.name, scopes=sorted(found.scopes))
+
+
+def _bearer_auth(keys: Keyring) -> dict[str, Any]:
+    """MCPServer arguments for per-request keys. `issuer_url` is required by the SDK's
+    settings but only published with OAuth routes or resource metadata, neither of which is
+    configured here (there is no OAuth server: keys come from the keys file)."""
+    settings = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)
+    return {"auth": settings, "token_verifier": KeysVerifier(keys)}
+
+
 def build_mcp(
     memory: Memory,
     *,
     principal: Principal = OPEN,
+    keys: Keyring | None = None,
     user_id: str | None = None,
     agent_id: str | None = None,
     run_id: str | None = None,
 ) -> MCPServer:
+    """The MCP server. `keys` (a loaded keys file): each HTTP request is authenticated by its
+    own bearer key and `principal` is ignored; else every call is `principal` (stdio)."""
     defaults = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-    server = MCPServer("mem0g", instructions=INSTRUCTIONS)
+    per_request = keys is not None and keys.configured
+    server = MCPServer(
+        "mem0g", instructions=INSTRUCTIONS, **(_bearer_auth(keys) if per_request else {})
+    )
 
-    def scope(scope: Scope, given: dict[str, str | None]) -> dict[str, str | None]:
+    def caller(ctx: Context | None) -> Principal:
+        """This request's principal: its bearer key's (per-request mode), else the fixed one.
+        Fails closed: per-request mode without an authenticated request refuses."""
+        if not per_request:
+            return principal
+        user = None
+        request = ctx.request_context.request if ctx is not None else None
+        if request is not None:
+            user = request.scope.get("user")
+        token = user.access_token if isinstance(user, AuthenticatedUser) else get_access_token()
+        found = keys.named(token.client_id) if token is not None else None
+        if found is None:
+            raise ToolError("unauthenticated: a valid API key is required (Bearer KEY)")
+        return found
+
+    def scope(
+        scope: Scope, given: dict[str, str | None], ctx: Context | None = None
+    ) -> dict[str, str | None]:
         """The call's ids, else the configured ones; refused outside the key's grant."""
+        principal = caller(ctx)
         ids = given if any(given.values()) else defaults
         if not any(ids.values()):
             raise ToolError("name a tenant: user_id, agent_id or run_id (none is configured)")
@@ -89,10 +149,11 @@ def build_mcp(
         run_id: str | None = None,
         timestamp: str | None = None,
         infer: bool = True,
+        ctx: Context | None = None,
     ) -> AddResult:
         """Remember conversation turns: a text, or messages {role, content, name, timestamp}.
         `infer=false` stores the text verbatim as facts (no extraction)."""
-        ids = scope("write", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        ids = scope("write", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         items = messages if isinstance(messages, str) else [m.model_dump() for m in messages]
         return await run(memory.add, items, **ids, timestamp=timestamp, infer=infer)
 
@@ -105,10 +166,11 @@ def build_mcp(
         limit: int = 10,
         as_of: str | None = None,
         include_invalid: bool = False,
+        ctx: Context | None = None,
     ) -> SearchResult:
         """Relations and facts relevant to `query`, best first. `as_of` (ISO date): the graph
         as it was then; `include_invalid`: contradicted (ended) relations too."""
-        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         return await run(memory.search, query, **ids, limit=limit, as_of=as_of,
                          include_invalid=include_invalid)  # fmt: skip
 
@@ -121,19 +183,23 @@ def build_mcp(
         limit: int = 10,
         max_tokens: int = 1000,
         as_of: str | None = None,
+        ctx: Context | None = None,
     ) -> str:
         """The memory block for an answer prompt: "Memories for user X" and "Relations for
         user X", timestamped, within `max_tokens`."""
-        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         return await run(memory.context, query, **ids, limit=limit, max_tokens=max_tokens,
                          as_of=as_of)  # fmt: skip
 
     @server.tool()
     async def list_entities(
-        user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        ctx: Context | None = None,
     ) -> list[Entity]:
         """Every entity of the tenant (id, name, type, aliases)."""
-        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         return await run(memory.list_entities, **ids)
 
     @server.tool()
@@ -142,10 +208,11 @@ def build_mcp(
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        ctx: Context | None = None,
     ) -> EntityView:
         """One entity with every edge at it over time (ended ones too: valid_from ->
         invalid_at) and its merge/split/rename history."""
-        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         entity = await run(memory.get_entity, entity_id, **ids)
         if entity is None:
             raise ToolError(f"no entity {entity_id!r} for this tenant")
@@ -160,30 +227,33 @@ def build_mcp(
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        ctx: Context | None = None,
     ) -> FactResult:
         """Delete one fact by id (from search_memory's facts); its history is kept."""
-        ids = scope("write", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id})
+        ids = scope("write", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         return await run(memory.delete, memory_id, **ids)
 
-    async def graph_of(ids: dict[str, str | None]) -> str:
+    async def graph_of(ids: dict[str, str | None], ctx: Context | None) -> str:
         try:
-            ids = scope("read", ids)
+            ids = scope("read", ids, ctx)
         except ToolError as err:
             raise ResourceError(str(err)) from err
         snapshot = await run(memory.get_all, **ids, include_invalid=True)
         return export.to_json(snapshot, tenant=Tenant(**ids))
 
     @server.resource("mem0g://graph/{user_id}", mime_type="application/json")
-    async def user_graph(user_id: str) -> str:
+    async def user_graph(user_id: str, ctx: Context | None = None) -> str:
         """A user's graph (entities, relations with history, facts) as mem0g's JSON dump."""
-        return await graph_of({"user_id": user_id, "agent_id": None, "run_id": None})
+        return await graph_of({"user_id": user_id, "agent_id": None, "run_id": None}, ctx)
 
     if any(defaults.values()):
 
         @server.resource("mem0g://graph", mime_type="application/json")
         async def default_graph() -> str:
             """The configured tenant's graph as mem0g's JSON dump."""
-            return await graph_of(dict(defaults))
+            # the SDK injects no Context into static resources: the key is the request's
+            # (its auth context variable; the session is bound to that key anyway)
+            return await graph_of(dict(defaults), None)
 
     return server
 
