@@ -798,7 +798,9 @@ def dump(
             snapshot = memory.get_all(**ids, include_invalid=include_invalid)
         else:
             snapshot = memory.get_everything(include_invalid=include_invalid)
-    text = export.dump(snapshot, fmt.value, tenant=Tenant(**ids) if scoped else None)
+        tenant = Tenant(**ids) if scoped else None
+        episodes = export.html_episodes(memory, tenant) if fmt.value == "html" else []
+    text = export.dump(snapshot, fmt.value, tenant=tenant, episodes=episodes)
     if output is None:
         typer.echo(text, nl=False)
         return

@@ -17,7 +17,7 @@ from typing import Any
 
 import networkx as nx
 
-from mem0g.types import Entity, GraphSnapshot, Relation, Tenant
+from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant
 
 FORMAT = "mem0g-graph"
 VERSION = 1
@@ -291,8 +291,15 @@ def to_mermaid(snapshot: GraphSnapshot) -> str:
     return "\n".join(lines) + "\n"
 
 
-def dump(snapshot: GraphSnapshot, fmt: str, *, tenant: Tenant | None = None) -> str:
-    """Dispatch by format name (the CLI's `--format`)."""
+def dump(
+    snapshot: GraphSnapshot,
+    fmt: str,
+    *,
+    tenant: Tenant | None = None,
+    episodes: Iterable[Episode] = (),
+) -> str:
+    """Dispatch by format name (the CLI's `--format`). `episodes` is read by "html" only (the
+    messages its edges came from)."""
     if fmt == "json":
         return to_json(snapshot, tenant=tenant)
     if fmt == "graphml":
@@ -304,8 +311,15 @@ def dump(snapshot: GraphSnapshot, fmt: str, *, tenant: Tenant | None = None) -> 
     if fmt == "html":  # the explorer page, data and viewer in one offline file
         from mem0g.service.explorer import to_html
 
-        return to_html(snapshot, tenant=tenant)
+        return to_html(snapshot, tenant=tenant, episodes=episodes)
     raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
+def html_episodes(memory: Any, tenant: Tenant | None) -> list[Episode]:
+    """The episodes an html dump of `tenant` (None: every tenant) shows messages from."""
+    from mem0g.service.explorer import scope_episodes
+
+    return scope_episodes(memory, tenant)
 
 
 __all__ = [
@@ -313,6 +327,7 @@ __all__ = [
     "cypher_literal",
     "dump",
     "from_json",
+    "html_episodes",
     "mermaid_label",
     "to_cypher",
     "to_graphml",

@@ -111,7 +111,8 @@ def alice(tmp_path, llm_server, hashing) -> Any:
     memory = service_memory(tmp_path / "store", llm_server, hashing)
     memory.add("I moved to Paris", user_id="alice", timestamp="2023-01-10T10:00:00Z")
     memory.add("I moved to Berlin", user_id="alice", timestamp="2023-06-10T10:00:00Z")
-    memory.add("hostile names", user_id="alice", timestamp="2023-07-01T10:00:00Z")
+    hostile = [{"role": "user", "name": SCRIPT, "content": f"hostile names {IMG}\nsecond line"}]
+    memory.add(hostile, user_id="alice", timestamp="2023-07-01T10:00:00Z")
     yield memory
     memory.close()
 
@@ -175,23 +176,76 @@ def test_ui_is_served_and_loads_a_tenant_from_the_api(alice, tmp_path) -> None:
     assert parsed.body.get("data-state") == "ready"
     names = {i["text"] for i in parsed.items if "data-entity-id" in i}
     assert {"Alice (person)", "Paris (city)", "Berlin (city)", f"{SCRIPT} (person)"} <= names
+    # provenance text through the API (GET /v1/episodes), for an edge and for a fact
+    snapshot = alice.get_all(user_id="alice", include_invalid=True)
+    berlin = next(r for r in snapshot.relations if r.destination == "Berlin")
+    fact = next(f for f in snapshot.facts if f.text == "Alice moved to Berlin")
+    with live_server(create_app(alice)) as base:
+        dom, console = render(f"{base}/ui#user_id=alice&edge={berlin.id}", tmp_path)
+        assert console == []
+        assert _said(_details(dom)) == ["|user alice|| · 2023-06-10 10:00:00||I moved to Berlin|"]
+        dom, console = render(f"{base}/ui#user_id=alice&fact={fact.id}", tmp_path)
+    assert console == []
+    assert "Alice moved to Berlin" in _details(dom)
+    assert _said(_details(dom)) == ["|user alice|| · 2023-06-10 10:00:00||I moved to Berlin|"]
+
+
+def _details(dom: str) -> str:
+    details = re.search(r'<div id="details"[^>]*>(.*?)</div>\s*<h2>', dom, re.S)
+    assert details is not None
+    return details.group(1)
+
+
+def _said(details: str) -> list[str]:
+    """The provenance's message lines: who, when and what (tags as "|")."""
+    return [re.sub(r"<[^>]+>", "|", m) for m in
+            re.findall(r'<div class="said"[^>]*>(.*?</div>)</div>', details, re.S)]  # fmt: skip
 
 
 def test_edge_details_show_validity_provenance_and_mentions(alice, tmp_path) -> None:
     snapshot = alice.get_all(user_id="alice", include_invalid=True)
     paris = next(r for r in snapshot.relations if r.destination == "Paris")
     page = tmp_path / "graph.html"
-    page.write_text(to_html(snapshot))
+    page.write_text(to_html(snapshot, episodes=alice.episodes(user_id="alice")))
     dom, console = render(f"{page.as_uri()}#edge={paris.id}", tmp_path)
     assert console == []
-    details = re.search(r'<div id="details"[^>]*>(.*?)</div>\s*<h2>', dom, re.S)
-    assert details is not None
-    text = re.sub(r"<[^>]+>", "|", details.group(1))
+    details = _details(dom)
+    text = re.sub(r"<[^>]+>", "|", details)
     assert "Alice lives_in Paris" in text
     assert "valid: 2023-01-10 → 2023-06-10" in text
     assert "mentions: 1" in text
     assert f"episode {paris.provenance[0].episode_id} at 2023-01-10 10:00:00" in text
-    assert "“Alice moved to Paris”" in text  # what was said in that episode
+    # what was said in that episode, by whom, when (the message, not only its facts)
+    assert _said(details) == ["|user alice|| · 2023-01-10 10:00:00||I moved to Paris|"]
+    assert "fact: “Alice moved to Paris”" in text
+    assert "Berlin" not in text  # another episode's message is not this edge's provenance
+
+
+def test_hostile_message_text_in_provenance_stays_text(alice, tmp_path) -> None:
+    snapshot = alice.get_all(user_id="alice", include_invalid=True)
+    owns = next(r for r in snapshot.relations if r.relation == "owns")
+    page = tmp_path / "graph.html"
+    page.write_text(to_html(snapshot, episodes=alice.episodes(user_id="alice")))
+    block = page.read_text().split('id="mem0g-data">')[1].split("</script>")[0]
+    assert "<img" not in block and "\\u003cimg src=x onerror" in block  # inert in the file
+    dom, console = render(f"{page.as_uri()}#edge={owns.id}", tmp_path)
+    assert console == []
+    parsed = _parse(dom)
+    assert "pwned" not in parsed.title
+    assert [i for i in parsed.items if i.get("tag") in ("img", "iframe")] == []
+    [line] = _said(_details(dom))
+    # the DOM dump escapes the text again: the name and the message are inert text nodes
+    assert line.startswith("|user &lt;script&gt;alert('x')&lt;/script&gt;|| · 2023-07-01")
+    assert "hostile names &lt;img src=x onerror=\"document.title='pwned'\"&gt;\nsecond line" in line
+
+
+def test_dump_without_episodes_says_so(alice, tmp_path) -> None:
+    snapshot = alice.get_all(user_id="alice", include_invalid=True)
+    paris = next(r for r in snapshot.relations if r.destination == "Paris")
+    page = tmp_path / "graph.html"
+    page.write_text(to_html(snapshot))  # an old caller: no episodes given
+    dom, console = render(f"{page.as_uri()}#edge={paris.id}", tmp_path)
+    assert console == [] and "(its messages are not in this view)" in _details(dom)
 
 
 def test_dump_format_html_from_the_cli(alice, tmp_path) -> None:
@@ -204,3 +258,77 @@ def test_dump_format_html_from_the_cli(alice, tmp_path) -> None:
     text = out.read_text()
     assert "vis-network" in text and "user_id=alice" in text
     assert SCRIPT not in text and "\\u003cscript\\u003e" in text  # the data block is inert
+    assert "I moved to Paris" in text and "I moved to Berlin" in text  # the episodes' messages
+
+
+def _chromium_executable() -> str:
+    """The browser binary itself: Debian's /usr/bin/chromium is a shell wrapper, which
+    Playwright cannot drive (it talks to the binary over a pipe)."""
+    found = Path(_chromium()).resolve()
+    if found.read_bytes()[:2] == b"#!":
+        for real in (
+            Path("/usr/lib/chromium/chromium"),
+            Path("/usr/lib/chromium-browser/chromium"),
+        ):
+            if real.exists():
+                return str(real)
+    return str(found)
+
+
+def test_typing_in_search_and_dragging_the_as_of_slider(alice, tmp_path) -> None:
+    """Real input events (Playwright driving the system's Chromium): keys typed into the
+    search box, the slider's thumb dragged with the mouse."""
+    from playwright.sync_api import sync_playwright
+
+    page_file = tmp_path / "graph.html"
+    page_file.write_text(to_html(alice.get_all(user_id="alice", include_invalid=True)))
+    problems: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=_chromium_executable(),
+                                     args=["--no-sandbox", "--disable-gpu"])  # fmt: skip
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.on("console", lambda m: problems.append(f"{m.type}: {m.text}"))
+            page.on("pageerror", lambda e: problems.append(f"error: {e}"))
+            page.goto(f"{page_file.as_uri()}#ended=1")
+            page.wait_for_selector("body[data-state=ready]")
+
+            def shown(kind: str) -> list[str]:
+                return page.locator(f"#{kind} li[data-visible=true]").all_inner_texts()
+
+            assert len(shown("entities")) == 5
+            page.locator("#search").press_sequentially("berl", delay=20)
+            assert shown("entities") == ["Berlin (city)"]
+            assert page.locator("#entity-count").inner_text() == "1 / 5"
+            page.locator("#search").press("Control+a")
+            page.locator("#search").press("Backspace")
+            assert len(shown("entities")) == 5
+
+            def edges() -> dict[str, bool]:
+                rows = page.locator("#relations li").evaluate_all(
+                    "els => els.map(e => [e.textContent.split('  [')[0], e.dataset.visible])"
+                )
+                return {text: visible == "true" for text, visible in rows}
+
+            slider = page.locator("#asof")
+            box = slider.bounding_box()
+            assert box is not None
+            y = box["y"] + box["height"] / 2
+            page.mouse.move(box["x"] + box["width"] - 4, y)  # the thumb starts at "now"
+            page.mouse.down()
+            page.mouse.move(box["x"] + box["width"] * 0.2, y, steps=8)
+            page.mouse.up()
+            label = page.locator("#asof-label").inner_text()
+            assert "2023-01-10" <= label < "2023-06-10", label  # Paris time: before Berlin
+            assert edges()["Alice —lives_in→ Paris"] and not edges()["Alice —lives_in→ Berlin"]
+            page.mouse.move(box["x"] + box["width"] * 0.2, y)
+            page.mouse.down()
+            page.mouse.move(box["x"] + box["width"] + 20, y, steps=8)  # back to the end: now
+            page.mouse.up()
+            assert page.locator("#asof-label").inner_text() == "now"
+            assert all(edges().values())  # ended edges are shown (the toggle is on)
+            page.locator("#ended").click()  # and the toggle, clicked off, hides them
+            assert not edges()["Alice —lives_in→ Paris"] and edges()["Alice —lives_in→ Berlin"]
+        finally:
+            browser.close()
+    assert problems == []

@@ -47,6 +47,7 @@ ENDPOINTS: list[tuple[str, str, Call]] = [
         json={"text": "new", **t})),
     ("delete", "write", lambda c, t, h: c.delete("/v1/memories/f1", headers=h, params=t)),
     ("history", "read", lambda c, t, h: c.get("/v1/memories/f1/history", headers=h, params=t)),
+    ("episodes", "read", lambda c, t, h: c.get("/v1/episodes", headers=h, params=t)),
     ("list_entities", "read", lambda c, t, h: c.get("/v1/entities", headers=h, params=t)),
     ("possible_duplicates", "read", lambda c, t, h: c.get("/v1/entities/duplicates", headers=h,
         params=t)),

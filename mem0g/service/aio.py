@@ -41,6 +41,7 @@ class AsyncMemory:
     update = _offload("update")
     delete = _offload("delete")
     history = _offload("history")
+    episodes = _offload("episodes")
     delete_all = _offload("delete_all")
     reset = _offload("reset")
     stats = _offload("stats")

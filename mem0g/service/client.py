@@ -28,6 +28,7 @@ from mem0g.types import (
     AddResult,
     Entity,
     EntityEvent,
+    Episode,
     Fact,
     FactEvent,
     FactResult,
@@ -320,6 +321,11 @@ class _Methods:
         return self._get(
             f"/v1/memories/{fact_id}/history", _ids(user_id, agent_id, run_id), list[FactEvent]
         )
+
+    def episodes(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> list[Episode]:
+        return self._get("/v1/episodes", _ids(user_id, agent_id, run_id), list[Episode])
 
     def list_entities(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from mem0g import export
-from mem0g.types import GraphSnapshot, Tenant
+from mem0g.types import Episode, GraphSnapshot, Tenant
 
 VIS_VERSION = "10.1.5"
 _STATIC = resources.files("mem0g.service") / "static"
@@ -41,13 +43,36 @@ def _script_json(data: object) -> str:
     return text
 
 
-def page(snapshot: GraphSnapshot | None, *, tenant: Tenant | None = None) -> str:
-    """The page, with `snapshot` inside (a file) or without (the service's /ui)."""
+def episode_rows(snapshot: GraphSnapshot, episodes: Iterable[Episode]) -> list[dict[str, Any]]:
+    """The episodes the snapshot's edges and facts point back to (no others: a dump of one
+    edge does not carry a whole conversation), as the page shows them: what was said, by whom
+    (role, name), when. The /ui page filters `GET /v1/episodes` the same way, in the browser."""
+    wanted = {p.episode_id for item in (*snapshot.relations, *snapshot.facts)
+              for p in item.provenance}  # fmt: skip
+    rows = []
+    for episode in episodes:
+        if episode.id in wanted:
+            wanted.discard(episode.id)  # each once (scopes overlap)
+            rows.append(
+                json.loads(episode.model_dump_json(include={"id", "timestamp", "messages"}))
+            )
+    return rows
+
+
+def page(
+    snapshot: GraphSnapshot | None,
+    *,
+    tenant: Tenant | None = None,
+    episodes: Iterable[Episode] = (),
+) -> str:
+    """The page, with `snapshot` (and the messages of its episodes) inside (a file) or without
+    (the service's /ui, which reads them from the API)."""
     data: dict[str, object] = {"snapshot": None, "tenant": None}
     title = "mem0g graph"
     if snapshot is not None:
         dump = json.loads(export.to_json(snapshot))  # the JSON dump: no embeddings
         data["snapshot"] = {k: dump[k] for k in ("entities", "relations", "facts")}
+        data["snapshot"]["episodes"] = episode_rows(snapshot, episodes)  # type: ignore[index]
         if tenant is not None:
             data["tenant"] = tenant.model_dump()
             who = " ".join(f"{k}={v}" for k, v in tenant.model_dump().items() if v)
@@ -58,6 +83,20 @@ def page(snapshot: GraphSnapshot | None, *, tenant: Tenant | None = None) -> str
     return head + _script_json(data) + tail
 
 
-def to_html(snapshot: GraphSnapshot, *, tenant: Tenant | None = None) -> str:
-    """`mem0g dump --format html`: the explorer with this graph, openable offline."""
-    return page(snapshot, tenant=tenant)
+def to_html(
+    snapshot: GraphSnapshot, *, tenant: Tenant | None = None, episodes: Iterable[Episode] = ()
+) -> str:
+    """`mem0g dump --format html`: the explorer with this graph, openable offline; pass the
+    scope's `episodes` (`Memory.episodes`) so edges show the messages they came from."""
+    return page(snapshot, tenant=tenant, episodes=episodes)
+
+
+def scope_episodes(memory: Any, tenant: Tenant | None) -> list[Episode]:
+    """The episodes an html dump of `tenant` (None: every tenant) needs, read through
+    `Memory.episodes` (the store contract's episode read)."""
+    if tenant is not None:
+        return memory.episodes(**tenant.model_dump())
+    found: dict[str, Episode] = {}
+    for each in memory.tenants():
+        found.update((e.id, e) for e in memory.episodes(**each.model_dump()))
+    return list(found.values())

@@ -34,6 +34,7 @@ from mem0g.types import (
     AddResult,
     Entity,
     EntityEvent,
+    Episode,
     Fact,
     FactEvent,
     FactResult,
@@ -300,6 +301,13 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
         ids = allow(caller, "read", q)
         return memory.history(fact_id, **ids)
 
+    @router.get("/episodes", response_model=list[Episode], summary="episodes")
+    def episodes(caller: Caller, q: Ids) -> list[Episode]:
+        """What was said: the messages of each add, in write order (the provenance of every
+        edge and fact points at one by id)."""
+        ids = allow(caller, "read", q)
+        return memory.episodes(**ids)
+
     # ------------------------------------------------------------ entities
 
     @router.get("/entities", response_model=list[Entity], summary="list_entities")
@@ -400,7 +408,8 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
         else:  # every tenant: an operator's backup
             admin(caller)
             snapshot, tenant = memory.get_everything(include_invalid=include_invalid), None
-        text = export.dump(snapshot, format, tenant=tenant)
+        episodes = export.html_episodes(memory, tenant) if format == "html" else []
+        text = export.dump(snapshot, format, tenant=tenant, episodes=episodes)
         return Response(text, media_type=MEDIA[format])
 
     @router.get("/stats", response_model=StoreStats, summary="stats")
