@@ -158,3 +158,46 @@ def test_servers_use_one_inference_thread_unless_told(monkeypatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the operator's choice wins
     limit_inference_threads(1)
     assert os.environ["OMP_NUM_THREADS"] == "3"
+
+
+def test_delete_all_without_user_id_must_be_confirmed(api) -> None:
+    """A filter without user_id spans users (agent_id="bot": the bot of every user), so the
+    REST delete_all needs `all_users=true`, as Python needs all_users=True and the CLI
+    --all-users; unconfirmed it is a 422 that deletes nothing."""
+    memory = api.memory
+    for user in ("alice", "bob"):
+        memory.add(f"{user}'s bot note", user_id=user, agent_id="bot", infer=False)
+    memory.add("alice's own note", user_id="alice", infer=False)
+    before = memory.get_everything().model_dump_json()
+    for query in ({"agent_id": "bot"}, {"agent_id": "bot", "all_users": "false"},
+                  {"run_id": "r1"}):  # fmt: skip
+        body = _problem(api.delete("/v1/memories", params=query), 422)
+        assert "all_users=true" in body["detail"], body
+    assert memory.get_everything().model_dump_json() == before
+    done = api.delete("/v1/memories", params={"agent_id": "bot", "all_users": "true"})
+    assert done.status_code == 200, done.text
+    left = memory.get_everything()
+    assert [f.text for f in left.facts] == ["alice's own note"]  # both bots' notes are gone
+    one = api.delete("/v1/memories", params={"user_id": "alice"})  # a user: no flag needed
+    assert one.status_code == 200 and memory.get_everything().facts == []
+    spec = api.get("/openapi.json").json()["paths"]["/v1/memories"]["delete"]
+    flag = next(p for p in spec["parameters"] if p["name"] == "all_users")
+    assert "every user" in flag["description"]
+
+
+def test_client_delete_all_needs_the_same_confirmation(tmp_path, llm_server, hashing) -> None:
+    from service_support import live_server
+
+    from mem0g import Client
+
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    memory.add("a bot note", user_id="alice", agent_id="bot", infer=False)
+    try:
+        with live_server(create_app(memory)) as base, Client(base) as client:
+            with pytest.raises(ValueError, match="all_users=true"):
+                client.delete_all(agent_id="bot")
+            assert memory.stats(user_id="alice").facts == 1
+            client.delete_all(agent_id="bot", all_users=True)
+            assert memory.stats(user_id="alice").facts == 0
+    finally:
+        memory.close()

@@ -261,9 +261,22 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
     def delete_all(
         caller: Caller,
         q: Ids,
-        all_users: bool = False,
-    ) -> Deleted:
+        all_users: Annotated[
+            bool,
+            Query(description="confirm a delete without user_id: it spans every user "
+                  "(agent_id=x deletes agent x's data of all users)"),
+        ] = False,
+    ) -> Deleted:  # fmt: skip
+        """Delete what the filter matches. Without user_id the filter spans users, so it must
+        be confirmed with `all_users=true` (Python: `all_users=True`, CLI: `--all-users`):
+        else 422 and nothing is deleted."""
         ids = allow(caller, "write", q)
+        if ids["user_id"] is None and not all_users:
+            raise ServiceError(
+                422,
+                "delete_all without user_id deletes that agent's/run's data for every user; "
+                "add all_users=true to the query to confirm",
+            )
         return Deleted(deleted=memory.delete_all(**ids, all_users=all_users))
 
     @router.get("/memories/{fact_id}", response_model=Fact, summary="get")
