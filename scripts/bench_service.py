@@ -1,7 +1,10 @@
 """Loopback load test of the REST service: search and add p50/p95 at 1, 4 and 16 concurrent
 clients, and the search p95 ratio served / in-process.
 
-1. Store: an embedded store in a temp dir, seeded with `--seed` adds (people working at
+1. Store (`--store`): an embedded store in a temp dir, or Neo4j (`--store neo4j`: the server
+   named by NEO4J_URI / NEO4J_USERNAME / NEO4J_PASSWORD, whose tenant "bench" is emptied
+   first and left there after, else a throwaway server from mem0g.testing.neo4j, Docker or
+   scripts/neo4j, stopped at the end), seeded with `--seed` adds (people working at
    companies in cities: "P12 works at C3 in T5"), entity- and fact-bearing, through `Memory.add`.
    The LLM is the scripted TEST DOUBLE server (mem0g.testing.ScriptedLLMServer) answering every
    task instantly from the message text, so the figures are mem0g's own cost, not a model's.
@@ -18,11 +21,13 @@ A measurement, never a test: the exit code is 0 whatever the figures. The 1-minu
 before and after is recorded (the machine is shared; a ratio is only meaningful within a run).
 
     .venv/bin/python scripts/bench_service.py --out bench-results/service.json
+    .venv/bin/python scripts/bench_service.py --store neo4j --out bench-results/service-neo4j.json
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -34,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -138,29 +144,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", default="1,4,16")
     parser.add_argument("--embedder", default="sentence-transformers",
                         choices=["sentence-transformers", "hashing"])  # fmt: skip
+    parser.add_argument("--store", default="embedded", choices=["embedded", "neo4j"])
     parser.add_argument("--out", type=Path, default=ROOT / "bench-results" / "service.json")
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.concurrency.split(",")]
     report: dict[str, Any] = {
-        "benchmark": "service", "embedder": args.embedder, "store": "embedded",
+        "benchmark": "service", "embedder": args.embedder, "store": args.store,
         "llm": "scripted TEST DOUBLE (instant answers)", "seed_adds": args.seed,
         "cpus": os.cpu_count(), "python": platform.python_version(), "load_start": _load(),
     }  # fmt: skip
     queries = [f"where does P{i} work?" for i in range(args.searches)]
-    with ScriptedLLMServer(rules()) as llm, tempfile.TemporaryDirectory() as home:
+    with (
+        ScriptedLLMServer(rules()) as llm,
+        tempfile.TemporaryDirectory() as home,
+        _graph_store(args.store, Path(home), report) as (graph_store, secret_env),
+    ):
         config = {
             "llm": {"base_url": llm.base_url, "api_key": "test"},
             "embedder": {"provider": args.embedder},
-            "graph_store": {"provider": "embedded", "path": str(Path(home) / "store")},
+            "graph_store": graph_store,
             "memory": {"summary": False},
         }
         config_file = Path(home) / "config.json"
-        config_file.write_text(json.dumps(config))
-        memory = Memory(config)
+        config_file.write_text(json.dumps(config))  # no password in it: the server gets env
+        memory = Memory(_with_secret(config, secret_env))
+        if args.store == "neo4j":
+            memory.delete_all(user_id="bench")  # an external server: start from an empty tenant
         for i in range(args.seed):
             memory.add(f"P{i} works at C{i % 40} in T{i % 12}", user_id="bench")
         port = _free_port()
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, **secret_env, "PYTHONPATH": str(ROOT)}
         server = subprocess.Popen(
             [sys.executable, "-c", "from mem0g.cli import app; app()", "--config",
              str(config_file), "serve", "--port", str(port)],
@@ -221,6 +234,35 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out} (load {report['load_start']} -> {report['load_end']})")
     return 0
+
+
+@contextlib.contextmanager
+def _graph_store(
+    kind: str, home: Path, report: dict[str, Any]
+) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
+    """The store's config (without its password) and the env that carries the password."""
+    if kind == "embedded":
+        yield {"provider": "embedded", "path": str(home / "store")}, {}
+        return
+    from mem0g.testing.neo4j import describe, start_neo4j
+
+    print("Neo4j: NEO4J_URI, else a throwaway server (Docker or scripts/neo4j) ...", flush=True)
+    server = start_neo4j()
+    try:
+        report["neo4j"] = describe(server)
+        yield (
+            {"provider": "neo4j", "url": server.uri, "username": server.user},
+            {"NEO4J_PASSWORD": server.password},
+        )
+    finally:
+        server.stop()  # a NEO4J_URI server is left running (kind "env": stop does nothing)
+
+
+def _with_secret(config: dict[str, Any], secret_env: dict[str, str]) -> dict[str, Any]:
+    if "NEO4J_PASSWORD" not in secret_env:
+        return config
+    store = {**config["graph_store"], "password": secret_env["NEO4J_PASSWORD"]}
+    return {**config, "graph_store": store}
 
 
 def _free_port() -> int:
