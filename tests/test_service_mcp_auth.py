@@ -118,8 +118,15 @@ def test_every_key_x_tenant_x_tool(door, key: str) -> None:
                         assert after == before, where
                         if tool in ("delete_memory", "get_entity"):
                             assert result.is_error, (where, text)
-                # the graph resource: a user's export, refused outside the grant
+                # the graph resources: a user's export, refused outside the grant
                 user = ids.get("user_id")
+                if not ids:  # mem0g://graph: the configured tenant (alice)
+                    if _expected(key, "read", ids):
+                        graph = await client.read_resource("mem0g://graph")
+                        assert "seed note" in graph.contents[0].text
+                    else:
+                        with pytest.raises(Exception, match="forbidden"):
+                            await client.read_resource("mem0g://graph")
                 if user and set(ids) == {"user_id"}:
                     if _expected(key, "read", ids):
                         graph = await client.read_resource(f"mem0g://graph/{user}")
