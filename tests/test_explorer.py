@@ -1,13 +1,15 @@
 """The graph explorer page (`mem0g dump --format html`, `/ui`) in headless Chromium (Debian's
-`chromium`; `make test` installs it when absent): it loads with no console errors, the
-expected entities and edges are in the DOM, hostile names stay text, and the time view
-(as of a date) and the entity timeline show the right edges."""
+`chromium`, which `make test` installs when absent, driven by Playwright; one browser for the
+module, a fresh context per page): it loads with no console errors, the expected entities and
+edges are in the DOM, hostile names and message texts stay text, the time view (as of a date)
+and the entity timeline show the right edges, provenance shows what was said, and typing into
+the search box and dragging the slider's thumb work as real input events."""
 
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
+from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -43,29 +45,39 @@ def _chromium() -> str:
     return found
 
 
-def render(url: str, tmp_path: Path) -> tuple[str, list[str]]:
-    """The DOM after the page's scripts ran, and the browser's console lines."""
-    result = subprocess.run(
-        [
-            _chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'chromium'}",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=3000",
-            "--dump-dom",
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
-    return result.stdout, console
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium (the system's, driven by Playwright) for the module: each check
+    opens a fresh page (its own context: no shared storage) instead of a new browser."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=_chromium_executable(),
+                                      args=["--no-sandbox", "--disable-gpu"])  # fmt: skip
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def render(browser) -> Iterator[Callable[..., tuple[str, list[str]]]]:
+    """`render(url, state="ready")`: the DOM once the page reached `state` (its body's
+    data-state), and every console message and page error it produced on the way."""
+    contexts: list[Any] = []
+
+    def load(url: str, state: str = "ready") -> tuple[str, list[str]]:
+        context = browser.new_context(viewport={"width": 1200, "height": 900})
+        contexts.append(context)
+        page = context.new_page()
+        console: list[str] = []
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: console.append(f"error: {e}"))
+        page.goto(url)
+        page.wait_for_selector(f"body[data-state={state}]", state="attached")
+        return page.content(), console
+
+    yield load
+    for context in contexts:
+        context.close()
 
 
 class _Items(HTMLParser):
@@ -123,11 +135,11 @@ def _parse(dom: str) -> _Items:
     return items
 
 
-def test_dumped_page_in_headless_chromium(alice, tmp_path) -> None:
+def test_dumped_page_in_headless_chromium(alice, tmp_path, render) -> None:
     page = tmp_path / "graph.html"
     page.write_text(to_html(alice.get_all(user_id="alice", include_invalid=True),
                             tenant=Tenant(user_id="alice")))  # fmt: skip
-    dom, console = render(f"{page.as_uri()}#ended=1", tmp_path)
+    dom, console = render(f"{page.as_uri()}#ended=1")
     assert console == []
     parsed = _parse(dom)
     assert parsed.body.get("data-state") == "ready" and "pwned" not in parsed.title
@@ -144,11 +156,11 @@ def test_dumped_page_in_headless_chromium(alice, tmp_path) -> None:
     assert all("alert" not in i.get("src", "") for i in parsed.items if i.get("tag") == "script")
 
 
-def test_time_view_and_entity_timeline(alice, tmp_path) -> None:
+def test_time_view_and_entity_timeline(alice, tmp_path, render) -> None:
     page = tmp_path / "graph.html"
     page.write_text(to_html(alice.get_all(user_id="alice", include_invalid=True)))
     alice_id = next(e.id for e in alice.list_entities(user_id="alice") if e.name == "Alice")
-    dom, console = render(f"{page.as_uri()}#asof=2023-03-01&entity={alice_id}", tmp_path)
+    dom, console = render(f"{page.as_uri()}#asof=2023-03-01&entity={alice_id}")
     assert console == []
     edges = {i["text"].split("  [")[0]: i["data-visible"] for i in _parse(dom).items
              if "data-relation-id" in i and "data-ended" in i}  # fmt: skip
@@ -159,35 +171,34 @@ def test_time_view_and_entity_timeline(alice, tmp_path) -> None:
     lines = re.findall(r"<li[^>]*>([^<]*)</li>", timeline.group(1))
     assert lines == ["2023-01-10 → 2023-06-10: Alice lives_in Paris",
                      "2023-06-10 → …: Alice lives_in Berlin"]  # fmt: skip
-    dom, _ = render(f"{page.as_uri()}", tmp_path)  # default: current edges only
+    dom, _ = render(f"{page.as_uri()}")  # default: current edges only
     hidden = {i["text"].split("  [")[0]: i["data-visible"] for i in _parse(dom).items
               if "data-ended" in i}  # fmt: skip
     assert hidden["Alice —lives_in→ Paris"] == "false"
 
 
-def test_ui_is_served_and_loads_a_tenant_from_the_api(alice, tmp_path) -> None:
-    with live_server(create_app(alice)) as base:
-        dom, console = render(f"{base}/ui", tmp_path)
-        assert console == []
-        assert _parse(dom).body.get("data-state") == "login"
-        dom, console = render(f"{base}/ui#user_id=alice&ended=1", tmp_path)
-    assert console == []
-    parsed = _parse(dom)
-    assert parsed.body.get("data-state") == "ready"
-    names = {i["text"] for i in parsed.items if "data-entity-id" in i}
-    assert {"Alice (person)", "Paris (city)", "Berlin (city)", f"{SCRIPT} (person)"} <= names
-    # provenance text through the API (GET /v1/episodes), for an edge and for a fact
+def test_ui_is_served_and_loads_a_tenant_from_the_api(alice, tmp_path, render) -> None:
     snapshot = alice.get_all(user_id="alice", include_invalid=True)
     berlin = next(r for r in snapshot.relations if r.destination == "Berlin")
     fact = next(f for f in snapshot.facts if f.text == "Alice moved to Berlin")
     with live_server(create_app(alice)) as base:
-        dom, console = render(f"{base}/ui#user_id=alice&edge={berlin.id}", tmp_path)
+        dom, console = render(f"{base}/ui", state="login")
+        assert console == []
+        assert _parse(dom).body.get("data-state") == "login"
+        dom, console = render(f"{base}/ui#user_id=alice&ended=1")
+        assert console == []
+        parsed = _parse(dom)
+        assert parsed.body.get("data-state") == "ready"
+        names = {i["text"] for i in parsed.items if "data-entity-id" in i}
+        assert {"Alice (person)", "Paris (city)", "Berlin (city)", f"{SCRIPT} (person)"} <= names
+        # provenance text through the API (GET /v1/episodes), for an edge and for a fact
+        dom, console = render(f"{base}/ui#user_id=alice&edge={berlin.id}")
         assert console == []
         assert _said(_details(dom)) == ["|user alice|| · 2023-06-10 10:00:00||I moved to Berlin|"]
-        dom, console = render(f"{base}/ui#user_id=alice&fact={fact.id}", tmp_path)
-    assert console == []
-    assert "Alice moved to Berlin" in _details(dom)
-    assert _said(_details(dom)) == ["|user alice|| · 2023-06-10 10:00:00||I moved to Berlin|"]
+        dom, console = render(f"{base}/ui#user_id=alice&fact={fact.id}")
+        assert console == []
+        assert "Alice moved to Berlin" in _details(dom)
+        assert _said(_details(dom)) == ["|user alice|| · 2023-06-10 10:00:00||I moved to Berlin|"]
 
 
 def _details(dom: str) -> str:
@@ -202,12 +213,12 @@ def _said(details: str) -> list[str]:
             re.findall(r'<div class="said"[^>]*>(.*?</div>)</div>', details, re.S)]  # fmt: skip
 
 
-def test_edge_details_show_validity_provenance_and_mentions(alice, tmp_path) -> None:
+def test_edge_details_show_validity_provenance_and_mentions(alice, tmp_path, render) -> None:
     snapshot = alice.get_all(user_id="alice", include_invalid=True)
     paris = next(r for r in snapshot.relations if r.destination == "Paris")
     page = tmp_path / "graph.html"
     page.write_text(to_html(snapshot, episodes=alice.episodes(user_id="alice")))
-    dom, console = render(f"{page.as_uri()}#edge={paris.id}", tmp_path)
+    dom, console = render(f"{page.as_uri()}#edge={paris.id}")
     assert console == []
     details = _details(dom)
     text = re.sub(r"<[^>]+>", "|", details)
@@ -221,14 +232,14 @@ def test_edge_details_show_validity_provenance_and_mentions(alice, tmp_path) -> 
     assert "Berlin" not in text  # another episode's message is not this edge's provenance
 
 
-def test_hostile_message_text_in_provenance_stays_text(alice, tmp_path) -> None:
+def test_hostile_message_text_in_provenance_stays_text(alice, tmp_path, render) -> None:
     snapshot = alice.get_all(user_id="alice", include_invalid=True)
     owns = next(r for r in snapshot.relations if r.relation == "owns")
     page = tmp_path / "graph.html"
     page.write_text(to_html(snapshot, episodes=alice.episodes(user_id="alice")))
     block = page.read_text().split('id="mem0g-data">')[1].split("</script>")[0]
     assert "<img" not in block and "\\u003cimg src=x onerror" in block  # inert in the file
-    dom, console = render(f"{page.as_uri()}#edge={owns.id}", tmp_path)
+    dom, console = render(f"{page.as_uri()}#edge={owns.id}")
     assert console == []
     parsed = _parse(dom)
     assert "pwned" not in parsed.title
@@ -239,12 +250,12 @@ def test_hostile_message_text_in_provenance_stays_text(alice, tmp_path) -> None:
     assert "hostile names &lt;img src=x onerror=\"document.title='pwned'\"&gt;\nsecond line" in line
 
 
-def test_dump_without_episodes_says_so(alice, tmp_path) -> None:
+def test_dump_without_episodes_says_so(alice, tmp_path, render) -> None:
     snapshot = alice.get_all(user_id="alice", include_invalid=True)
     paris = next(r for r in snapshot.relations if r.destination == "Paris")
     page = tmp_path / "graph.html"
     page.write_text(to_html(snapshot))  # an old caller: no episodes given
-    dom, console = render(f"{page.as_uri()}#edge={paris.id}", tmp_path)
+    dom, console = render(f"{page.as_uri()}#edge={paris.id}")
     assert console == [] and "(its messages are not in this view)" in _details(dom)
 
 
@@ -275,60 +286,56 @@ def _chromium_executable() -> str:
     return str(found)
 
 
-def test_typing_in_search_and_dragging_the_as_of_slider(alice, tmp_path) -> None:
+def test_typing_in_search_and_dragging_the_as_of_slider(alice, tmp_path, browser) -> None:
     """Real input events (Playwright driving the system's Chromium): keys typed into the
     search box, the slider's thumb dragged with the mouse."""
-    from playwright.sync_api import sync_playwright
-
     page_file = tmp_path / "graph.html"
     page_file.write_text(to_html(alice.get_all(user_id="alice", include_invalid=True)))
     problems: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=_chromium_executable(),
-                                     args=["--no-sandbox", "--disable-gpu"])  # fmt: skip
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.on("console", lambda m: problems.append(f"{m.type}: {m.text}"))
-            page.on("pageerror", lambda e: problems.append(f"error: {e}"))
-            page.goto(f"{page_file.as_uri()}#ended=1")
-            page.wait_for_selector("body[data-state=ready]")
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    try:
+        page = context.new_page()
+        page.on("console", lambda m: problems.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: problems.append(f"error: {e}"))
+        page.goto(f"{page_file.as_uri()}#ended=1")
+        page.wait_for_selector("body[data-state=ready]")
 
-            def shown(kind: str) -> list[str]:
-                return page.locator(f"#{kind} li[data-visible=true]").all_inner_texts()
+        def shown(kind: str) -> list[str]:
+            return page.locator(f"#{kind} li[data-visible=true]").all_inner_texts()
 
-            assert len(shown("entities")) == 5
-            page.locator("#search").press_sequentially("berl", delay=20)
-            assert shown("entities") == ["Berlin (city)"]
-            assert page.locator("#entity-count").inner_text() == "1 / 5"
-            page.locator("#search").press("Control+a")
-            page.locator("#search").press("Backspace")
-            assert len(shown("entities")) == 5
+        assert len(shown("entities")) == 5
+        page.locator("#search").press_sequentially("berl", delay=20)
+        assert shown("entities") == ["Berlin (city)"]
+        assert page.locator("#entity-count").inner_text() == "1 / 5"
+        page.locator("#search").press("Control+a")
+        page.locator("#search").press("Backspace")
+        assert len(shown("entities")) == 5
 
-            def edges() -> dict[str, bool]:
-                rows = page.locator("#relations li").evaluate_all(
-                    "els => els.map(e => [e.textContent.split('  [')[0], e.dataset.visible])"
-                )
-                return {text: visible == "true" for text, visible in rows}
+        def edges() -> dict[str, bool]:
+            rows = page.locator("#relations li").evaluate_all(
+                "els => els.map(e => [e.textContent.split('  [')[0], e.dataset.visible])"
+            )
+            return {text: visible == "true" for text, visible in rows}
 
-            slider = page.locator("#asof")
-            box = slider.bounding_box()
-            assert box is not None
-            y = box["y"] + box["height"] / 2
-            page.mouse.move(box["x"] + box["width"] - 4, y)  # the thumb starts at "now"
-            page.mouse.down()
-            page.mouse.move(box["x"] + box["width"] * 0.2, y, steps=8)
-            page.mouse.up()
-            label = page.locator("#asof-label").inner_text()
-            assert "2023-01-10" <= label < "2023-06-10", label  # Paris time: before Berlin
-            assert edges()["Alice —lives_in→ Paris"] and not edges()["Alice —lives_in→ Berlin"]
-            page.mouse.move(box["x"] + box["width"] * 0.2, y)
-            page.mouse.down()
-            page.mouse.move(box["x"] + box["width"] + 20, y, steps=8)  # back to the end: now
-            page.mouse.up()
-            assert page.locator("#asof-label").inner_text() == "now"
-            assert all(edges().values())  # ended edges are shown (the toggle is on)
-            page.locator("#ended").click()  # and the toggle, clicked off, hides them
-            assert not edges()["Alice —lives_in→ Paris"] and edges()["Alice —lives_in→ Berlin"]
-        finally:
-            browser.close()
+        slider = page.locator("#asof")
+        box = slider.bounding_box()
+        assert box is not None
+        y = box["y"] + box["height"] / 2
+        page.mouse.move(box["x"] + box["width"] - 4, y)  # the thumb starts at "now"
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.2, y, steps=8)
+        page.mouse.up()
+        label = page.locator("#asof-label").inner_text()
+        assert "2023-01-10" <= label < "2023-06-10", label  # Paris time: before Berlin
+        assert edges()["Alice —lives_in→ Paris"] and not edges()["Alice —lives_in→ Berlin"]
+        page.mouse.move(box["x"] + box["width"] * 0.2, y)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] + 20, y, steps=8)  # back to the end: now
+        page.mouse.up()
+        assert page.locator("#asof-label").inner_text() == "now"
+        assert all(edges().values())  # ended edges are shown (the toggle is on)
+        page.locator("#ended").click()  # and the toggle, clicked off, hides them
+        assert not edges()["Alice —lives_in→ Paris"] and edges()["Alice —lives_in→ Berlin"]
+    finally:
+        context.close()
     assert problems == []
