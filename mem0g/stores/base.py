@@ -122,21 +122,6 @@ class EdgeRef(NamedTuple):
     score: float  # see `edge_score` (`expand`); the store's cosine (`similar_relations`)
 
 
-def row_scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Cosine of each unit row with a unit query, as every store computes it: `matrix @ query`
-    in numpy's own single-threaded loop rather than BLAS. BLAS splits a matrix-vector product
-    of a few thousand rows across threads that wait on one another (and on the embedding
-    model's threads right after a query was embedded): 2-4x slower on 2 cores. And BLAS rounds
-    a row differently depending on where it sits in the matrix; this scores a row the same in
-    a tenant's whole matrix as among a few candidates, so two stores agree to the bit."""
-    return np.einsum("ij,j->i", matrix, query)
-
-
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best scores in no particular order (O(n), no full sort)."""
-    return np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(len(scores))
-
-
 def edge_score(vector: np.ndarray, embedding: np.ndarray | Sequence[float] | None) -> float:
     """How `expand(..., vector=)` scores an edge: float32 `np.dot(vector, embedding)`, exactly
     the arithmetic the retriever applies to a copied record (0.0 for an edge without one)."""

@@ -34,11 +34,9 @@ from mem0g.stores.base import (
     StoreStats,
     WarmupStatus,
     check_index_kinds,
-    row_scores,
-    top_k,
 )
-from mem0g.stores.embedded_facts import FactIndex, VectorBlock
-from mem0g.stores.embedded_facts import as_vector as _vec
+from mem0g.stores.embedded_facts import FactIndex
+from mem0g.stores.plan import Existing, FactOutcome, Owned, check_plan
 from mem0g.stores.repair import (
     check_pair,
     find_merge,
@@ -49,6 +47,8 @@ from mem0g.stores.repair import (
     renamed,
     repoint_pairs,
 )
+from mem0g.stores.vectors import VectorBlock, row_scores, top_k, unit_vector
+from mem0g.stores.vectors import as_vector as _vec
 from mem0g.types import (
     Entity,
     EntityEvent,
@@ -562,10 +562,10 @@ class EmbeddedGraphStore:
         with self._transaction() as conn:
             self._ready()  # another process may have committed before we got the write lock
             _take_turn(conn, _key(plan.tenant), plan.based_on)
-            entities, relations = self._planned_state(plan)
+            entities, relations, outcome = self._planned_state(plan)
             renames = self._planned_renames(plan, entities, relations)
-            pairs = self._planned_pairs(plan, entities)
-            facts = self._facts.plan(plan)
+            pairs = list(plan.possible_duplicates)
+            facts = self._facts.plan(plan, outcome)
             vectors = {r.id: v for r in (*plan.new_entities, *plan.new_relations)
                        if (v := _vec(r.embedding)) is not None}  # fmt: skip
             all_vectors = (*vectors.values(), *facts.vectors.values())
@@ -611,32 +611,32 @@ class EmbeddedGraphStore:
         """Insert a record, or update the columns a plan may change if it exists."""
         conn.execute(_UPSERT[table], _to_row(table, record, vec))
 
-    def _planned_state(self, plan: WritePlan) -> tuple[dict[str, Entity], dict[str, Relation]]:
+    def _planned_state(
+        self, plan: WritePlan
+    ) -> tuple[dict[str, Entity], dict[str, Relation], FactOutcome]:
         """Copies of the entities and relations the plan creates or changes, as they will be
-        after it; raises StoreError on a bad plan, before anything is written."""
+        after it, and its fact part; raises StoreError on a bad plan (`stores.plan` rules),
+        before anything is written."""
         tenant = plan.tenant
-        episode = plan_episodes(plan)
-        for ep in episode:
-            if ep.id in self._episodes:
-                raise StoreError(f"episode {ep.id} already exists")
-        for record in (*episode, *plan.new_entities, *plan.new_relations):
-            if record.tenant != tenant:
-                raise StoreError(f"{type(record).__name__} {record.id} is not of {tenant.key}")
+        existing = Existing(
+            episodes=self._episodes,
+            entities=self._entities,
+            relations=self._relations,
+            own_entities=Owned(self._entities, tenant),
+            own_relations=Owned(self._relations, tenant),
+            **self._facts.existing(tenant),
+        )
+        facts = check_plan(plan, existing)
         entities: dict[str, Entity] = {}
         relations: dict[str, Relation] = {}
 
         def editable(pending: dict[str, Any], stored: dict[str, Any], record_id: str) -> Any:
             """The plan's working copy of a record of this tenant, from the plan or the store."""
-            found = pending.get(record_id) or stored.get(record_id)
-            if found is None or found.tenant != tenant:
-                raise StoreError(f"unknown id {record_id} for tenant {tenant.key}")
             if record_id not in pending:
-                pending[record_id] = found.model_copy(deep=True)
+                pending[record_id] = stored[record_id].model_copy(deep=True)
             return pending[record_id]
 
         for entity in plan.new_entities:
-            if entity.id in self._entities or entity.id in entities:
-                raise StoreError(f"entity {entity.id} already exists")
             entities[entity.id] = _detached(entity)
         for alias in plan.alias_updates:
             entity = editable(entities, self._entities, alias.entity_id)
@@ -644,12 +644,6 @@ class EmbeddedGraphStore:
             entity.keys = list(dict.fromkeys([*entity.keys, *alias.keys]))
             entity.updated_at = plan.updated_at
         for rel in plan.new_relations:
-            if rel.id in self._relations or rel.id in relations:
-                raise StoreError(f"relation {rel.id} already exists")
-            for end in (rel.source_id, rel.destination_id):
-                found = entities.get(end) or self._entities.get(end)
-                if found is None or found.tenant != tenant:
-                    raise StoreError(f"relation {rel.id}: no entity {end} in {tenant.key}")
             relations[rel.id] = _detached(rel)
         for inv in plan.invalidations:
             rel = editable(relations, self._relations, inv.relation_id)
@@ -659,7 +653,7 @@ class EmbeddedGraphStore:
             rel.mentions += 1
             rel.provenance.append(mention.provenance.model_copy())
             rel.updated_at = plan.updated_at
-        return entities, relations
+        return entities, relations, facts
 
     def _planned_renames(
         self, plan: WritePlan, entities: dict[str, Entity], relations: dict[str, Relation]
@@ -687,20 +681,6 @@ class EmbeddedGraphStore:
             rel.source = names.get(rel.source_id, rel.source)
             rel.destination = names.get(rel.destination_id, rel.destination)
         return events
-
-    def _planned_pairs(
-        self, plan: WritePlan, entities: dict[str, Entity]
-    ) -> list[PossibleDuplicate]:
-        """The plan's possible duplicates, each naming two different entities of its tenant."""
-        key = plan.tenant.key
-        for pair in plan.possible_duplicates:
-            if pair.entity_id == pair.candidate_id:
-                raise StoreError(f"possible duplicate of {pair.entity_id} with itself")
-            for entity_id in (pair.entity_id, pair.candidate_id):
-                found = entities.get(entity_id) or self._entities.get(entity_id)
-                if found is None or found.tenant != plan.tenant:
-                    raise StoreError(f"possible duplicate: no entity {entity_id} in {key}")
-        return list(plan.possible_duplicates)
 
     # ------------------------------------------------------------------ entity repair
 
@@ -953,9 +933,7 @@ class EmbeddedGraphStore:
         merged across blocks."""
         if k <= 0:
             return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(query))
-        query = query / norm if norm > 0 else query
+        query, _ = unit_vector(vector)
         candidates: list[tuple[str, float]] = []
         for block in blocks:
             if not block.ids:

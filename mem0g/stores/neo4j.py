@@ -77,12 +77,10 @@ from mem0g.stores.base import (
     StoreStats,
     WarmupStatus,
     check_index_kinds,
-    row_scores,
-    top_k,
 )
-from mem0g.stores.embedded_facts import VectorBlock
 from mem0g.stores.entity_vectors import EntityVectors, Watermark
 from mem0g.stores.neo4j_warmup import WARMUP_FILES, Warmup, warmup_params, warmup_statements
+from mem0g.stores.plan import Existing, FactOutcome, check_plan, check_records, is_empty
 from mem0g.stores.repair import (
     check_pair,
     find_merge,
@@ -91,6 +89,15 @@ from mem0g.stores.repair import (
     plan_split,
     rename_event,
     repoint_pairs,
+)
+from mem0g.stores.vectors import (
+    VectorBlock,
+    as_vector,
+    best_first,
+    has_direction,
+    row_scores,
+    unit_rows,
+    unit_vector,
 )
 from mem0g.types import (
     Entity,
@@ -301,11 +308,10 @@ def _tenant_props(tenant: Tenant) -> dict[str, Any]:
 
 def _vector(values: Sequence[float] | None) -> tuple[list[float] | None, bool]:
     """(float32-rounded list, has no direction): the embedded store keeps float32 too."""
-    if values is None:
+    vec = as_vector(values)
+    if vec is None:
         return None, False
-    vec = np.asarray(values, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(vec))
-    return vec.tolist(), not (norm > 0 and np.isfinite(norm))
+    return vec.tolist(), not has_direction(vec)
 
 
 def _id_vectors(rows: list[list[Any]]) -> tuple[list[str], list[list[float]]]:
@@ -594,44 +600,6 @@ def _ends_rows(relations: Sequence[Relation]) -> list[dict[str, Any]]:
     ]
 
 
-def _is_empty(plan: WritePlan) -> bool:
-    """A plan that writes nothing (it takes no lock and leaves no trace)."""
-    parts = (
-        plan.new_entities,
-        plan.alias_updates,
-        plan.new_relations,
-        plan.invalidations,
-        plan.mentions,
-        plan.possible_duplicates,
-        plan.new_facts,
-        plan.fact_changes,
-        plan.fact_events,
-    )
-    return not plan_episodes(plan) and not any(parts)
-
-
-def _check_plan_locally(plan: WritePlan) -> None:
-    """What needs no database: every record is the plan's tenant's, no id is created twice."""
-    tenant = plan.tenant
-    episode = plan_episodes(plan)
-    records = (*plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_events)
-    for record in (*episode, *records):
-        if record.tenant != tenant:
-            raise StoreError(f"{type(record).__name__} {record.id} is not of {tenant.key}")
-    kinds = (
-        ("entity", plan.new_entities),
-        ("relation", plan.new_relations),
-        ("fact", plan.new_facts),
-        ("fact event", plan.fact_events),
-    )
-    for kind, group in kinds:
-        seen: set[str] = set()
-        for record in group:
-            if record.id in seen:
-                raise StoreError(f"{kind} {record.id} already exists")
-            seen.add(record.id)
-
-
 @dataclass
 class _FactRows:
     """A plan's fact part as create_facts, update_facts, delete_facts and create_fact_events
@@ -654,56 +622,20 @@ def _fact_refs(plan: WritePlan) -> dict[str, list[str]]:
     }
 
 
-def _fact_rows(plan: WritePlan, check: dict[str, Any], written: int) -> _FactRows:
-    """The embedded store's `FactIndex.plan` rules, on plan_check's answers: a new fact's id is
-    free (no fact and no history has it); a change names a current fact of exactly the plan's
-    tenant or one new in the plan, and nothing after deleting it; an event's id is free and its
-    fact is named by the plan or is (or was) the tenant's. Raises StoreError on a bad plan."""
-    key = plan.tenant.key
-    if check["facts_taken"]:
-        raise StoreError(f"fact {check['facts_taken'][0]} already exists")
-    stored = set(check["facts_owned"])  # current facts of this exact tenant among the refs
-    # fact id -> its text and embedding as the plan leaves them (None: unchanged embedding),
-    # for the facts the plan creates or changes and does not delete
-    live: dict[str, dict[str, Any]] = {
-        f.id: {"text": f.text, "embedding": f.embedding, "changed": False} for f in plan.new_facts
-    }
-    named = set(live)
-    deletes: list[str] = []
-    for change in plan.fact_changes:
-        fact_id = change.fact_id
-        if fact_id not in live:
-            if fact_id not in stored or fact_id in deletes:
-                raise StoreError(f"no current fact {fact_id} for tenant {key}")
-            live[fact_id] = {"text": None, "embedding": None, "changed": False}
-        named.add(fact_id)
-        if change.text is None:  # a fact new in this plan is then never created
-            del live[fact_id]
-            if fact_id in stored:
-                deletes.append(fact_id)
-            continue
-        live[fact_id].update(text=change.text, changed=True)
-        if change.embedding is not None:
-            live[fact_id]["embedding"] = change.embedding
-    taken = set(check["events_taken"])
-    known = named | stored | set(check["facts_with_history"])
-    for event in plan.fact_events:
-        if event.id in taken:
-            raise StoreError(f"fact event {event.id} already exists")
-        if event.fact_id not in known:
-            raise StoreError(f"event {event.id}: no fact {event.fact_id} in {key}")
-
-    rows = _FactRows(deletes=deletes)
+def _fact_rows(plan: WritePlan, outcome: FactOutcome, written: int) -> _FactRows:
+    """The fact part's rows, from its checked outcome (`stores.plan`)."""
+    live = outcome.live
+    rows = _FactRows(deletes=list(outcome.deletes))
     for pos, f in enumerate(plan.new_facts):
         if f.id not in live:  # deleted again within the plan
             continue
         state = live[f.id]
-        vector, flat = _vector(state["embedding"])
-        updated = plan.updated_at if state["changed"] else f.updated_at
+        vector, flat = _vector(state.embedding)
+        updated = plan.updated_at if state.changed else f.updated_at
         props = {
             "id": f.id,
             **_tenant_props(f.tenant),
-            "text": state["text"],
+            "text": state.text,
             "created_at": _db_time(f.created_at),
             "updated_at": _db_time(updated),
             "episode_ids": [p.episode_id for p in f.provenance],
@@ -716,8 +648,8 @@ def _fact_rows(plan: WritePlan, check: dict[str, Any], written: int) -> _FactRow
     created = {f.id for f in plan.new_facts}
     for fact_id, state in live.items():
         if fact_id not in created:
-            vector, flat = _vector(state["embedding"])
-            row = {"id": fact_id, "text": state["text"], "embedding": vector}
+            vector, flat = _vector(state.embedding)
+            row = {"id": fact_id, "text": state.text, "embedding": vector}
             rows.updates.append({**row, "embedding_zero": True if flat else None})
     for pos, ev in enumerate(plan.fact_events):
         rows.events.append(
@@ -1088,8 +1020,8 @@ class Neo4jGraphStore:
     def apply(self, plan: WritePlan) -> None:
         """Validate, then write the whole plan in one transaction; a bad plan writes nothing."""
         driver = self._ready()
-        _check_plan_locally(plan)
-        if _is_empty(plan):
+        check_records(plan)
+        if is_empty(plan):
             return
         records = (*plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_changes)
         sizes = {len(r.embedding) for r in records if r.embedding is not None}
@@ -1190,32 +1122,18 @@ class Neo4jGraphStore:
                 "tenant_key": plan.tenant.key,
             },
         )
-        key = plan.tenant.key
-        if check["episode_taken"]:
-            raise StoreError(f"episode {check['episode_id']} already exists")
-        if check["entities_taken"]:
-            raise StoreError(f"entity {check['entities_taken'][0]} already exists")
-        if check["relations_taken"]:
-            raise StoreError(f"relation {check['relations_taken'][0]} already exists")
-        entities = new_entities | set(check["entities_owned"])
-        relations = new_relations | set(check["relations_owned"])
-        for entity_id in (a.entity_id for a in plan.alias_updates):
-            if entity_id not in entities:
-                raise StoreError(f"unknown id {entity_id} for tenant {key}")
-        for rel in plan.new_relations:
-            for end in (rel.source_id, rel.destination_id):
-                if end not in entities:
-                    raise StoreError(f"relation {rel.id}: no entity {end} in {key}")
-        for rel_id in relation_refs:
-            if rel_id not in relations:
-                raise StoreError(f"unknown id {rel_id} for tenant {key}")
-        for pair in plan.possible_duplicates:  # as the embedded store's _planned_pairs
-            if pair.entity_id == pair.candidate_id:
-                raise StoreError(f"possible duplicate of {pair.entity_id} with itself")
-            for entity_id in (pair.entity_id, pair.candidate_id):
-                if entity_id not in entities:
-                    raise StoreError(f"possible duplicate: no entity {entity_id} in {key}")
-        return _fact_rows(plan, check, written)
+        existing = Existing(
+            episodes={check["episode_id"]} if check["episode_taken"] else set(),
+            entities=set(check["entities_taken"]),
+            relations=set(check["relations_taken"]),
+            facts=set(check["facts_taken"]),
+            fact_events=set(check["events_taken"]),
+            own_entities=set(check["entities_owned"]),
+            own_relations=set(check["relations_owned"]),
+            own_facts=set(check["facts_owned"]),
+            own_fact_history=set(check["facts_with_history"]),
+        )
+        return _fact_rows(plan, check_plan(plan, existing), written)
 
     def _rename(
         self, tx: ManagedTransaction, plan: WritePlan, rows: list[dict[str, Any]], seq: int
@@ -1502,7 +1420,7 @@ class Neo4jGraphStore:
             if block.matrix.shape[1] != query.shape[0]:
                 raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
             scores = row_scores(block.matrix, query)
-            best = sorted(top_k(scores, k), key=lambda row: -scores[row])  # as the embedded
+            best = best_first(scores, k)  # as the embedded store ranks
             picked = [(block.ids[row], float(scores[row])) for row in best]
         rows = self._read("get_entities", {**_scope(tenant), "ids": [i for i, _ in picked]})
         found = {row["entity"]["id"]: row["entity"] for row in rows}
@@ -1533,7 +1451,7 @@ class Neo4jGraphStore:
             return None
         dims = self.dims or (len(vectors[0]) if vectors else None)
         if dims is None:  # nothing in the database has an embedding yet
-            return VectorBlock([], np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=bool))
+            return VectorBlock.empty()
         mark = None if row["seq"] is None else Watermark(row["epoch"] or "", row["seq"])
         with self._lock:
             return held.load(key, mark, ids, vectors, dims)
@@ -1541,11 +1459,10 @@ class Neo4jGraphStore:
     def _unit_query(self, vector: np.ndarray) -> tuple[np.ndarray, bool]:
         """The query in the embedded store's float32 arithmetic, so scores and ties agree: at
         unit length, and whether it has a direction (a zero query stays as it is)."""
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        query, directed = unit_vector(vector)
         if self.dims is not None and query.shape[0] != self.dims:
             raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
-        norm = float(np.linalg.norm(query))
-        return (query / norm, True) if norm > 0 else (query, False)
+        return query, directed
 
     @overload
     def similar_relations(
@@ -1616,9 +1533,7 @@ class Neo4jGraphStore:
         column = _FIELDS[kind]
         if light:
             return [(row[column], 2.0 * float(row["score"]) - 1.0) for row in rows[:k]]
-        matrix = np.array([row[column]["embedding"] for row in rows], dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix /= np.where(norms == 0, np.float32(1), norms)
+        matrix = unit_rows(np.array([row[column]["embedding"] for row in rows], np.float32), None)
         scores = row_scores(matrix, query)
         order = sorted(range(len(rows)), key=lambda i: -scores[i])[:k]
         return [(rows[i][column], float(scores[i])) for i in order]
