@@ -58,7 +58,7 @@ class StoreStats(BaseModel):
 
 class WarmupStatus(BaseModel):
     """A store's background warm-up of its server's read paths (Neo4j; see
-    mem0g/stores/neo4j_warmup.py): what `mem0g doctor` and `stats` show."""
+    mem0g/stores/neo4j/warmup.py): what `mem0g doctor` and `stats` show."""
 
     state: Literal["off", "waiting", "running", "done", "failed"] = "waiting"
     seconds: float = 0.0
