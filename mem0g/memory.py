@@ -129,7 +129,7 @@ class Memory:
         self.store = store or make_store(self.config, self.embedder.dims)
         concurrent = self.config.retrieval.concurrent_reads
         if concurrent is None:
-            concurrent = bool(getattr(self.store, "concurrent_reads", False))
+            concurrent = self.store.capabilities.concurrent_reads
         self._reads = (
             ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-read")
             if concurrent

@@ -84,8 +84,8 @@ class HistoricalFacts:
         self.embedder = embedder
 
     def at(self, scope: Tenant, when: datetime) -> list[FactVersion]:
-        timeline = getattr(self.store, "fact_timeline", None)
-        events = timeline(scope) if timeline is not None else []
+        capable = self.store.capabilities.fact_timeline
+        events = self.store.fact_timeline(scope) if capable else []
         return as_of(versions(self.store.facts(scope), events), when)
 
     def rankings(
@@ -132,7 +132,7 @@ class FactRetriever:
         self.config = config
         self.submit = submit
         self.history = HistoricalFacts(store, embedder)
-        self.lexical = getattr(store, "lexical_facts", None)
+        self.lexical = store.lexical_facts if store.capabilities.lexical else None
 
     def begin(
         self,

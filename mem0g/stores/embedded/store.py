@@ -29,6 +29,7 @@ import numpy as np
 from mem0g.stores.base import (
     EdgeRef,
     IndexRebuild,
+    StoreCapabilities,
     StoreError,
     StoreStats,
     WarmupStatus,
@@ -79,6 +80,9 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
     A commit by another connection to the same file is noticed (``PRAGMA data_version``) and
     triggers a reload, so a CLI can read a store that an app is writing to.
     """
+
+    # reads are in-process (threads would only add overhead)
+    capabilities = StoreCapabilities(concurrent_reads=False, lexical=True, fact_timeline=True)
 
     def __init__(self, path: str | Path, dims: int | None = None) -> None:
         self.path = Path(path).expanduser()

@@ -49,7 +49,7 @@ from neo4j.exceptions import TransientError
 
 from mem0g.config import GraphStoreConfig
 from mem0g.resources import read_text
-from mem0g.stores.base import EdgeRef, StoreError, StoreStats, WarmupStatus
+from mem0g.stores.base import EdgeRef, StoreCapabilities, StoreError, StoreStats, WarmupStatus
 from mem0g.stores.neo4j import lexical
 from mem0g.stores.neo4j.entity_vectors import EntityVectors
 from mem0g.stores.neo4j.indexes import VectorIndexes
@@ -99,7 +99,7 @@ class Neo4jGraphStore(Neo4jSession, VectorIndexes, VectorSearch, PlanWrites, Ent
 
     # A read is a round trip to the server: a search may run its independent reads at once
     # (RetrievalConfig.concurrent_reads); the waits overlap, the GIL is free meanwhile.
-    concurrent_reads = True
+    capabilities = StoreCapabilities(concurrent_reads=True, lexical=True, fact_timeline=True)
 
     def __init__(
         self,
