@@ -204,3 +204,22 @@ def test_memory_and_the_retrievers_follow_the_declared_capabilities(
 def _hits(memory: Memory, query: str) -> list[Any]:
     found = memory.search(query, user_id="alice", limit=5)
     return [*found.relations, *found.facts]
+
+
+def test_a_search_embeds_its_query_once(
+    tmp_path: Path, hashing: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both halves of a search (relations and facts) share one query embedding: the
+    retriever embeds it and hands it to the fact half (`DualRetriever.search(facts=True)`)."""
+    store = EmbeddedGraphStore(tmp_path / "g", dims=hashing.dims)
+    _fill(store, hashing)
+    with Memory({}, embedder=hashing, store=store) as memory:
+        calls: list[list[str]] = []
+        embed = memory.embedder.embed
+        monkeypatch.setattr(memory.embedder, "embed", lambda texts: (calls.append(list(texts)),
+                                                                     embed(texts))[1])  # fmt: skip
+        for query in QUERIES:
+            calls.clear()
+            found = memory.search(query, user_id="alice", limit=5)
+            assert found.facts and found.relations
+            assert calls == [[query]]

@@ -1,4 +1,5 @@
-"""Dual retriever: entity-centric expansion + triple-embedding search, fused. No LLM calls.
+"""Dual retriever: entity-centric expansion + triple-embedding search, fused, and (with
+`facts=True`) the fact half of a search beside it, the query embedded once. No LLM calls.
 
 (a) link the query to entities by exact n-gram / alias match and by name-embedding similarity,
 walk their edges (`hops`), score each edge by cosine to the query; (b) nearest triples by
@@ -24,6 +25,7 @@ import numpy as np
 from mem0g.config import RetrievalConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.resolve.names import normalize_name
+from mem0g.retrieve.facts import FactRetriever
 from mem0g.retrieve.fusion import fuse, ranked
 from mem0g.retrieve.timewin import QueryTime, with_time
 from mem0g.stores.base import EdgeRef, GraphStore
@@ -67,6 +69,7 @@ class DualRetriever:
         self.embedder = embedder
         self.config = config
         self.reads = reads  # a pool for reads that can overlap (see `submit`), or None
+        self.facts = FactRetriever(store, embedder, config, self.submit)  # the fact half
 
     def _expand(
         self,
@@ -169,8 +172,28 @@ class DualRetriever:
         limit: int,
         validity: Validity,
         qt: QueryTime | None = None,
+        *,
+        facts: bool = False,
     ) -> SearchResult:
+        """Relations (and entities) for the query; with `facts`, the fact half too. The query
+        is embedded once; the fact reads start first and are fused last, so they overlap the
+        graph half's reads on the read pool (no pool task ever waits on another)."""
         qvec = self.embedder.embed([query])[0]
+        finish = self.facts.begin(query, qvec, scope, limit, validity, qt) if facts else None
+        result = self._relations(query, qvec, scope, limit, validity, qt)
+        if finish is not None:
+            result.facts = finish(None)
+        return result
+
+    def _relations(
+        self,
+        query: str,
+        qvec: np.ndarray,
+        scope: Tenant,
+        limit: int,
+        validity: Validity,
+        qt: QueryTime | None,
+    ) -> SearchResult:
         k = max(self.config.triple_top_k, limit)
         nearest_ref = self.submit(self._nearest, scope, qvec, k, validity)
         linked = self.link(query, qvec, scope)
