@@ -51,7 +51,7 @@ FOR (p:PossibleDuplicate) ON (p.run_id);
 
 // First in a merge's or split's transaction: the tenant's turn (as lock_tenant in
 // write.cypher) and a new epoch. An entity goes away (or comes back with an old plan number),
-// which the held entity vectors (stores/entity_vectors.py) cannot follow by plan number
+// which the held entity vectors (stores/neo4j/entity_vectors.py) cannot follow by plan number
 // alone: a new epoch makes every store read the tenant's vectors afresh.
 // name: repair_lock
 MERGE (q:TenantSequence {tenant_key: $tenant_key})

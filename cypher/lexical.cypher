@@ -1,5 +1,5 @@
 // Full-text (Lucene BM25) indexes over facts, relations and entity names, and their reads
-// (mem0g/stores/lexical_neo4j.py). Relations and names: the `simple` analyzer (letter runs,
+// (mem0g/stores/neo4j/lexical.py). Relations and names: the `simple` analyzer (letter runs,
 // lower-cased), which splits text as the embedded store's FTS5 tokenizer does; facts: the
 // `english` analyzer (Porter stemming, as FTS5's `porter` there), so both stores rank alike.
 // $query is built in Python from letter-only terms, each escaped and quoted

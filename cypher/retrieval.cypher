@@ -53,7 +53,7 @@ ORDER BY score DESC, e.written, e.pos
 LIMIT $want;
 
 // The entity resolver's exact candidates (Neo4jGraphStore._entity_block, stores/
-// entity_vectors.py): a store holds a tenant's name vectors and scores them itself, since the
+// neo4j/entity_vectors.py): a store holds a tenant's name vectors and scores them itself, since the
 // HNSW index's top k is not exact. The tenant's plan number and epoch are read first, in a
 // WITH of their own: every plan up to that number has committed, so its entities are visible
 // to the read that follows (entities of later plans may come too, and are read again later).

@@ -25,7 +25,6 @@ from mem0g.resolve.facts import FactPlan
 from mem0g.retrieve import DualRetriever
 from mem0g.retrieve.context import ContextBlock
 from mem0g.retrieve.context import render as render_context
-from mem0g.retrieve.facts import FactRetriever
 from mem0g.retrieve.timeline import as_fact
 from mem0g.retrieve.timewin import query_time
 from mem0g.stores.base import (
@@ -129,7 +128,7 @@ class Memory:
         self.store = store or make_store(self.config, self.embedder.dims)
         concurrent = self.config.retrieval.concurrent_reads
         if concurrent is None:
-            concurrent = bool(getattr(self.store, "concurrent_reads", False))
+            concurrent = self.store.capabilities.concurrent_reads
         self._reads = (
             ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-read")
             if concurrent
@@ -138,9 +137,7 @@ class Memory:
         self.retriever = DualRetriever(
             self.store, self.embedder, self.config.retrieval, reads=self._reads
         )
-        self.facts = FactRetriever(
-            self.store, self.embedder, self.config.retrieval, self.retriever.submit
-        )
+        self.facts = self.retriever.facts
         self._tenant_locks = TenantLocks()
         self._paths = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-path")
         self.summaries = SummaryWorker(lambda: self.llm, self.store, self.config.memory)
@@ -619,14 +616,9 @@ class Memory:
         scope = self._tenant(user_id, agent_id, run_id)
         validity = Validity(as_of=to_utc(as_of), include_invalid=include_invalid)
         qt = query_time(query, to_utc(reference_time))
-        finish = None
-        if self.config.memory.facts:
-            qvec = self.embedder.embed([query])[0]  # cached for the retriever's call
-            finish = self.facts.begin(query, qvec, scope, limit, validity, qt)
-        result = self.retriever.search(query, scope, limit, validity, qt)
-        if finish is not None:
-            result.facts = finish(None)
-        return result
+        return self.retriever.search(
+            query, scope, limit, validity, qt, facts=self.config.memory.facts
+        )
 
     def get_all(
         self,

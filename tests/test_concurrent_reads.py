@@ -15,6 +15,7 @@ import pytest
 from mem0g import Memory
 from mem0g.embed import CachedEmbedder
 from mem0g.stores import EmbeddedGraphStore, StoreError
+from mem0g.stores.base import StoreCapabilities
 from mem0g.types import (
     Entity,
     Episode,
@@ -173,3 +174,52 @@ def test_reads_run_on_the_pool_and_errors_reach_the_caller(
         memory.search("who works with Alice?", user_id="alice")
     memory.close()
     assert memory._reads is not None and memory._reads._shutdown  # the pool went with it
+
+
+class _Declared(EmbeddedGraphStore):
+    """The embedded store declaring other capabilities: server-like reads, no BM25 reads."""
+
+    capabilities = StoreCapabilities(concurrent_reads=True, lexical=False, fact_timeline=True)
+
+
+def test_memory_and_the_retrievers_follow_the_declared_capabilities(
+    tmp_path: Path, hashing: CachedEmbedder
+) -> None:
+    """What a store can do is read from `GraphStore.capabilities`, not from its methods: the
+    embedded store (in-process reads) gets no read pool; a store declaring `concurrent_reads`
+    gets one, and one declaring no `lexical` reads is never asked for BM25 rankings."""
+    filled = EmbeddedGraphStore(tmp_path / "g", dims=hashing.dims)
+    _fill(filled, hashing)
+    filled.close()
+    with Memory({}, embedder=hashing, store=EmbeddedGraphStore(tmp_path / "g")) as plain:
+        assert plain._reads is None
+        used = {name for q in QUERIES for hit in _hits(plain, q) for name in hit.sources}
+        assert {"bm25_relations", "bm25_facts"} <= used
+    with Memory({}, embedder=hashing, store=_Declared(tmp_path / "g")) as declared:
+        assert declared._reads is not None
+        used = {name for q in QUERIES for hit in _hits(declared, q) for name in hit.sources}
+        assert used and not {"bm25_relations", "bm25_facts"} & used
+
+
+def _hits(memory: Memory, query: str) -> list[Any]:
+    found = memory.search(query, user_id="alice", limit=5)
+    return [*found.relations, *found.facts]
+
+
+def test_a_search_embeds_its_query_once(
+    tmp_path: Path, hashing: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both halves of a search (relations and facts) share one query embedding: the
+    retriever embeds it and hands it to the fact half (`DualRetriever.search(facts=True)`)."""
+    store = EmbeddedGraphStore(tmp_path / "g", dims=hashing.dims)
+    _fill(store, hashing)
+    with Memory({}, embedder=hashing, store=store) as memory:
+        calls: list[list[str]] = []
+        embed = memory.embedder.embed
+        monkeypatch.setattr(memory.embedder, "embed", lambda texts: (calls.append(list(texts)),
+                                                                     embed(texts))[1])  # fmt: skip
+        for query in QUERIES:
+            calls.clear()
+            found = memory.search(query, user_id="alice", limit=5)
+            assert found.facts and found.relations
+            assert calls == [[query]]

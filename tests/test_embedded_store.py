@@ -956,7 +956,7 @@ def test_closed_store_raises(store: Store, rng: np.random.Generator) -> None:
 
 def test_every_table_has_its_tenant_index_and_deletes() -> None:
     """The SQLite statements are literal text; a table added later must get all of them."""
-    from mem0g.stores import embedded
+    from mem0g.stores.embedded import schema as embedded
 
     tables = {*embedded._COLUMNS, *embedded._REPAIR_TABLES}
     assert set(embedded._DELETE_TENANT) == set(embedded._DELETE_ALL) == tables

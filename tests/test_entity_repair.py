@@ -30,8 +30,8 @@ from mem0g import Memory
 from mem0g.cli import app
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.stores import EmbeddedGraphStore, StoreError
-from mem0g.stores import embedded as embedded_module
 from mem0g.stores.base import CrossTenantError, RepairError, UnknownEntityError
+from mem0g.stores.embedded import repairs as embedded_module
 from mem0g.stores.neo4j import Neo4jGraphStore
 from mem0g.types import (
     AliasUpdate,

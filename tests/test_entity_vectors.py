@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mem0g.stores.entity_vectors import EntityVectors, Watermark
+from mem0g.stores.neo4j.entity_vectors import EntityVectors, Watermark
 
 E1, E2 = Watermark("epoch-1", 3), Watermark("epoch-2", 1)
 

@@ -51,8 +51,9 @@ from mem0g.config import EmbedderConfig, GraphStoreConfig
 from mem0g.embed import make_embedder
 from mem0g.export import to_cypher
 from mem0g.stores import EmbeddedGraphStore, StoreError
-from mem0g.stores import neo4j as store_module
 from mem0g.stores.neo4j import Neo4jGraphStore, parse_statements, statements
+from mem0g.stores.neo4j import rows as neo4j_rows
+from mem0g.stores.neo4j import writes as neo4j_writes
 from mem0g.types import (
     AliasUpdate,
     Entity,
@@ -1500,7 +1501,7 @@ def test_commit_order_not_client_clocks_orders_messages_and_history(
     that waited for its tenant's turn); the tenant's sequence decides, as commit order does in
     the embedded store."""
     backwards = iter(range(10**18, 0, -(10**9)))
-    monkeypatch.setattr(store_module, "time", SimpleNamespace(time_ns=lambda: next(backwards)))
+    monkeypatch.setattr(neo4j_writes, "time", SimpleNamespace(time_ns=lambda: next(backwards)))
     tea = _fact(A, "v0", rng)
     store.apply(
         WritePlan(tenant=A, episode=_said(A, "m0"), new_facts=[tea], fact_events=_added(tea))
@@ -1639,11 +1640,11 @@ def test_degenerate_vectors_rank_like_the_embedded_store(
     ],
 )
 def test_times_read_as_cypher_strings_parse_back_exactly(text: str, expected: datetime) -> None:
-    got = store_module._parse_time(text)
+    got = neo4j_rows._parse_time(text)
     assert got == expected
     assert got.tzinfo == expected.tzinfo  # aware ones in UTC, local ones stay naive
 
 
 def test_unparseable_time_is_a_store_error() -> None:
     with pytest.raises(StoreError, match="unexpected time value"):
-        store_module._parse_time("yesterday")
+        neo4j_rows._parse_time("yesterday")

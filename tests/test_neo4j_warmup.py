@@ -14,7 +14,7 @@ from mem0g.config import EmbedderConfig
 from mem0g.embed import make_embedder
 from mem0g.stores.base import StoreError
 from mem0g.stores.neo4j import Neo4jGraphStore, parse_statements
-from mem0g.stores.neo4j_warmup import (
+from mem0g.stores.neo4j.warmup import (
     MIN_ROUNDS,
     WARMUP_USER,
     Warmup,

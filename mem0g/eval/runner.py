@@ -56,6 +56,7 @@ from mem0g.eval.llm import (
 from mem0g.eval.metrics import bleu1, normalize_answer, recall_at_k, token_f1
 from mem0g.llm.client import LLMClient, LLMError
 from mem0g.resources import read_text
+from mem0g.stores.vectors import unit_rows, unit_vector
 from mem0g.types import AddResult, Usage
 
 KS = (5, 10, 20)
@@ -686,9 +687,7 @@ class _Baselines:
         self.turns = stored  # (text, refs) of every stored item
         self.texts = [text for text, _ in stored]
         self.refs = [list(refs) for _, refs in stored]
-        vectors = np.asarray(embedder.embed(self.texts), dtype=np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        self.matrix = vectors / np.where(norms == 0, 1, norms)
+        self.matrix = unit_rows(np.asarray(embedder.embed(self.texts), dtype=np.float32), None)
         self.embedder = embedder
         self._tokenize = lambda texts: bm25s.tokenize(
             texts, stopwords="en", show_progress=False, return_ids=False
@@ -701,8 +700,7 @@ class _Baselines:
     def _dense(self, query: str, k: int) -> list[int]:
         if not self.turns:
             return []
-        q = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
-        q = q / (np.linalg.norm(q) or 1.0)
+        q, _ = unit_vector(self.embedder.embed([query])[0])
         return [int(i) for i in np.argsort(-(self.matrix @ q), kind="stable")[:k]]
 
     def _bm25(self, query: str, k: int) -> list[int]:

@@ -33,7 +33,8 @@ from mem0g.resolve.names import (
     token_keys,
     types_compatible,
 )
-from mem0g.stores.base import GraphStore, row_scores, top_k
+from mem0g.stores.base import GraphStore
+from mem0g.stores.vectors import row_scores, top_k
 from mem0g.types import AliasUpdate, Entity, PossibleDuplicate, Tenant
 
 

@@ -1,20 +1,20 @@
-"""Dual retriever: entity-centric expansion + triple-embedding search, fused. No LLM calls.
+"""Dual retriever: entity-centric expansion + triple-embedding search, fused, and (with
+`facts=True`) the fact half of a search beside it, the query embedded once. No LLM calls.
 
 (a) link the query to entities by exact n-gram / alias match and by name-embedding similarity,
 walk their edges (`hops`), score each edge by cosine to the query; (b) nearest triples by
 embedding; (c) fuse the two rankings with the recipe in `FusionConfig` (data, not branches).
 
-Candidates are ranked as light `EdgeRef`s; only the `limit` edges returned are read as records.
-A store whose `expand`/`similar_relations` take `vector=`/`refs=` scores them itself; for any
-other store the retriever copies the records and scores them with the same `edge_score`.
-Sibling edges come from `store.siblings` (only the edges with the seed edge's relation and
-direction at each hub); a store without it is walked with `expand` around the hubs instead.
+Candidates are ranked as light `EdgeRef`s that the store scored itself (`expand(vector=)`,
+`similar_relations(refs=True)`, `siblings`); only the `limit` edges returned are read as
+records. Sibling edges come from `store.siblings` (only the edges with the seed edge's
+relation and direction at each hub). What else a store offers (BM25 reads) is read from its
+declared `capabilities`.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
@@ -25,9 +25,10 @@ import numpy as np
 from mem0g.config import RetrievalConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.resolve.names import normalize_name
+from mem0g.retrieve.facts import FactRetriever
 from mem0g.retrieve.fusion import fuse, ranked
 from mem0g.retrieve.timewin import QueryTime, with_time
-from mem0g.stores.base import EdgeRef, GraphStore, edge_ref, edge_score
+from mem0g.stores.base import EdgeRef, GraphStore
 from mem0g.stores.lexical_query import query_terms, terms
 from mem0g.types import EntityHit, Relation, RelationHit, SearchResult, Tenant, Validity
 
@@ -56,15 +57,6 @@ def query_ngrams(query: str, max_n: int = 4) -> list[str]:
     return grams
 
 
-def _takes(method: Callable[..., Any] | None, keyword: str) -> bool:
-    if method is None:
-        return False
-    try:
-        return keyword in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 class DualRetriever:
     def __init__(
         self,
@@ -77,14 +69,7 @@ class DualRetriever:
         self.embedder = embedder
         self.config = config
         self.reads = reads  # a pool for reads that can overlap (see `submit`), or None
-        # stores that score candidates themselves (GraphStore's `vector=` / `refs=` keywords)
-        self.scored_reads = _takes(store.expand, "vector") and _takes(
-            store.similar_relations, "refs"
-        )
-        # stores that can leave the embeddings out of entity-linking rows
-        self.light_links = _takes(store.similar_entities, "light")
-        # stores that read sibling edges per hub, relation and direction (`GraphStore.siblings`)
-        self.sibling_reads = _takes(getattr(store, "siblings", None), "vector")
+        self.facts = FactRetriever(store, embedder, config, self.submit)  # the fact half
 
     def _expand(
         self,
@@ -94,40 +79,19 @@ class DualRetriever:
         validity: Validity,
         limit: int,
         qvec: np.ndarray,
-        records: dict[str, Relation],
     ) -> list[EdgeRef]:
-        """`store.expand` as scored refs; records a store copied anyway are kept in `records`."""
-        if self.scored_reads:
-            return self.store.expand(scope, seeds, hops, validity, limit, vector=qvec)
-        refs = []
-        for rel, hop in self.store.expand(scope, seeds, hops, validity, limit):
-            records.setdefault(rel.id, rel)
-            refs.append(edge_ref(rel, hop, edge_score(qvec, rel.embedding)))
-        return refs
+        return self.store.expand(scope, seeds, hops, validity, limit, vector=qvec)
 
     def _nearest(
-        self,
-        scope: Tenant,
-        qvec: np.ndarray,
-        k: int,
-        validity: Validity,
-        records: dict[str, Relation],
+        self, scope: Tenant, qvec: np.ndarray, k: int, validity: Validity
     ) -> list[tuple[str, float]]:
-        if self.scored_reads:
-            hits = self.store.similar_relations(scope, qvec, k, validity, refs=True)
-            return [(ref.id, float(ref.score)) for ref in hits]
-        nearest = []
-        for rel, score in self.store.similar_relations(scope, qvec, k, validity):
-            records[rel.id] = rel
-            nearest.append((rel.id, float(score)))
-        return nearest
+        hits = self.store.similar_relations(scope, qvec, k, validity, refs=True)
+        return [(ref.id, float(ref.score)) for ref in hits]
 
     def link(self, query: str, qvec: np.ndarray, scope: Tenant) -> list[EntityHit]:
         """Entities the query names: exact name/alias n-grams first, then close name embeddings."""
         hits: dict[str, EntityHit] = {}
-        nearest = self.store.similar_entities
-        if self.light_links:
-            nearest = functools.partial(nearest, light=True)
+        nearest = functools.partial(self.store.similar_entities, light=True)
         similar = self.submit(nearest, scope, qvec, self.config.link_top_k)
         for entity in self.store.find_entities(scope, query_ngrams(query)):
             hits[entity.id] = EntityHit(
@@ -157,7 +121,6 @@ class DualRetriever:
         walked: list[EdgeRef],
         validity: Validity,
         qvec: np.ndarray,
-        records: dict[str, Relation],
     ) -> list[EdgeRef]:
         """Edges sharing a relation and an endpoint with a seed's edge (X works_at C -> Y
         works_at C): how "who works with X" reaches coworkers without a full second hop.
@@ -177,21 +140,18 @@ class DualRetriever:
                 hubs[(rel.source_id, rel.relation, False)] = None
         if not hubs:
             return []
-        limit = self.config.sibling_limit
-        if self.sibling_reads:  # only the matching edges of each hub are read
-            return self.store.siblings(scope, list(hubs), validity, limit, vector=qvec)
-        # a store without `siblings`: a bounded walk around the hubs (a hub such as a big
-        # employer may hold thousands of edges), cut before the relation filter
-        hub_ids = sorted({hub for hub, _, _ in hubs})
-        found = []
-        for rel in self._expand(scope, hub_ids, 1, validity, limit, qvec, records):
-            if (rel.destination_id, rel.relation, True) in hubs or (
-                rel.source_id,
-                rel.relation,
-                False,
-            ) in hubs:
-                found.append(rel._replace(hop=2))
-        return found
+        return self._read_siblings(scope, list(hubs), validity, self.config.sibling_limit, qvec)
+
+    def _read_siblings(
+        self,
+        scope: Tenant,
+        keys: list[tuple[str, str, bool]],
+        validity: Validity,
+        limit: int,
+        qvec: np.ndarray,
+    ) -> list[EdgeRef]:
+        """Only the matching edges of each hub are read (`GraphStore.siblings`)."""
+        return self.store.siblings(scope, keys, validity, limit, vector=qvec)
 
     def submit(self, fn: Callable[..., _T], /, *args: Any) -> Future[_T]:
         """`fn(*args)` on the read pool when there is one (a store whose reads wait on a
@@ -212,29 +172,51 @@ class DualRetriever:
         limit: int,
         validity: Validity,
         qt: QueryTime | None = None,
+        *,
+        facts: bool = False,
     ) -> SearchResult:
+        """Relations (and entities) for the query; with `facts`, the fact half too. The query
+        is embedded once; the fact reads start first and are fused last, so they overlap the
+        graph half's reads on the read pool (no pool task ever waits on another)."""
         qvec = self.embedder.embed([query])[0]
+        finish = self.facts.begin(query, qvec, scope, limit, validity, qt) if facts else None
+        result = self._relations(query, qvec, scope, limit, validity, qt)
+        if finish is not None:
+            result.facts = finish(None)
+        return result
+
+    def _relations(
+        self,
+        query: str,
+        qvec: np.ndarray,
+        scope: Tenant,
+        limit: int,
+        validity: Validity,
+        qt: QueryTime | None,
+    ) -> SearchResult:
         k = max(self.config.triple_top_k, limit)
-        nearest_records: dict[str, Relation] = {}  # its own dict: it may run on another thread
-        nearest_ref = self.submit(self._nearest, scope, qvec, k, validity, nearest_records)
+        nearest_ref = self.submit(self._nearest, scope, qvec, k, validity)
         linked = self.link(query, qvec, scope)
         # BM25 over "source relation destination" with the words of the query that do not
         # name a linked entity: those entities' edges come from the walk, and their names,
         # in every edge of theirs, would only rank the shortest edges first
         named = {t for h in linked for n in (h.name, *h.aliases) for t in terms(n)}
         words = [t for t in query_terms(query) if t not in named]
-        lexical = getattr(self.store, "lexical_relations", None)
-        lexical_ref = self.submit(lexical, scope, words, k, validity) if lexical else None
-        records: dict[str, Relation] = {}  # only filled by stores without scored reads
+        lexical_ref = (
+            self.submit(self.store.lexical_relations, scope, words, k, validity)
+            if self.store.capabilities.lexical
+            else None
+        )
+        records: dict[str, Relation] = {}  # the records read (scored reads copy none)
 
         expanded = []
         if linked and self.config.hops > 0:
             seeds = [h.id for h in linked]
             walked = self._expand(
-                scope, seeds, self.config.hops, validity, self.config.expansion_limit, qvec, records
+                scope, seeds, self.config.hops, validity, self.config.expansion_limit, qvec
             )
             if self.config.siblings:
-                walked += self._siblings(scope, set(seeds), walked, validity, qvec, records)
+                walked += self._siblings(scope, set(seeds), walked, validity, qvec)
             seen: set[str] = set()
             for rel in walked:
                 if rel.id in seen:
@@ -244,7 +226,6 @@ class DualRetriever:
             expanded.sort(key=lambda item: -item[1])
 
         nearest = nearest_ref.result()
-        records.update(nearest_records)
 
         rankings = {"graph_expansion": expanded, "dense_relations": nearest}
         if lexical_ref is not None:

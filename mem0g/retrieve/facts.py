@@ -25,6 +25,7 @@ from mem0g.retrieve.timeline import FactVersion, as_of, said_at, versions
 from mem0g.retrieve.timewin import QueryTime, with_time
 from mem0g.stores.base import GraphStore
 from mem0g.stores.lexical_query import query_terms, stems, terms
+from mem0g.stores.vectors import row_scores, unit_rows, unit_vector
 from mem0g.types import Fact, FactHit, Tenant, Validity
 
 
@@ -83,8 +84,8 @@ class HistoricalFacts:
         self.embedder = embedder
 
     def at(self, scope: Tenant, when: datetime) -> list[FactVersion]:
-        timeline = getattr(self.store, "fact_timeline", None)
-        events = timeline(scope) if timeline is not None else []
+        capable = self.store.capabilities.fact_timeline
+        events = self.store.fact_timeline(scope) if capable else []
         return as_of(versions(self.store.facts(scope), events), when)
 
     def rankings(
@@ -103,10 +104,8 @@ class HistoricalFacts:
             for i, vec in zip(missing, self.embedder.embed([found[i].text for i in missing]),
                               strict=True):  # fmt: skip
                 vectors[i] = np.asarray(vec)
-        matrix = np.vstack([np.asarray(v, dtype=np.float32) for v in vectors])
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        q = np.asarray(qvec, dtype=np.float32)
-        dense = np.einsum("ij,j->i", matrix, q / (np.linalg.norm(q) or 1.0))
+        matrix = unit_rows([np.asarray(v, dtype=np.float32) for v in vectors], None)
+        dense = row_scores(matrix, unit_vector(qvec)[0])
         lexical = bm25([stems(terms(v.text)) for v in found], stems(words))
         order = range(len(found))
         by_dense = sorted(order, key=lambda i: (-dense[i], found[i].fact_id))[:k]
@@ -133,7 +132,7 @@ class FactRetriever:
         self.config = config
         self.submit = submit
         self.history = HistoricalFacts(store, embedder)
-        self.lexical = getattr(store, "lexical_facts", None)
+        self.lexical = store.lexical_facts if store.capabilities.lexical else None
 
     def begin(
         self,

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from mem0g.config import FusionConfig, FusionWeights
+from mem0g.stores.vectors import unit_vector
 
 Ranking = list[tuple[str, float]]  # (id, score), best first
 
@@ -101,8 +102,7 @@ def diversify(
         return list(order[:limit])
     unit = {}
     for item, vec in vectors.items():
-        v = np.asarray(vec, dtype=np.float32)
-        unit[item] = v / (np.linalg.norm(v) or 1.0)
+        unit[item] = unit_vector(vec)[0]
     numbers = {i: frozenset(_NUMBER.findall(t)) for i, t in (texts or {}).items()}
     kept: list[tuple[str, float]] = []
     kept_vecs: list[np.ndarray] = []

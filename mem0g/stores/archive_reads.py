@@ -25,7 +25,8 @@ def fact_events(store: Any, tenant: Tenant) -> list[FactEvent]:
                 if event.tenant == tenant
             ]
     try:
-        from mem0g.stores.neo4j import Neo4jGraphStore, _fact_event
+        from mem0g.stores.neo4j import Neo4jGraphStore
+        from mem0g.stores.neo4j.rows import _fact_event
     except ImportError:  # the neo4j driver is optional
         Neo4jGraphStore = None  # type: ignore[assignment,misc]
     if Neo4jGraphStore is not None and isinstance(store, Neo4jGraphStore):

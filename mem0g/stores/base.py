@@ -7,19 +7,23 @@ match anything), unless `exact=True`, where the record's tenant must equal the s
 
 Vectors are unit-length float32 numpy arrays, so cosine similarity is a dot product.
 
-Scored reads: `expand(..., vector=q)` and `similar_relations(..., refs=True)` return light
-`EdgeRef`s (ids, ends, relation, hop, score) instead of copied records, so the retriever can rank
-hundreds of candidate edges and copy only the few it returns (`get_relations`). Both keywords
-default to the old behaviour; a store without them still works (the retriever then scores the
-copied records itself, with the same arithmetic, so results do not depend on the store).
-`siblings` is the scored read behind "who works with X": it reads, at each hub next to a seed,
-only the edges with one relation name on one side, instead of every edge of the hub (a city
-or an employer holds hundreds); the retriever falls back to `expand` for a store without it.
+Scored reads: `expand(..., vector=q)`, `similar_relations(..., refs=True)` and `siblings` return
+light `EdgeRef`s (ids, ends, relation, hop, score) instead of copied records, so the retriever
+can rank hundreds of candidate edges and copy only the few it returns (`get_relations`); both
+stores score with the same float32 arithmetic (`stores.vectors`), so rankings do not depend on
+the store. Without `vector=` / `refs=`, `expand` and `similar_relations` return copied records
+(dumps, repair and tests read them). `siblings` is the scored read behind "who works with X":
+it reads, at each hub next to a seed, only the edges with one relation name on one side,
+instead of every edge of the hub (a city or an employer holds hundreds).
+
+What a store can do beyond that is declared, not sniffed: `GraphStore.capabilities`
+(`StoreCapabilities`), read by `Memory` and the retrievers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, NamedTuple, Protocol, overload, runtime_checkable
 
@@ -45,6 +49,20 @@ from mem0g.types import (
 )
 
 
+@dataclass(frozen=True)
+class StoreCapabilities:
+    """What a store declares it can do (as LlamaIndex's PropertyGraphStore declares
+    `supports_vector_queries`), so callers read a flag instead of method signatures."""
+
+    # reads are round trips to a server: a search may run its independent reads at once on a
+    # small pool, so the waits overlap (in-process reads would only pay thread overhead)
+    concurrent_reads: bool = False
+    # BM25 reads: `lexical_relations`, `lexical_facts`, `lexical_entities`
+    lexical: bool = False
+    # `fact_timeline(scope)`: every fact event with its episode's time, for `as_of` facts
+    fact_timeline: bool = False
+
+
 class StoreStats(BaseModel):
     entities: int
     relations: int
@@ -58,7 +76,7 @@ class StoreStats(BaseModel):
 
 class WarmupStatus(BaseModel):
     """A store's background warm-up of its server's read paths (Neo4j; see
-    mem0g/stores/neo4j_warmup.py): what `mem0g doctor` and `stats` show."""
+    mem0g/stores/neo4j/warmup.py): what `mem0g doctor` and `stats` show."""
 
     state: Literal["off", "waiting", "running", "done", "failed"] = "waiting"
     seconds: float = 0.0
@@ -122,21 +140,6 @@ class EdgeRef(NamedTuple):
     score: float  # see `edge_score` (`expand`); the store's cosine (`similar_relations`)
 
 
-def row_scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Cosine of each unit row with a unit query, as every store computes it: `matrix @ query`
-    in numpy's own single-threaded loop rather than BLAS. BLAS splits a matrix-vector product
-    of a few thousand rows across threads that wait on one another (and on the embedding
-    model's threads right after a query was embedded): 2-4x slower on 2 cores. And BLAS rounds
-    a row differently depending on where it sits in the matrix; this scores a row the same in
-    a tenant's whole matrix as among a few candidates, so two stores agree to the bit."""
-    return np.einsum("ij,j->i", matrix, query)
-
-
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best scores in no particular order (O(n), no full sort)."""
-    return np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(len(scores))
-
-
 def edge_score(vector: np.ndarray, embedding: np.ndarray | Sequence[float] | None) -> float:
     """How `expand(..., vector=)` scores an edge: float32 `np.dot(vector, embedding)`, exactly
     the arithmetic the retriever applies to a copied record (0.0 for an edge without one)."""
@@ -151,6 +154,8 @@ def edge_ref(rel: Relation, hop: int, score: float) -> EdgeRef:
 
 @runtime_checkable
 class GraphStore(Protocol):
+    capabilities: StoreCapabilities
+
     def apply(self, plan: WritePlan) -> None:
         """Write the whole plan in one transaction, or nothing (then raise). With
         `plan.based_on`, first check inside the transaction that the exact tenant's version is
@@ -263,6 +268,20 @@ class GraphStore(Protocol):
     ) -> list[tuple[Relation, float]] | list[EdgeRef]:
         """Top-k edges by triple-embedding cosine among those `validity` accepts, best first.
         With `refs`: the same edges, order and scores as `EdgeRef`s (hop 0), no record copied."""
+
+    def lexical_relations(
+        self, scope: Tenant, words: Sequence[str], k: int, validity: Validity
+    ) -> list[EdgeRef]:
+        """(`capabilities.lexical`) BM25 top-k edges over "source relation destination"."""
+
+    def lexical_facts(
+        self, scope: Tenant, words: Sequence[str], k: int, *, exact: bool = False
+    ) -> list[tuple[Fact, float]]:
+        """(`capabilities.lexical`) BM25 top-k current facts for the query words."""
+
+    def fact_timeline(self, scope: Tenant) -> list[tuple[FactEvent, datetime | None]]:
+        """(`capabilities.fact_timeline`) every fact event of the scope, per fact in write
+        order, with the time of the episode that said it (None without one)."""
 
     def snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
         """All entities of the scope and the edges `validity` accepts."""

@@ -7,111 +7,14 @@ and calls `FactIndex.commit` only after COMMIT, exactly as it does for the graph
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from mem0g.stores.base import StoreError
+from mem0g.stores.plan import FactOutcome, Owned
+from mem0g.stores.vectors import VectorBlock, as_vector
 from mem0g.types import Fact, FactEvent, Summary, Tenant, WritePlan
-
-
-def as_vector(values: Sequence[float] | None) -> np.ndarray | None:
-    """Embeddings live as float32 arrays (4 bytes a value) instead of lists of Python floats."""
-    return None if values is None else np.asarray(values, dtype=np.float32).reshape(-1)
-
-
-def unit_rows(vectors: Sequence[np.ndarray], dims: int | None) -> np.ndarray:
-    """The vectors stacked and scaled to unit length, so cosine is one matrix product."""
-    if not vectors:
-        return np.zeros((0, dims or 0), dtype=np.float32)
-    matrix = np.vstack(vectors)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix /= np.where(norms == 0, np.float32(1), norms)
-    return matrix
-
-
-@dataclass
-class VectorBlock:
-    """A tenant's embedding matrix: row i is the unit vector of record ids[i], and flags[i] says
-    whether the row is selected by default (an edge without invalid_at, a fact not deleted).
-    It changes in place (capacity doubling) as records are written, instead of being rebuilt.
-    An edge block may also hold `spans`: per row the [valid_from, invalid_at) interval as int64
-    microseconds, so an `as_of` search selects rows with one comparison instead of a loop."""
-
-    ids: list[str]
-    rows: np.ndarray  # capacity x dims; the first len(ids) rows are in use
-    flags: np.ndarray  # bool per row
-    index: dict[str, int] = field(default_factory=dict)
-    unflagged: int = 0  # rows whose flag is False
-    spans: np.ndarray | None = None  # capacity x 2 int64, set by the owner when first needed
-
-    def __post_init__(self) -> None:
-        self.index = {record_id: row for row, record_id in enumerate(self.ids)}
-        self.unflagged = len(self.ids) - int(np.count_nonzero(self.flags[: len(self.ids)]))
-
-    @classmethod
-    def build(
-        cls, ids: list[str], vectors: Sequence[np.ndarray], flags: Sequence[bool], dims: int | None
-    ) -> VectorBlock:
-        return cls(ids, unit_rows(vectors, dims), np.array(flags, dtype=bool).reshape(-1))
-
-    @property
-    def matrix(self) -> np.ndarray:
-        return self.rows[: len(self.ids)]
-
-    @property
-    def current(self) -> np.ndarray:
-        return self.flags[: len(self.ids)]
-
-    def selected(self) -> np.ndarray | None:
-        """Indices of the flagged rows; None when that is every row."""
-        return None if self.unflagged == 0 else np.flatnonzero(self.current)
-
-    def _flag(self, row: int, flag: bool) -> None:
-        if bool(self.flags[row]) != flag:
-            self.unflagged += -1 if flag else 1
-            self.flags[row] = flag
-
-    def upsert(
-        self,
-        record_id: str,
-        vector: np.ndarray,
-        flag: bool,
-        *,
-        replace: bool = False,
-        span: tuple[int, int] | None = None,
-    ) -> None:
-        """Add a row, or set an existing row's flag and span (and, with `replace`, its vector:
-        a fact's text and embedding may change; an entity's or edge's embedding never does).
-        Without a `span`, held spans are dropped (the owner rebuilds them when needed)."""
-        row = self.index.get(record_id)
-        if row is None:
-            row = len(self.ids)
-            if row == self.rows.shape[0]:
-                grown = max(16, row * 2)
-                self.rows = np.resize(self.rows, (grown, self.rows.shape[1]))
-                self.flags = np.resize(self.flags, grown)
-                if self.spans is not None:
-                    self.spans = np.resize(self.spans, (grown, 2))
-            self.flags[row] = True
-            self.ids.append(record_id)
-            self.index[record_id] = row
-            replace = True
-        if replace:
-            self.rows[row] = unit_rows([vector], vector.shape[0])[0]
-        self._flag(row, flag)
-        if self.spans is not None:
-            if span is None:
-                self.spans = None
-            else:
-                self.spans[row] = span
-
-    def unflag(self, record_id: str) -> None:
-        """The record is gone or has no vector any more: its row is never selected again."""
-        row = self.index.get(record_id)
-        if row is not None:
-            self._flag(row, False)
 
 
 @dataclass
@@ -218,58 +121,41 @@ class FactIndex:
 
     # ---- validation
 
-    def plan(self, plan: WritePlan) -> FactWrites:
-        """The plan's fact part as it will be written; raises StoreError on a bad plan (a
-        foreign record, an unknown or foreign fact id, a duplicate id) before any write."""
-        tenant = plan.tenant
-        writes = FactWrites()
-        named: set[str] = set()  # fact ids this plan creates or changes
-        for fact in plan.new_facts:
-            if fact.tenant != tenant:
-                raise StoreError(f"Fact {fact.id} is not of {tenant.key}")
-            if fact.id in self.facts or fact.id in self._events or fact.id in named:
-                raise StoreError(f"fact {fact.id} already exists")
-            named.add(fact.id)
-            provenance = [p.model_copy() for p in fact.provenance]  # no deep copy of the vector
-            writes.upserts[fact.id] = fact.model_copy(
-                update={"embedding": None, "provenance": provenance}
-            )
-            writes.vectors[fact.id] = as_vector(fact.embedding)
-        for change in plan.fact_changes:
-            fact_id = change.fact_id
-            if fact_id not in writes.upserts:
-                stored = self.facts.get(fact_id)
-                if stored is None or stored.tenant != tenant or fact_id in writes.deletes:
-                    raise StoreError(f"no current fact {fact_id} for tenant {tenant.key}")
-                writes.upserts[fact_id] = stored.model_copy(deep=True)
+    def existing(self, tenant: Tenant) -> dict[str, Container[str]]:
+        """The fact part of the plan rules' `Existing`, as views over the held state."""
+        return {
+            "facts": _Either(self.facts, self._events),
+            "fact_events": self._event_ids,
+            "own_facts": Owned(self.facts, tenant),
+            "own_fact_history": _History(self, tenant),
+        }
+
+    def plan(self, plan: WritePlan, outcome: FactOutcome) -> FactWrites:
+        """The plan's fact part as it will be written, from its checked `outcome`: records
+        held without embeddings, and the vectors apart."""
+        writes = FactWrites(deletes=list(outcome.deletes))
+        new = {f.id: f for f in plan.new_facts}
+        for fact_id, state in outcome.live.items():
+            created = new.get(fact_id)
+            if created is not None:
+                provenance = [p.model_copy() for p in created.provenance]  # not the vector
+                fact = created.model_copy(update={"embedding": None, "provenance": provenance})
+            else:
+                fact = self.facts[fact_id].model_copy(deep=True)
+            if state.changed and state.text is not None:
+                fact.text, fact.updated_at = state.text, plan.updated_at
+            writes.upserts[fact_id] = fact
+            if created is None and state.embedding is None:
                 writes.vectors[fact_id] = self.vectors.get(fact_id)
-            named.add(fact_id)
-            if change.text is None:  # a fact new in this plan is then never inserted
-                del writes.upserts[fact_id], writes.vectors[fact_id]
-                if fact_id in self.facts:
-                    writes.deletes.append(fact_id)
-                continue
-            fact = writes.upserts[fact_id]
-            fact.text, fact.updated_at = change.text, plan.updated_at
-            if change.embedding is not None:
-                writes.vectors[fact_id] = as_vector(change.embedding)
-        event_ids: set[str] = set()
-        for event in plan.fact_events:
-            if event.tenant != tenant:
-                raise StoreError(f"FactEvent {event.id} is not of {tenant.key}")
-            if event.id in self._event_ids or event.id in event_ids:
-                raise StoreError(f"fact event {event.id} already exists")
-            if not (event.fact_id in named or self._owned(event.fact_id, tenant)):
-                raise StoreError(f"event {event.id}: no fact {event.fact_id} in {tenant.key}")
-            event_ids.add(event.id)
-            writes.events.append(event.model_copy(deep=True))
+            else:
+                writes.vectors[fact_id] = as_vector(state.embedding)
+        writes.events = [event.model_copy(deep=True) for event in plan.fact_events]
         return writes
 
-    def _owned(self, fact_id: str, tenant: Tenant) -> bool:
-        """The fact is, or was (it has history), one of this exact tenant's."""
-        stored = self.facts.get(fact_id)
-        if stored is not None:
-            return stored.tenant == tenant
+    def owned_history(self, fact_id: str, tenant: Tenant) -> bool:
+        """The fact is gone but has history of this exact tenant (it was one of its facts)."""
+        if fact_id in self.facts:
+            return False
         return any(e.tenant == tenant for e in self._events.get(fact_id, ()))
 
     # ---- reads (records come back as copies with their embedding attached)
@@ -315,3 +201,23 @@ class FactIndex:
     def summary(self, tenant: Tenant) -> Summary | None:
         found = self._summaries.get(tenant.key)
         return None if found is None else found.model_copy(deep=True)
+
+
+@dataclass(frozen=True)
+class _Either:
+    """Ids in either mapping (a fact id is taken by a current fact or by a history)."""
+
+    first: Mapping[str, object]
+    second: Mapping[str, object]
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.first or item in self.second
+
+
+@dataclass(frozen=True)
+class _History:
+    index: FactIndex
+    tenant: Tenant
+
+    def __contains__(self, item: object) -> bool:
+        return isinstance(item, str) and self.index.owned_history(item, self.tenant)

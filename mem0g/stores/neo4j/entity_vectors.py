@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mem0g.stores.embedded_facts import VectorBlock, unit_rows
+from mem0g.stores.vectors import VectorBlock, as_vector, unit_rows
 
 __all__ = ["EntityVectors", "Watermark"]
 
@@ -73,7 +73,7 @@ class EntityVectors:
         self.forget(key)
         if len(ids) > self.max_rows:
             return None
-        rows = unit_rows([_float32(v) for v in vectors], dims)
+        rows = unit_rows([as_vector(v) for v in vectors], dims)
         block = VectorBlock(list(ids), rows, np.ones(len(ids), dtype=bool))
         if mark is not None:
             self._keep(key, _Held(mark, block))
@@ -91,7 +91,7 @@ class EntityVectors:
         self._held.move_to_end(key)
         before = len(held.block.ids)
         for record_id, vector in zip(ids, vectors, strict=True):
-            held.block.upsert(record_id, _float32(vector), True)
+            held.block.upsert(record_id, as_vector(vector), True)
         self._rows += len(held.block.ids) - before
         if len(held.block.ids) > self.max_rows:
             self.forget(key)
@@ -121,7 +121,3 @@ class EntityVectors:
                 self._held.move_to_end(keep)
                 continue
             self.forget(oldest)
-
-
-def _float32(values: Sequence[float]) -> np.ndarray:
-    return np.asarray(values, dtype=np.float32).reshape(-1)

@@ -1,0 +1,502 @@
+"""The default graph store: one SQLite file for durability, everything served from memory.
+
+SQLite (WAL) is the source of truth; on open the whole graph is loaded into a networkx
+MultiDiGraph plus per-tenant indexes and lazily built numpy matrices, so reads never touch disk
+and a vector search only scans the rows of the tenants in scope. Writes go to SQLite in one
+transaction first and reach memory only after COMMIT, so a failure leaves both unchanged.
+The fact memory beside the graph (facts, their history, summaries) lives in the same file and
+the same transactions; its in-memory side is `embedded.facts.FactIndex`.
+
+This module holds the SQLite side (open, load, the write transaction of a plan) and the
+contract's remaining methods; graph.py the in-memory graph and its reads, repairs.py entity
+repair, facts.py the fact memory.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from mem0g.stores.base import (
+    EdgeRef,
+    IndexRebuild,
+    StoreCapabilities,
+    StoreError,
+    StoreStats,
+    WarmupStatus,
+    check_index_kinds,
+)
+from mem0g.stores.embedded import lexical
+from mem0g.stores.embedded.facts import FactIndex
+from mem0g.stores.embedded.graph import GraphIndex, _Bucket, _locked
+from mem0g.stores.embedded.repairs import EntityRepair
+from mem0g.stores.embedded.schema import (
+    _DELETE_ALL,
+    _DELETE_TENANT,
+    _SCHEMA,
+    _UPSERT,
+    SCHEMA_VERSION,
+    _detached,
+    _from_row,
+    _key,
+    _take_turn,
+    _tenant_ids,
+    _to_row,
+    _vec_blob,
+    _write_entity_event,
+    _write_pairs,
+)
+from mem0g.stores.plan import Existing, FactOutcome, Owned, check_plan
+from mem0g.stores.repair import rename_event, renamed
+from mem0g.stores.vectors import as_vector as _vec
+from mem0g.types import (
+    Entity,
+    EntityEvent,
+    Episode,
+    Fact,
+    FactEvent,
+    Message,
+    Relation,
+    Summary,
+    Tenant,
+    Validity,
+    WritePlan,
+    plan_episodes,
+)
+
+
+class EmbeddedGraphStore(EntityRepair, GraphIndex):
+    """Server-less `GraphStore` in a directory (``graph.db``); safe across threads of a process.
+
+    A commit by another connection to the same file is noticed (``PRAGMA data_version``) and
+    triggers a reload, so a CLI can read a store that an app is writing to.
+    """
+
+    # reads are in-process (threads would only add overhead)
+    capabilities = StoreCapabilities(concurrent_reads=False, lexical=True, fact_timeline=True)
+
+    def __init__(self, path: str | Path, dims: int | None = None) -> None:
+        self.path = Path(path).expanduser()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.dims = dims
+        self._lock = threading.RLock()
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves; timeout waits on other writers.
+        conn = sqlite3.connect(
+            self.path / "graph.db", timeout=30.0, isolation_level=None, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        self._conn: sqlite3.Connection | None = conn
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: a memory an agent was told it has must survive power loss too (NORMAL in WAL
+            # mode may drop the last commits); one more fsync per plan is noise next to the LLM
+            # calls that produced it.
+            conn.execute("PRAGMA synchronous=FULL")
+            with self._transaction():
+                for statement in (*_SCHEMA, *lexical.SCHEMA):
+                    conn.execute(statement)
+                version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+                if version is None:
+                    conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+                elif version > SCHEMA_VERSION:
+                    raise StoreError(f"{self.path}: schema v{version} is newer than this mem0g")
+                elif version < SCHEMA_VERSION:  # v2-v5 only added tables, created above
+                    conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+                lexical.sync(conn)  # v5's FTS tables filled from an older store's rows
+            self._load()
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> EmbeddedGraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE takes the write lock up front, so a transaction can't fail halfway on
+        a lock upgrade; any exception rolls everything back."""
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"database error, nothing was written: {exc}") from exc
+            raise
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("the store is closed")
+        return self._conn
+
+    def _ready(self) -> None:
+        """Fail on a closed store; reload when another connection committed since we looked."""
+        version = self._connection().execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._load()
+
+    def _load(self) -> None:
+        """(Re)build every in-memory structure from the database."""
+        conn = self._connection()
+        self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+        self._graph: nx.MultiDiGraph = nx.MultiDiGraph()
+        self._entities: dict[str, Entity] = {}
+        self._relations: dict[str, Relation] = {}
+        # relation id -> its place in write order (rowid order on load, then each new edge);
+        # a hub's adjacency lists edges by neighbour, which is not write order when one
+        # neighbour has several edges to it
+        self._written: dict[str, int] = {}
+        self._next_written = itertools.count()
+        self._episodes: dict[str, Episode] = {}
+        self._vectors: dict[str, np.ndarray] = {}  # entity/relation id -> raw float32 embedding
+        self._buckets: dict[str, _Bucket] = {}
+        # ("user_id", "alice") -> the tenant keys with that id, in bucket order: a scope's
+        # keys are an intersection of these, not a scan of every tenant of the store
+        self._tenant_index: dict[tuple[str, str], dict[str, None]] = {}
+        for row in conn.execute("SELECT * FROM episodes ORDER BY rowid"):
+            self._add_episode(_from_row("episodes", row))
+        for row in conn.execute("SELECT * FROM entities ORDER BY rowid"):
+            self._add_entity(_from_row("entities", row), _vec_blob(row["embedding"]))
+        for row in conn.execute("SELECT * FROM relations ORDER BY rowid"):
+            self._add_relation(_from_row("relations", row), _vec_blob(row["embedding"]))
+        self._facts = FactIndex()
+        for row in conn.execute("SELECT * FROM facts ORDER BY rowid"):
+            self._facts.add_fact(_from_row("facts", row), _vec_blob(row["embedding"]))
+        for row in conn.execute("SELECT * FROM fact_events ORDER BY rowid"):
+            self._facts.add_event(_from_row("fact_events", row))
+        for row in conn.execute("SELECT * FROM summaries ORDER BY rowid"):
+            self._facts.set_summary(_from_row("summaries", row))
+        for tenant in self._facts.tenants.values():
+            self._bucket(tenant)  # so tenants(), scopes and delete_tenant see fact-only tenants
+        vectors = [*self._vectors.values(), *self._facts.vectors.values()]
+        if self.dims is None and vectors:
+            self.dims = vectors[0].shape[0]
+        if any(v.shape[0] != self.dims for v in vectors):
+            raise StoreError(f"{self.path} holds embeddings that are not {self.dims}-dimensional")
+
+    @_locked
+    def apply(self, plan: WritePlan) -> None:
+        """Validate, write in one SQLite transaction, and only after COMMIT update memory."""
+        with self._transaction() as conn:
+            self._ready()  # another process may have committed before we got the write lock
+            _take_turn(conn, _key(plan.tenant), plan.based_on)
+            entities, relations, outcome = self._planned_state(plan)
+            renames = self._planned_renames(plan, entities, relations)
+            pairs = list(plan.possible_duplicates)
+            facts = self._facts.plan(plan, outcome)
+            vectors = {r.id: v for r in (*plan.new_entities, *plan.new_relations)
+                       if (v := _vec(r.embedding)) is not None}  # fmt: skip
+            all_vectors = (*vectors.values(), *facts.vectors.values())
+            dims = {v.shape[0] for v in all_vectors if v is not None} | ({self.dims} - {None})
+            if len(dims) > 1:
+                raise StoreError(f"embeddings of different sizes in one store: {dims}")
+            for episode in plan_episodes(plan):
+                self._write(conn, "episodes", episode, None)
+            for entity in entities.values():
+                self._write(conn, "entities", entity, vectors.get(entity.id))
+            for rel in relations.values():
+                self._write(conn, "relations", rel, vectors.get(rel.id))
+            for fact_id in facts.deletes:
+                conn.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
+            for fact in facts.upserts.values():
+                self._write(conn, "facts", fact, facts.vectors[fact.id])
+            for event in facts.events:
+                self._write(conn, "fact_events", event, None)
+            for entity_event in renames:
+                _write_entity_event(conn, entity_event)
+            _write_pairs(conn, plan.tenant, pairs)
+        try:  # the _add_* helpers also take an existing record (its vector is kept)
+            for episode in plan_episodes(plan):
+                self._add_episode(episode.model_copy(deep=True))
+            for entity in entities.values():
+                if entity.id in self._entities:
+                    self._set_entity(entity)
+                else:
+                    self._add_entity(entity, vectors.get(entity.id))
+            for rel in relations.values():
+                self._add_relation(rel, vectors.get(rel.id))
+            if facts:
+                self._facts.commit(facts)
+                self._bucket(plan.tenant)
+            self.dims = self.dims or next(iter(dims), None)
+        except BaseException:
+            self._load()  # memory must match the committed database, whatever happened
+            raise
+
+    def _write(
+        self, conn: sqlite3.Connection, table: str, record: Any, vec: np.ndarray | None
+    ) -> None:
+        """Insert a record, or update the columns a plan may change if it exists."""
+        conn.execute(_UPSERT[table], _to_row(table, record, vec))
+
+    def _planned_state(
+        self, plan: WritePlan
+    ) -> tuple[dict[str, Entity], dict[str, Relation], FactOutcome]:
+        """Copies of the entities and relations the plan creates or changes, as they will be
+        after it, and its fact part; raises StoreError on a bad plan (`stores.plan` rules),
+        before anything is written."""
+        tenant = plan.tenant
+        existing = Existing(
+            episodes=self._episodes,
+            entities=self._entities,
+            relations=self._relations,
+            own_entities=Owned(self._entities, tenant),
+            own_relations=Owned(self._relations, tenant),
+            **self._facts.existing(tenant),
+        )
+        facts = check_plan(plan, existing)
+        entities: dict[str, Entity] = {}
+        relations: dict[str, Relation] = {}
+
+        def editable(pending: dict[str, Any], stored: dict[str, Any], record_id: str) -> Any:
+            """The plan's working copy of a record of this tenant, from the plan or the store."""
+            if record_id not in pending:
+                pending[record_id] = stored[record_id].model_copy(deep=True)
+            return pending[record_id]
+
+        for entity in plan.new_entities:
+            entities[entity.id] = _detached(entity)
+        for alias in plan.alias_updates:
+            entity = editable(entities, self._entities, alias.entity_id)
+            entity.aliases = list(dict.fromkeys([*entity.aliases, *alias.aliases]))
+            entity.keys = list(dict.fromkeys([*entity.keys, *alias.keys]))
+            entity.updated_at = plan.updated_at
+        for rel in plan.new_relations:
+            relations[rel.id] = _detached(rel)
+        for inv in plan.invalidations:
+            rel = editable(relations, self._relations, inv.relation_id)
+            rel.invalid_at, rel.updated_at = inv.invalid_at, plan.updated_at
+        for mention in plan.mentions:
+            rel = editable(relations, self._relations, mention.relation_id)
+            rel.mentions += 1
+            rel.provenance.append(mention.provenance.model_copy())
+            rel.updated_at = plan.updated_at
+        return entities, relations, facts
+
+    def _planned_renames(
+        self, plan: WritePlan, entities: dict[str, Entity], relations: dict[str, Relation]
+    ) -> list[EntityEvent]:
+        """`AliasUpdate.name`: the entity takes the new display name (the old one stays an
+        alias) and every edge at it, stored or new in the plan, shows it; one RENAME event
+        each. Embeddings stay as they are (a name vector never changes)."""
+        events: list[EntityEvent] = []
+        names: dict[str, str] = {}
+        episode_id = plan.episode.id if plan.episode is not None else None
+        for alias in plan.alias_updates:
+            entity = entities[alias.entity_id]  # _planned_state made the working copy
+            if alias.name is None or alias.name == entity.name:
+                continue
+            entities[entity.id] = renamed(entity, alias.name)
+            events.append(
+                rename_event(entity.id, plan.tenant, entity.name, alias.name, plan.updated_at,
+                             episode_id)
+            )  # fmt: skip
+            names[entity.id] = alias.name
+        for entity_id in names:
+            for rel in self._edges_of(entity_id):
+                relations.setdefault(rel.id, rel.model_copy(deep=True))
+        for rel in relations.values():
+            rel.source = names.get(rel.source_id, rel.source)
+            rel.destination = names.get(rel.destination_id, rel.destination)
+        return events
+
+    @_locked
+    def tenant_version(self, tenant: Tenant) -> str:
+        row = (
+            self._connection()
+            .execute("SELECT version FROM tenant_versions WHERE tenant_key = ?", (_key(tenant),))
+            .fetchone()
+        )
+        return str(row["version"] if row else 0)
+
+    @_locked
+    def delete_tenant(self, scope: Tenant) -> int:
+        """Delete every record the scope filter matches, in one transaction."""
+        with self._transaction() as conn:
+            self._ready()
+            keys = self._scope_keys(scope)
+            for key in keys:
+                for statement in _DELETE_TENANT.values():  # graph, facts, repair records
+                    conn.execute(statement, (key,))
+                _take_turn(conn, key, None)
+        self._facts.drop(keys)
+        removed = 0
+        for key in keys:
+            bucket = self._buckets.pop(key)
+            for pair in _tenant_ids(bucket.tenant):
+                keys_with_id = self._tenant_index.get(pair, {})
+                keys_with_id.pop(key, None)
+                if not keys_with_id:
+                    self._tenant_index.pop(pair, None)
+            removed += len(bucket.entities) + len(bucket.relations)
+            for rel_id in bucket.relations:
+                rel = self._relations.pop(rel_id)
+                del self._written[rel_id]
+                self._graph.remove_edge(rel.source_id, rel.destination_id, key=rel_id)
+                self._vectors.pop(rel_id, None)
+            for entity_id in bucket.entities:
+                del self._entities[entity_id]
+                self._vectors.pop(entity_id, None)
+                self._graph.remove_node(entity_id)
+            for episode_id in bucket.episodes:
+                del self._episodes[episode_id]
+        return removed
+
+    @_locked
+    def reset(self) -> None:
+        """Delete everything in this store (the file and schema stay)."""
+        with self._transaction() as conn:
+            for statement in _DELETE_ALL.values():
+                conn.execute(statement)
+        self._load()
+
+    @property
+    def warmup_status(self) -> WarmupStatus:
+        return WarmupStatus(state="off")  # no server: nothing to warm
+
+    def close(self) -> None:
+        """Idempotent; every later call on the store raises StoreError."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    @_locked
+    def episodes(self, scope: Tenant) -> list[Episode]:
+        """The scope's episodes in the order they were written."""
+        return [e.model_copy(deep=True) for e in self._episodes.values()
+                if scope.matches(e.tenant)]  # fmt: skip
+
+    @_locked
+    def get_facts(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
+        return self._facts.get(scope, ids)
+
+    @_locked
+    def facts(self, scope: Tenant) -> list[Fact]:
+        return self._facts.all(self._scope_keys(scope))
+
+    @_locked
+    def similar_facts(
+        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
+    ) -> list[tuple[Fact, float]]:
+        """Numpy top-k over the rows of the scope's tenants only, like `similar_entities`."""
+        blocks = [self._facts.block(key, self.dims) for key in self._scope_keys(scope, exact)]
+        return [(self._facts.out(i), score) for i, score in self._search(blocks, vector, k, None)]
+
+    @_locked
+    def lexical_facts(
+        self, scope: Tenant, words: list[str], k: int, *, exact: bool = False
+    ) -> list[tuple[Fact, float]]:
+        """BM25 top-k current facts for query terms (`lexical_query.query_terms`)."""
+        keys = self._scope_keys(scope, exact)
+        hits = lexical.search(self._connection(), "facts", keys, words, k)
+        return [(self._facts.out(i), s) for i, s in hits if i in self._facts.facts]
+
+    @_locked
+    def lexical_relations(
+        self, scope: Tenant, words: list[str], k: int, validity: Validity
+    ) -> list[EdgeRef]:
+        """BM25 top-k edges that `validity` accepts, as `EdgeRef`s (hop 0, score = bm25)."""
+        rels = self._relations
+        accept = lambda i: i in rels and validity.accepts(rels[i])  # noqa: E731
+        hits = lexical.search(self._connection(), "relations", self._scope_keys(scope), words,
+                              k, accept)  # fmt: skip
+        return [EdgeRef(i, (r := rels[i]).source_id, r.relation, r.destination_id, 0, score)
+                for i, score in hits]  # fmt: skip
+
+    @_locked
+    def lexical_entities(
+        self, scope: Tenant, words: list[str], k: int
+    ) -> list[tuple[Entity, float]]:
+        """BM25 top-k entities by name and aliases, without their embeddings."""
+        hits = lexical.search(self._connection(), "entities", self._scope_keys(scope), words, k)
+        return [(_detached(self._entities[i]), s) for i, s in hits if i in self._entities]
+
+    @_locked
+    def fact_timeline(self, scope: Tenant) -> list[tuple[FactEvent, datetime | None]]:
+        """Every fact event of the scope, per fact in write order, with its episode's time."""
+        said = self._episodes
+        return [(e, said[e.episode_id].timestamp if e.episode_id in said else None)
+                for e in self._facts.events_of(scope)]  # fmt: skip
+
+    @_locked
+    def fact_history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:
+        return self._facts.history(scope, fact_id)
+
+    def _messages(self, tenant: Tenant) -> list[Message]:
+        """The exact tenant's messages, episodes in write order: that order only appends, so a
+        summary's `messages_covered` stays a valid offset (a backdated episode can't shift it)."""
+        bucket = self._buckets.get(_key(tenant))
+        return [m for i in bucket.episodes for m in self._episodes[i].messages] if bucket else []
+
+    @_locked
+    def recent_messages(self, tenant: Tenant, limit: int) -> list[Message]:
+        return [m.model_copy() for m in self._messages(tenant)[-limit:]] if limit > 0 else []
+
+    @_locked
+    def message_count(self, tenant: Tenant) -> int:
+        return len(self._messages(tenant))
+
+    @_locked
+    def messages_since(self, tenant: Tenant, offset: int) -> list[Message]:
+        return [m.model_copy() for m in self._messages(tenant)[max(offset, 0) :]]
+
+    @_locked
+    def get_summary(self, tenant: Tenant) -> Summary | None:
+        return self._facts.summary(tenant)
+
+    @_locked
+    def set_summary(self, summary: Summary) -> None:
+        """Upsert in its own transaction; the store lock orders it against `apply`."""
+        if summary.messages_covered < 0:
+            raise StoreError(f"a summary can't cover {summary.messages_covered} messages")
+        with self._transaction() as conn:
+            self._ready()
+            self._write(conn, "summaries", summary, None)
+        self._facts.set_summary(summary.model_copy(deep=True))
+        self._bucket(summary.tenant)
+
+    @_locked
+    def tenants(self) -> list[Tenant]:
+        """Every exact tenant holding at least one record, sorted by key."""
+        return [self._buckets[key].tenant for key in sorted(self._buckets)]
+
+    @_locked
+    def stats(self, scope: Tenant | None = None) -> StoreStats:
+        keys = list(self._buckets) if scope is None else self._scope_keys(scope)
+        buckets = [self._buckets[key] for key in keys]
+        relations = [self._relations[i] for b in buckets for i in b.relations]
+        valid = sum(r.invalid_at is None for r in relations)
+        return StoreStats(
+            entities=sum(len(b.entities) for b in buckets),
+            relations=len(relations),
+            valid_relations=valid,
+            invalid_relations=len(relations) - valid,
+            episodes=sum(len(b.episodes) for b in buckets),
+            tenants=len(buckets),
+        )
+
+    def rebuild_vector_indexes(
+        self,
+        kinds: Sequence[str] | None = None,
+        *,
+        progress: Callable[[str, float], None] | None = None,
+    ) -> list[IndexRebuild]:
+        """Nothing to rebuild: vectors live in in-memory matrices, searched exactly."""
+        check_index_kinds(kinds)
+        return []

@@ -1,0 +1,142 @@
+"""Driver plumbing of the Neo4j store: sessions, auto-commit reads with retries,
+managed transactions, and the mapping of driver and server errors to `StoreError`.
+
+`Neo4jSession` is a mixin of `Neo4jGraphStore` (store.py), which sets the attributes it reads
+(`_driver`, `database`, `_lock`, `_schema_ready`); `_ready` applies the schema once
+(indexes.py). Only the store's own modules use it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Result, Session
+from neo4j.exceptions import (
+    ClientError,
+    DriverError,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+    TransientError,
+)
+
+from mem0g.stores.base import StoreError
+from mem0g.stores.neo4j.statements import statements
+
+_T = TypeVar("_T")
+
+
+_READ_ATTEMPTS = 3  # auto-commit reads: tries on a transient error (see _read)
+
+
+def _rows(result: Result) -> list[dict[str, Any]]:
+    """Records as dicts. Not `Result.data()`: it walks every value in Python to turn graph
+    objects into dicts (our statements return maps and scalars only), which costs more than
+    decoding a row's 384-float embedding."""
+    return [dict(record) for record in result]
+
+
+@contextmanager
+def _errors(what: str) -> Iterator[None]:
+    """Driver and server errors become StoreError; our own StoreErrors pass through."""
+    try:
+        yield
+    except (Neo4jError, DriverError) as exc:
+        raise StoreError(f"{what}: {exc}") from exc
+
+
+class Neo4jSession:
+    """Connection and statement plumbing (a mixin of `Neo4jGraphStore`)."""
+
+    _driver: Driver | None
+    database: str | None
+    _lock: threading.RLock
+    _schema_ready: bool
+
+    def _connected(self) -> Driver:
+        driver = self._driver
+        if driver is None:
+            raise StoreError("the store is closed")
+        return driver
+
+    def _ready(self) -> Driver:
+        """The driver, after the schema has been applied once by this store."""
+        driver = self._connected()
+        if not self._schema_ready:
+            with self._lock:
+                if not self._schema_ready:
+                    with _errors("could not apply the schema"):
+                        self._apply_schema(driver)
+                    self._schema_ready = True
+        return driver
+
+    def _session(self, driver: Driver, access: str = WRITE_ACCESS) -> Session:
+        """Sessions share the driver's bookmark manager (reads see earlier writes, also on a
+        cluster) and ask for no notifications: the statements name properties that an
+        empty database does not know yet, which is expected, not worth a warning."""
+        return driver.session(
+            database=self.database,
+            default_access_mode=access,
+            bookmark_manager=driver.execute_query_bookmark_manager,
+            notifications_min_severity="OFF",
+        )
+
+    def _auto(self, driver: Driver, name: str, params: dict[str, Any] | None = None) -> Any:
+        """Run a statement in an auto-commit transaction (schema, batched deletes)."""
+        with self._session(driver) as session:
+            result = session.run(statements()[name], params or {})
+            records = _rows(result)
+            result.consume()
+            return records
+
+    def _ddl(self, driver: Driver, name: str, params: dict[str, Any] | None = None) -> None:
+        """A schema statement; IF NOT EXISTS makes it idempotent, and a store that loses the
+        race to create the same rule concurrently gets "already exists", which is fine."""
+        try:
+            self._auto(driver, name, params)
+        except ClientError as exc:
+            if not (exc.code or "").endswith("AlreadyExists"):
+                raise
+
+    def _read(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """One statement as an auto-commit read: one round trip, where a managed transaction
+        takes two (BEGIN with RUN, then COMMIT), and a search makes several reads. A read is
+        idempotent, so transient failures are retried here as execute_read would."""
+        driver = self._ready()
+        text = statements()[name]
+        for attempt in range(_READ_ATTEMPTS):
+            try:
+                with self._session(driver, READ_ACCESS) as session:
+                    return _rows(session.run(text, params))  # type: ignore[arg-type]
+            except (TransientError, SessionExpired, ServiceUnavailable) as exc:
+                if attempt + 1 == _READ_ATTEMPTS:
+                    raise StoreError(f"read {name} failed: {exc}") from exc
+                time.sleep(0.05 * 2**attempt)
+            except (Neo4jError, DriverError) as exc:
+                raise StoreError(f"read {name} failed: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    def _read_tx(self, what: str, work: Callable[[ManagedTransaction], _T]) -> _T:
+        """One managed read transaction, for reads that need more than one statement to see
+        the same data."""
+        driver = self._ready()
+        with _errors(f"read {what} failed"), self._session(driver, READ_ACCESS) as session:
+            return session.execute_read(work)
+
+    def _write(self, name: str, work: Callable[[ManagedTransaction], _T]) -> _T:
+        """One managed write transaction (retried by the driver on transient errors)."""
+        driver = self._ready()
+        with (
+            _errors(f"{name} failed, nothing was written"),
+            self._session(driver) as session,
+        ):
+            return session.execute_write(work)
+
+    def _run(self, tx: ManagedTransaction, name: str, params: dict[str, Any]) -> Any:
+        """Every statement of a write transaction goes through here: (rows, counters)."""
+        result = tx.run(statements()[name], params)
+        rows = _rows(result)
+        return rows, result.consume().counters

@@ -1,0 +1,467 @@
+"""`GraphStore` on a Neo4j 5.26+ server (Community is enough), behaving like the embedded store.
+
+Every statement lives in ``cypher/*.cypher`` as a named block (``// name: x``), read once at
+run time; values only ever travel as parameters, and labels are fixed (``:Entity``,
+``:Episode``, ``:RELATES`` with the relation in its ``name`` property, as in the Cypher dump;
+``:EntityKey`` nodes that index an entity's name/alias keys; the fact memory's ``:Fact``,
+``:FactEvent`` and ``:Summary``, and ``:TenantSequence``).
+
+Choices that make the two stores interchangeable:
+
+* Datetimes are stored as Neo4j DATETIME normalised to UTC (Cypher orders equal instants with
+  different offsets as unequal, so only one offset may ever be stored) and read back as
+  timezone-aware UTC datetimes, equal to what went in.
+* Vector search asks the HNSW index for ``want`` times a factor rows (it ranks every tenant;
+  the factor, 1 up to ``overfetch``, is learned per scope),
+  filters by tenant and validity, and falls back to an exact per-tenant scan when fewer than
+  ``want`` survive (a scope whose scan found fewer than ``want`` in all goes straight to the
+  scan next time); the candidates are then re-ranked in Python with the embedded store's
+  float32 cosine, so both stores return the same ranking and scores.
+* The entity resolver's candidates (``similar_entities(exact=True)``) do not come from the HNSW
+  index, whose top k is not exact: the store holds the tenant's name vectors in memory
+  (``entity_vectors.py``), brought up to date by plan number before each use, and scores them
+  as the embedded store does.
+* Rows carry ``written`` (the apply call, ns) and ``pos`` (position in its plan), so reads can
+  return records in write order, as the embedded store does.
+* A plan's transaction starts by taking its tenant's ``:TenantSequence`` lock and number
+  (``seq``): writers of one tenant take turns, so a plan is checked against every earlier
+  commit (as SQLite's single writer guarantees), and episodes and fact events carry ``seq``, so
+  messages and fact histories come back in commit order even across processes, whose clocks
+  (``written``) may disagree.
+* The fact part of a plan is checked and written in the same transaction as the graph part,
+  with the embedded store's rules; a deleted fact's node goes, its ``:FactEvent`` nodes stay.
+
+This module is the contract, a few lines per method; the work is in the package's other
+modules (see its __init__).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from neo4j import Driver, GraphDatabase, ManagedTransaction
+from neo4j.exceptions import TransientError
+
+from mem0g.config import GraphStoreConfig
+from mem0g.resources import read_text
+from mem0g.stores.base import EdgeRef, StoreCapabilities, StoreError, StoreStats, WarmupStatus
+from mem0g.stores.neo4j import lexical
+from mem0g.stores.neo4j.entity_vectors import EntityVectors
+from mem0g.stores.neo4j.indexes import VectorIndexes
+from mem0g.stores.neo4j.repairs import EntityRepair
+from mem0g.stores.neo4j.rows import (
+    _ALL_ROWS,
+    _check_dims,
+    _db_time,
+    _entity,
+    _episode,
+    _fact,
+    _fact_event,
+    _messages,
+    _py_time,
+    _relation,
+    _scope,
+    _summary,
+    _tenant_from_key,
+    _tenant_props,
+    _validity,
+)
+from mem0g.stores.neo4j.session import Neo4jSession, _rows
+from mem0g.stores.neo4j.statements import CYPHER_FILES, parse_statements, statements
+from mem0g.stores.neo4j.vector_search import VectorSearch
+from mem0g.stores.neo4j.warmup import WARMUP_FILES, Warmup, warmup_params, warmup_statements
+from mem0g.stores.neo4j.writes import PlanWrites
+from mem0g.types import (
+    Entity,
+    Episode,
+    Fact,
+    FactEvent,
+    GraphSnapshot,
+    Message,
+    Relation,
+    Summary,
+    Tenant,
+    Validity,
+)
+
+
+class Neo4jGraphStore(Neo4jSession, VectorIndexes, VectorSearch, PlanWrites, EntityRepair):
+    """`GraphStore` on a Neo4j server; thread-safe (the driver pools connections).
+
+    `driver_or_uri` is a bolt/neo4j URI (the store then owns and closes its driver) or a
+    `neo4j.Driver` the caller keeps owning. Schema is applied on first use.
+    """
+
+    # A read is a round trip to the server: a search may run its independent reads at once
+    # (RetrievalConfig.concurrent_reads); the waits overlap, the GIL is free meanwhile.
+    capabilities = StoreCapabilities(concurrent_reads=True, lexical=True, fact_timeline=True)
+
+    def __init__(
+        self,
+        driver_or_uri: str | Driver,
+        auth: Any = None,
+        database: str | None = None,
+        dims: int | None = None,
+        *,
+        overfetch: int = 10,
+        min_fetch: int = 50,
+        max_fetch: int = 10_000,
+        reset_batch: int = 10_000,
+        index_check_interval: float = 1.0,
+        entity_vectors: int = 250_000,
+        warmup_seconds: float = 0.0,
+    ) -> None:
+        if isinstance(driver_or_uri, str):
+            self._driver: Driver | None = GraphDatabase.driver(driver_or_uri, auth=auth)
+            self._owns_driver = True
+        else:
+            self._driver, self._owns_driver = driver_or_uri, False
+        self.database = database
+        self.dims = _check_dims(dims)
+        self.overfetch = max(1, overfetch)
+        self.max_fetch = max(1, max_fetch)
+        self.min_fetch = min(max(1, min_fetch), self.max_fetch)
+        self.reset_batch = max(1, reset_batch)
+        self._lock = threading.RLock()
+        self._schema_ready = False
+        self._vector_indexes = False
+        self._fetch_factor: dict[tuple[Any, ...], float] = {}  # see _from_index
+        # rebuild markers (see rebuild_vector_indexes) are read at most this often
+        self.index_check_interval = max(0.0, index_check_interval)
+        self._paused: dict[str, float] = {}  # kind -> monotonic time its index is asked again
+        self._rebuilding: frozenset[str] = frozenset()  # kinds with a live marker, as last read
+        self._markers_read = -math.inf
+        # the resolver's exact candidates: tenants' name vectors, at most this many in all
+        self._entity_vectors = EntityVectors(entity_vectors)
+        # the server's read paths warmed in the background (warmup.py); 0: none
+        self._warmup: Warmup | None = None
+        self._warmup_budget = warmup_seconds
+        if warmup_seconds > 0:
+            self.start_warmup(warmup_seconds)
+
+    @classmethod
+    def from_config(cls, config: GraphStoreConfig, dims: int | None = None) -> Neo4jGraphStore:
+        """Settings first, then NEO4J_URI / NEO4J_USERNAME / NEO4J_PASSWORD."""
+        url = config.resolved_url().value
+        if not url:
+            raise StoreError("the neo4j store needs graph_store.url (or NEO4J_URI)")
+        username = config.resolved_username().value or "neo4j"
+        password = config.resolved_password().value
+        auth = (username, password) if password is not None else None
+        return cls(
+            url, auth, database=config.database, dims=dims, entity_vectors=config.entity_vectors,
+            warmup_seconds=config.warmup_seconds if config.warmup else 0.0,
+        )  # fmt: skip
+
+    def __enter__(self) -> Neo4jGraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start_warmup(self, budget: float) -> Warmup:
+        """Warm the server's read paths in the background for at most `budget` seconds (see
+        mem0g.stores.neo4j.warmup); a warm-up already running is stopped first."""
+        if self._warmup is not None:
+            self._warmup.stop()
+
+        def plan() -> tuple[list[str], dict[str, Any]]:
+            self._ready()  # the schema, and the dims the data holds
+            params = warmup_params(self.dims)
+            files = {name: parse_statements(read_text("cypher", f"{name}.cypher"))
+                     for name in WARMUP_FILES if name in CYPHER_FILES}  # fmt: skip
+            return warmup_statements(files, params), params
+
+        self._warmup = Warmup(self._read, plan, budget)
+        self._warmup.start()
+        return self._warmup
+
+    @property
+    def warmup_status(self) -> WarmupStatus:
+        return self._warmup.status if self._warmup is not None else WarmupStatus(state="off")
+
+    def close(self) -> None:
+        """Idempotent; every later call raises StoreError. A caller's driver stays open."""
+        if self._warmup is not None:
+            self._warmup.stop()
+        with self._lock:
+            driver, self._driver = self._driver, None
+        if driver is not None and self._owns_driver:
+            driver.close()
+
+    def get_entities(self, scope: Tenant, ids: Sequence[str]) -> list[Entity]:
+        rows = self._read("get_entities", {**_scope(scope), "ids": list(dict.fromkeys(ids))})
+        return [_entity(row["entity"]) for row in rows]
+
+    def get_relations(self, scope: Tenant, ids: Sequence[str]) -> list[Relation]:
+        rows = self._read("get_relations", {**_scope(scope), "ids": list(dict.fromkeys(ids))})
+        return [_relation(row["relation"]) for row in rows]
+
+    def find_entities(
+        self, scope: Tenant, keys: Sequence[str], *, exact: bool = False
+    ) -> list[Entity]:
+        self._ready()
+        if not keys:
+            return []
+        rows = self._read("find_entities", {**_scope(scope, exact), "keys": list(keys)})
+        return [_entity(row["entity"]) for row in rows]
+
+    def relations_touching(
+        self, scope: Tenant, entity_ids: Sequence[str], validity: Validity, *, exact: bool = False
+    ) -> list[Relation]:
+        self._ready()
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return []
+        params = {
+            **_scope(scope, exact),
+            **_validity(validity),
+            "ids": ids,
+            "vector": None,
+            "row_limit": _ALL_ROWS,
+        }
+        found: dict[str, Relation] = {}
+        for row in self._read("edges_at", params):
+            rel_id = row["relation"]["id"]
+            if rel_id not in found:
+                found[rel_id] = _relation(row["relation"])
+        return list(found.values())
+
+    def expand(
+        self,
+        scope: Tenant,
+        entity_ids: Sequence[str],
+        hops: int,
+        validity: Validity,
+        limit: int,
+        *,
+        vector: np.ndarray | None = None,
+    ) -> list[tuple[Relation, int]] | list[EdgeRef]:
+        """Breadth-first, direction ignored, walking only accepted in-scope edges; one query
+        per hop, the bookkeeping as in the embedded store so both return the same order.
+        With `vector`: light `EdgeRef`s scored in Cypher by the cosine to `vector` (equal to
+        `edge_score` for unit vectors, to ~1e-7), so a hub's edges cost no embedding transfer."""
+        self._ready()
+        result: list[Any] = []
+        if limit <= 0:
+            return result
+        seen: set[str] = set()
+        frontier = list(dict.fromkeys(entity_ids))
+        visited = set(frontier)
+        query = None if vector is None else np.asarray(vector, dtype=np.float32).ravel().tolist()
+        base = {**_scope(scope), **_validity(validity), "vector": query}
+        for hop in range(1, hops + 1):
+            if not frontier:
+                break
+            next_frontier: list[str] = []
+            # An edge comes at most twice in a hop (both ends in the frontier), and so may each
+            # edge already taken: these rows hold every edge the bookkeeping below can take.
+            row_limit = 2 * (limit - len(result)) + 2 * len(seen)
+            params = {**base, "ids": frontier, "row_limit": row_limit}
+            for row in self._read("edges_at", params):
+                props = row["relation"]
+                if props["id"] in seen:
+                    continue
+                if len(result) >= limit:
+                    return result
+                seen.add(props["id"])
+                if query is None:
+                    result.append((_relation(props), hop))
+                else:
+                    result.append(
+                        EdgeRef(
+                            props["id"],
+                            props["source_id"],
+                            props["name"],
+                            props["destination_id"],
+                            hop,
+                            float(props["score"]),
+                        )
+                    )
+                node = frontier[row["i"]]
+                other = (
+                    props["destination_id"] if props["source_id"] == node else props["source_id"]
+                )
+                if other not in visited:
+                    visited.add(other)
+                    next_frontier.append(other)
+            frontier = next_frontier
+        return result
+
+    def siblings(
+        self,
+        scope: Tenant,
+        keys: Sequence[tuple[str, str, bool]],
+        validity: Validity,
+        limit: int,
+        *,
+        vector: np.ndarray,
+    ) -> list[EdgeRef]:
+        """One read (`sibling_edges`): per key, the hub is sought by id and only the edges in
+        the key's direction with the key's relation name are read; cut to `limit` in Cypher
+        and returned light, scored by Cypher's cosine as `expand(vector=)` is."""
+        self._ready()
+        if limit <= 0 or not keys:
+            return []
+        params = {
+            **_scope(scope),
+            **_validity(validity),
+            "keys": [
+                {"hub_id": hub, "relation": name, "hub_is_destination": bool(hub_is_destination)}
+                for hub, name, hub_is_destination in keys
+            ],
+            "limit": limit,
+            "vector": np.asarray(vector, dtype=np.float32).ravel().tolist(),
+        }
+        refs = []
+        for row in self._read("sibling_edges", params):
+            props = row["relation"]
+            refs.append(
+                EdgeRef(
+                    props["id"],
+                    props["source_id"],
+                    props["name"],
+                    props["destination_id"],
+                    2,
+                    float(props["score"]),
+                )
+            )
+        return refs
+
+    def snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
+        params = {**_scope(scope), **_validity(validity)}
+        entities = [_entity(row["entity"]) for row in self._read("snapshot_entities", params)]
+        relations = [_relation(r["relation"]) for r in self._read("snapshot_relations", params)]
+        return GraphSnapshot(entities=entities, relations=relations)
+
+    def episodes(self, scope: Tenant) -> list[Episode]:
+        """The scope's episodes in the order they were written."""
+        return [_episode(row["episode"]) for row in self._read("episodes", _scope(scope))]
+
+    def get_facts(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
+        rows = self._read("get_facts", {**_scope(scope), "ids": list(dict.fromkeys(ids))})
+        return [_fact(row["fact"]) for row in rows]
+
+    def facts(self, scope: Tenant) -> list[Fact]:
+        """All current facts of the scope, oldest first (ties keep write order)."""
+        return [_fact(row["fact"]) for row in self._read("facts", _scope(scope))]
+
+    def lexical_facts(
+        self, scope: Tenant, words: list[str], k: int, *, exact: bool = False
+    ) -> list[tuple[Fact, float]]:
+        """BM25 top-k current facts for query terms (lexical.py)."""
+        self._ready()
+        hits = lexical.search(self._read, "lexical_facts", _scope(scope, exact), words, k,
+                              self.max_fetch)  # fmt: skip
+        return [(_fact(h["fact"]), float(h["score"])) for h in hits]
+
+    def lexical_relations(
+        self, scope: Tenant, words: list[str], k: int, validity: Validity
+    ) -> list[EdgeRef]:
+        self._ready()
+        params = {**_scope(scope), **_validity(validity)}
+        hits = lexical.search(self._read, "lexical_relations", params, words, k, self.max_fetch)
+        return lexical.edge_refs(hits)
+
+    def lexical_entities(
+        self, scope: Tenant, words: list[str], k: int
+    ) -> list[tuple[Entity, float]]:
+        self._ready()
+        hits = lexical.search(self._read, "lexical_entities", _scope(scope), words, k,
+                              self.max_fetch)  # fmt: skip
+        return [(_entity(h["entity"]), float(h["score"])) for h in hits]
+
+    def fact_timeline(self, scope: Tenant) -> list[tuple[FactEvent, datetime | None]]:
+        """Every fact event of the scope, per fact in write order, with its episode's time."""
+        rows = self._read("fact_timeline", _scope(scope))
+        return [(_fact_event(r["event"]), _py_time(r["said"])) for r in rows]
+
+    def fact_history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:
+        """Every event of one fact in write order, also after the fact was deleted."""
+        rows = self._read("fact_history", {**_scope(scope), "fact_id": fact_id})
+        return [_fact_event(row["event"]) for row in rows]
+
+    def recent_messages(self, tenant: Tenant, limit: int) -> list[Message]:
+        """The last `limit` messages of the exact tenant, from at most `limit` episodes."""
+        self._ready()
+        if limit <= 0:
+            return []
+        rows = self._read("recent_episodes", {"tenant_key": tenant.key, "limit": limit})
+        return [Message.model_validate(m) for m in _messages(rows[::-1])[-limit:]]
+
+    def message_count(self, tenant: Tenant) -> int:
+        (row,) = self._read("message_count", {"tenant_key": tenant.key})
+        return int(row["n"])
+
+    def messages_since(self, tenant: Tenant, offset: int) -> list[Message]:
+        """The exact tenant's messages after the first `offset`: the episode sizes say which
+        episodes hold them, and only those are read (one transaction, one snapshot)."""
+        offset = max(offset, 0)
+
+        def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
+            sizes = _rows(tx.run(statements()["episode_sizes"], {"tenant_key": tenant.key}))
+            wanted: list[str] = []
+            seen = skip = 0
+            for row in sizes:
+                count = row["n"] or 0
+                if seen + count > offset:
+                    if not wanted:
+                        skip = offset - seen  # messages of the first episode already covered
+                    wanted.append(row["id"])
+                seen += count
+            if not wanted:
+                return []
+            rows = _rows(tx.run(statements()["episode_messages"], {"ids": wanted}))
+            return _messages(rows)[skip:]
+
+        return [Message.model_validate(m) for m in self._read_tx("messages_since", work)]
+
+    def get_summary(self, tenant: Tenant) -> Summary | None:
+        rows = self._read("get_summary", {"tenant_key": tenant.key})
+        return _summary(rows[0]["summary"]) if rows else None
+
+    def set_summary(self, summary: Summary) -> None:
+        """Replace the exact tenant's summary in its own small transaction."""
+        self._ready()
+        if summary.messages_covered < 0:
+            raise StoreError(f"a summary can't cover {summary.messages_covered} messages")
+        props = {
+            **_tenant_props(summary.tenant),
+            "text": summary.text,
+            "messages_covered": summary.messages_covered,
+            "updated_at": _db_time(summary.updated_at),
+        }
+        params = {"tenant_key": summary.tenant.key, "props": props}
+
+        def work(tx: ManagedTransaction) -> None:
+            (row,), _ = self._run(tx, "set_summary", params)
+            if row["text"] is None:  # as in _write_plan: a delete_tenant got there first
+                raise TransientError("the summary was deleted while this write waited for it")
+
+        self._write("set_summary", work)
+
+    def tenants(self) -> list[Tenant]:
+        """Every exact tenant holding at least one record, sorted by key."""
+        keys = sorted(row["key"] for row in self._read("tenants", {}))
+        return [_tenant_from_key(key) for key in keys]
+
+    def stats(self, scope: Tenant | None = None) -> StoreStats:
+        if scope is None:
+            (row,) = self._read("stats_all", {})
+            tenants = len(self._read("tenants", {}))
+        else:
+            (row,) = self._read("stats_scope", _scope(scope))
+            tenants = len(set(row["keys"]))
+        return StoreStats(
+            entities=row["entities"],
+            relations=row["relations"],
+            valid_relations=row["relations"] - row["invalid"],
+            invalid_relations=row["invalid"],
+            episodes=row["episodes"],
+            tenants=tenants,
+        )

@@ -1,0 +1,209 @@
+"""The write path of the Neo4j store: `apply` checks a plan (`stores.plan` rules, on one
+`plan_check` read inside the transaction) and writes it with one batched statement per kind of
+change, after taking the tenant's `:TenantSequence` turn; deletes and reset.
+
+`PlanWrites` is a mixin of `Neo4jGraphStore`; only the store's own modules use it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from neo4j import ManagedTransaction
+from neo4j.exceptions import TransientError
+
+from mem0g.stores.base import StoreError
+from mem0g.stores.neo4j.entity_vectors import EntityVectors
+from mem0g.stores.neo4j.plan_rows import _event_rows, _fact_refs, _fact_rows, _FactRows, _plan_rows
+from mem0g.stores.neo4j.rows import _check_version, _db_time, _scope, _tenant_props, _version
+from mem0g.stores.neo4j.session import _errors
+from mem0g.stores.plan import Existing, check_plan, check_records, is_empty
+from mem0g.stores.repair import rename_event
+from mem0g.types import Tenant, WritePlan
+
+
+class PlanWrites:
+    """Plans, deletes and reset (a mixin of `Neo4jGraphStore`)."""
+
+    dims: int | None
+    reset_batch: int
+    _lock: threading.RLock
+    _vector_indexes: bool
+    _entity_vectors: EntityVectors
+
+    def tenant_version(self, tenant: Tenant) -> str:
+        (row,) = self._read("tenant_version", {"tenant_key": tenant.key})
+        return _version(row["epoch"], row["seq"])
+
+    def apply(self, plan: WritePlan) -> None:
+        """Validate, then write the whole plan in one transaction; a bad plan writes nothing."""
+        driver = self._ready()
+        check_records(plan)
+        if is_empty(plan):
+            return
+        records = (*plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_changes)
+        sizes = {len(r.embedding) for r in records if r.embedding is not None}
+        sizes |= {self.dims} - {None}
+        if len(sizes) > 1:
+            raise StoreError(f"embeddings of different sizes in one store: {sizes}")
+        if sizes and not self._vector_indexes:
+            with self._lock:
+                self.dims = self.dims or sizes.pop()
+                with _errors("could not create the vector indexes"):
+                    self._ensure_vector_indexes(driver)
+        rows = _plan_rows(plan, time.time_ns())
+        self._write("apply", lambda tx: self._write_plan(tx, plan, rows))
+
+    def _write_plan(self, tx: ManagedTransaction, plan: WritePlan, rows: dict[str, Any]) -> None:
+        """The transaction function: take the tenant's turn, check the plan against the
+        database, then write it with one batched statement per kind of change (a retry runs all
+        of it again)."""
+        (turn,), _ = self._run(tx, "lock_tenant", _tenant_props(plan.tenant))
+        seq = turn["seq"]
+        if seq is None:
+            # MERGE found the sequence node, then waited for the lock while a delete_tenant
+            # deleted it (the SET was then a no-op): no turn was taken, so the driver must
+            # run the whole function again, which starts the tenant's sequence afresh.
+            raise TransientError("the tenant was deleted while this plan waited for its turn")
+        _check_version(plan.based_on, turn["epoch"], seq)
+        facts = self._check_plan(tx, plan, rows["written"])
+        updated_at = _db_time(plan.updated_at)
+        if rows["episode"] is not None:
+            _, counters = self._run(tx, "create_episode", {"props": rows["episode"], "seq": seq})
+            if counters.nodes_created != 1:
+                raise StoreError("the episode was not created")
+        for row in rows["more_episodes"]:  # a restore (the id constraint refuses a taken one)
+            self._run(tx, "create_episode", {"props": row, "seq": seq})
+        if rows["entities"]:
+            _, counters = self._run(tx, "create_entities", {"rows": rows["entities"], "seq": seq})
+            keys = sum(len(row["props"]["keys"]) for row in rows["entities"])
+            if counters.nodes_created != len(rows["entities"]) + keys:  # entities, their keys
+                raise StoreError("not every entity was created")
+        if rows["aliases"]:
+            self._run(tx, "update_aliases", {"rows": rows["aliases"], "updated_at": updated_at})
+        if rows["relations"]:
+            _, counters = self._run(tx, "create_relations", {"rows": rows["relations"]})
+            if counters.relationships_created != len(rows["relations"]):
+                raise StoreError("not every relation was created")
+        if rows["renames"]:
+            self._rename(tx, plan, rows["renames"], seq)
+        if rows["pairs"]:
+            self._run(tx, "create_pairs", {"rows": rows["pairs"], "tenant_key": plan.tenant.key})
+        if rows["invalidations"]:
+            self._run(
+                tx,
+                "invalidate_relations",
+                {"rows": rows["invalidations"], "updated_at": updated_at},
+            )
+        if rows["mentions"]:
+            self._run(tx, "add_mentions", {"rows": rows["mentions"], "updated_at": updated_at})
+        if facts.deletes:
+            _, counters = self._run(tx, "delete_facts", {"ids": facts.deletes})
+            if counters.nodes_deleted != len(facts.deletes):
+                raise StoreError("not every deleted fact was found")
+        if facts.creates:
+            _, counters = self._run(tx, "create_facts", {"rows": facts.creates, "seq": seq})
+            if counters.nodes_created != len(facts.creates):
+                raise StoreError("not every fact was created")
+        if facts.updates:
+            self._run(tx, "update_facts", {"rows": facts.updates, "updated_at": updated_at})
+        if facts.events:
+            _, counters = self._run(tx, "create_fact_events", {"rows": facts.events, "seq": seq})
+            if counters.nodes_created != len(facts.events):
+                raise StoreError("not every fact event was created")
+
+    def _check_plan(self, tx: ManagedTransaction, plan: WritePlan, written: int) -> _FactRows:
+        """The embedded store's checks, inside the writing transaction: new ids are free, and
+        every id the plan refers to exists and belongs to the plan's exact tenant. Returns the
+        fact part's rows."""
+        new_entities = {e.id for e in plan.new_entities}
+        new_relations = {r.id for r in plan.new_relations}
+        pair_ends = [i for p in plan.possible_duplicates for i in (p.entity_id, p.candidate_id)]
+        entity_refs = (
+            [a.entity_id for a in plan.alias_updates]
+            + [end for r in plan.new_relations for end in (r.source_id, r.destination_id)]
+            + pair_ends
+        )
+        relation_refs = [i.relation_id for i in plan.invalidations] + [
+            m.relation_id for m in plan.mentions
+        ]
+        (check,), _ = self._run(
+            tx,
+            "plan_check",
+            {
+                "episode_id": plan.episode.id if plan.episode is not None else None,
+                "new_entity_ids": sorted(new_entities),
+                "new_relation_ids": sorted(new_relations),
+                "entity_refs": sorted(set(entity_refs) - new_entities),
+                "relation_refs": sorted(set(relation_refs) - new_relations),
+                **_fact_refs(plan),
+                "tenant_key": plan.tenant.key,
+            },
+        )
+        existing = Existing(
+            episodes={check["episode_id"]} if check["episode_taken"] else set(),
+            entities=set(check["entities_taken"]),
+            relations=set(check["relations_taken"]),
+            facts=set(check["facts_taken"]),
+            fact_events=set(check["events_taken"]),
+            own_entities=set(check["entities_owned"]),
+            own_relations=set(check["relations_owned"]),
+            own_facts=set(check["facts_owned"]),
+            own_fact_history=set(check["facts_with_history"]),
+        )
+        return _fact_rows(plan, check_plan(plan, existing), written)
+
+    def _rename(
+        self, tx: ManagedTransaction, plan: WritePlan, rows: list[dict[str, Any]], seq: int
+    ) -> None:
+        """Display names (`AliasUpdate.name`), after the plan's edges exist so that they show
+        the new name too; one RENAME event per entity whose name changed."""
+        params = {"rows": rows, "tenant_key": plan.tenant.key}
+        done, _ = self._run(
+            tx, "rename_entities", {**params, "updated_at": _db_time(plan.updated_at)}
+        )
+        episode_id = plan.episode.id if plan.episode is not None else None
+        events = [
+            rename_event(
+                row["id"], plan.tenant, row["old"], row["name"], plan.updated_at, episode_id
+            )
+            for row in done
+        ]
+        if events:
+            self._run(
+                tx,
+                "create_entity_events",
+                {"rows": _event_rows(events, time.time_ns()), "seq": seq},
+            )
+
+    def delete_tenant(self, scope: Tenant) -> int:
+        """Delete every record the scope filter matches, in one transaction."""
+        params = _scope(scope)
+
+        def work(tx: ManagedTransaction) -> int:
+            self._run(tx, "delete_tenant_sequences", params)  # first: waits for writers
+            (rels,), _ = self._run(tx, "delete_tenant_relations", params)
+            (ents,), _ = self._run(tx, "delete_tenant_entities", params)
+            names = ("episodes", "facts", "fact_events", "summaries", "entity_events",
+                     "possible_duplicates")  # fmt: skip
+            for name in names:
+                self._run(tx, f"delete_tenant_{name}", params)
+            return int(rels["deleted"]) + int(ents["deleted"])
+
+        deleted = self._write("delete_tenant", work)
+        with self._lock:  # (other stores see the tenant's new epoch when it is written again)
+            self._entity_vectors.forget()
+        return deleted
+
+    def reset(self) -> None:
+        """Delete every node of mem0g's labels (and the edges between entities); schema and
+        the layout version (:Mem0gSchema) stay, and nodes of other labels are left alone.
+        Batched, so a large store does not need one huge transaction: unlike `apply` it is not
+        atomic, and a failure midway leaves part of the data (run it again)."""
+        driver = self._ready()
+        with _errors("reset failed"):
+            self._auto(driver, "reset_relations", {"batch": self.reset_batch})
+            self._auto(driver, "reset_nodes", {"batch": self.reset_batch})
+        with self._lock:
+            self._entity_vectors.forget()

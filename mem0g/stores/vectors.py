@@ -1,0 +1,164 @@
+"""The one place for vector maths: float32 vectors, unit rows, row scores, top-k, and the
+in-place `VectorBlock` a store keeps per tenant.
+
+Why one place: both stores, the held entity vectors of the Neo4j store, the entity resolver
+and the retriever's fact and diversity scoring must score a row with the same float32
+arithmetic, so that two stores agree to the bit and a refactor cannot drift one of them.
+Pure numpy, no I/O and no lock; anything in mem0g may import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "VectorBlock",
+    "as_vector",
+    "best_first",
+    "has_direction",
+    "row_scores",
+    "top_k",
+    "unit_rows",
+    "unit_vector",
+]
+
+
+def as_vector(values: Sequence[float] | np.ndarray | None) -> np.ndarray | None:
+    """Embeddings live as float32 arrays (4 bytes a value) instead of lists of Python floats."""
+    return None if values is None else np.asarray(values, dtype=np.float32).reshape(-1)
+
+
+def unit_vector(vector: Sequence[float] | np.ndarray) -> tuple[np.ndarray, bool]:
+    """A float32 query at unit length, and whether it has a direction (a zero query stays as
+    it is, and scores 0 against every row)."""
+    query = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(query))
+    return (query / norm, True) if norm > 0 else (query, False)
+
+
+def has_direction(vector: np.ndarray) -> bool:
+    """Whether a float32 vector can be scaled to unit length (not zero, nothing infinite)."""
+    norm = float(np.linalg.norm(vector))
+    return norm > 0 and bool(np.isfinite(norm))
+
+
+def unit_rows(vectors: Sequence[np.ndarray] | np.ndarray, dims: int | None) -> np.ndarray:
+    """The vectors stacked as float32 and scaled to unit length (zero rows stay zero), so
+    cosine is one matrix product. A new array: the inputs are never changed."""
+    if len(vectors) == 0:
+        return np.zeros((0, dims or 0), dtype=np.float32)
+    matrix = np.vstack(vectors).astype(np.float32, copy=False)  # vstack copies
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix /= np.where(norms == 0, np.float32(1), norms)
+    return matrix
+
+
+def row_scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine of each unit row with a unit query, as every store computes it: `matrix @ query`
+    in numpy's own single-threaded loop rather than BLAS. BLAS splits a matrix-vector product
+    of a few thousand rows across threads that wait on one another (and on the embedding
+    model's threads right after a query was embedded): 2-4x slower on 2 cores. And BLAS rounds
+    a row differently depending on where it sits in the matrix; this scores a row the same in
+    a tenant's whole matrix as among a few candidates, so two stores agree to the bit."""
+    return np.einsum("ij,j->i", matrix, query)
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best scores in no particular order (O(n), no full sort)."""
+    return np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(len(scores))
+
+
+def best_first(scores: np.ndarray, k: int) -> list[int]:
+    """Indices of the k best scores, best first (ties in index order), as both stores rank."""
+    return sorted(top_k(scores, k), key=lambda row: -scores[row])
+
+
+@dataclass
+class VectorBlock:
+    """A tenant's embedding matrix: row i is the unit vector of record ids[i], and flags[i] says
+    whether the row is selected by default (an edge without invalid_at, a fact not deleted).
+    It changes in place (capacity doubling) as records are written, instead of being rebuilt.
+    An edge block may also hold `spans`: per row the [valid_from, invalid_at) interval as int64
+    microseconds, so an `as_of` search selects rows with one comparison instead of a loop."""
+
+    ids: list[str]
+    rows: np.ndarray  # capacity x dims; the first len(ids) rows are in use
+    flags: np.ndarray  # bool per row
+    index: dict[str, int] = field(default_factory=dict)
+    unflagged: int = 0  # rows whose flag is False
+    spans: np.ndarray | None = None  # capacity x 2 int64, set by the owner when first needed
+
+    def __post_init__(self) -> None:
+        self.index = {record_id: row for row, record_id in enumerate(self.ids)}
+        self.unflagged = len(self.ids) - int(np.count_nonzero(self.flags[: len(self.ids)]))
+
+    @classmethod
+    def build(
+        cls, ids: list[str], vectors: Sequence[np.ndarray], flags: Sequence[bool], dims: int | None
+    ) -> VectorBlock:
+        return cls(ids, unit_rows(vectors, dims), np.array(flags, dtype=bool).reshape(-1))
+
+    @classmethod
+    def empty(cls) -> VectorBlock:
+        """A block of no rows and no known size (nothing has an embedding yet)."""
+        return cls([], np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=bool))
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self.rows[: len(self.ids)]
+
+    @property
+    def current(self) -> np.ndarray:
+        return self.flags[: len(self.ids)]
+
+    def selected(self) -> np.ndarray | None:
+        """Indices of the flagged rows; None when that is every row."""
+        return None if self.unflagged == 0 else np.flatnonzero(self.current)
+
+    def _flag(self, row: int, flag: bool) -> None:
+        if bool(self.flags[row]) != flag:
+            self.unflagged += -1 if flag else 1
+            self.flags[row] = flag
+
+    def upsert(
+        self,
+        record_id: str,
+        vector: np.ndarray,
+        flag: bool,
+        *,
+        replace: bool = False,
+        span: tuple[int, int] | None = None,
+    ) -> None:
+        """Add a row, or set an existing row's flag and span (and, with `replace`, its vector:
+        a fact's text and embedding may change; an entity's or edge's embedding never does).
+        Without a `span`, held spans are dropped (the owner rebuilds them when needed)."""
+        row = self.index.get(record_id)
+        if row is None:
+            row = len(self.ids)
+            if row == self.rows.shape[0]:
+                grown = max(16, row * 2)
+                self.rows = np.resize(self.rows, (grown, self.rows.shape[1]))
+                self.flags = np.resize(self.flags, grown)
+                if self.spans is not None:
+                    self.spans = np.resize(self.spans, (grown, 2))
+            self.flags[row] = True
+            self.ids.append(record_id)
+            self.index[record_id] = row
+            replace = True
+        if replace:
+            self.rows[row] = unit_rows([vector], vector.shape[0])[0]
+        self._flag(row, flag)
+        if self.spans is not None:
+            if span is None:
+                self.spans = None
+            else:
+                self.spans[row] = span
+
+    def unflag(self, record_id: str) -> None:
+        """The record is gone or has no vector any more: its row is never selected again."""
+        row = self.index.get(record_id)
+        if row is not None:
+            self._flag(row, False)
