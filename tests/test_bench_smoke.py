@@ -8,23 +8,23 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-from script_module import load_script
+from script_module import SCRIPTS
 
 from mem0g.testing.neo4j import free_port
+
+sys.path.insert(0, str(SCRIPTS))  # the scripts/bench package
+from bench import cli, data, timing
+from bench import stores as bench_stores
+
 from mem0g.types import Entity, Tenant, WritePlan
-
-
-@pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    return load_script("bench_search")
 
 
 def _positive(stats: dict) -> None:
@@ -33,7 +33,7 @@ def _positive(stats: dict) -> None:
         assert stats[key] > 0, key
 
 
-def test_tiny_run_writes_complete_report(bench: ModuleType, tmp_path: Path) -> None:
+def test_tiny_run_writes_complete_report(tmp_path: Path) -> None:
     out = tmp_path / "search.json"
     argv = [
         "--sizes",
@@ -52,7 +52,7 @@ def test_tiny_run_writes_complete_report(bench: ModuleType, tmp_path: Path) -> N
         "--out",
         str(out),
     ]
-    assert bench.main(argv) == 0
+    assert cli.main(argv) == 0
     report = json.loads(out.read_text(encoding="utf-8"))
 
     for key in (
@@ -78,7 +78,7 @@ def test_tiny_run_writes_complete_report(bench: ModuleType, tmp_path: Path) -> N
     _positive(size["query_embed"])
     # measured on Linux: the cores other processes used (no server to leave out here)
     assert isinstance(size["other_processes_cores"], float)
-    assert size["busy"] == (size["other_processes_cores"] > bench.OTHERS_BUSY)
+    assert size["busy"] == (size["other_processes_cores"] > timing.OTHERS_BUSY)
     assert size["ratio_p95"] > 0
     assert size["avg_relations_returned"] > 0
     assert isinstance(size["busy"], bool)
@@ -100,32 +100,32 @@ def test_tiny_run_writes_complete_report(bench: ModuleType, tmp_path: Path) -> N
     assert all(t["busy_machine"] is False for t in report["targets"])
 
 
-def test_graph_has_exactly_n_distinct_edges(bench: ModuleType) -> None:
-    graph = bench.build_graph(1000, seed=3)
+def test_graph_has_exactly_n_distinct_edges() -> None:
+    graph = data.build_graph(1000, seed=3)
     assert len(graph.triples) == len(set(graph.triples)) == 1000
     assert all(s != d for s, _, d in graph.triples)
-    assert len(bench.make_queries(graph, 120, bench.random.Random(1))) == 120
+    assert len(data.make_queries(graph, 120, random.Random(1))) == 120
 
 
-def test_busy_means_other_processes_when_they_were_measured(bench: ModuleType) -> None:
-    cpus = bench.os.cpu_count()
-    assert bench.busy([0.5], others=0.6) is True  # a quiet load average, a busy neighbour
-    assert bench.busy([cpus + 1.0], others=0.1) is False  # load from this run and its server
-    assert bench.busy([cpus + 1.0]) is True  # not measured: the load average decides
-    assert bench.busy([0.5], [0.4]) is False
-    before = bench.machine_cpu()
+def test_busy_means_other_processes_when_they_were_measured() -> None:
+    cpus = os.cpu_count()
+    assert timing.busy([0.5], others=0.6) is True  # a quiet load average, a busy neighbour
+    assert timing.busy([cpus + 1.0], others=0.1) is False  # load from this run and its server
+    assert timing.busy([cpus + 1.0]) is True  # not measured: the load average decides
+    assert timing.busy([0.5], [0.4]) is False
+    before = timing.machine_cpu()
     sum(i * i for i in range(300_000))  # this process's own work counts for the machine
-    assert bench.machine_cpu() >= before
+    assert timing.machine_cpu() >= before
 
 
-def test_warm_up_queries_are_never_timed_ones(bench: ModuleType) -> None:
-    graph = bench.build_graph(1000, seed=3)
-    timed = bench.make_queries(graph, 50, bench.random.Random(1))
-    warm = bench.warm_queries(graph, 300, timed, seed=2)
+def test_warm_up_queries_are_never_timed_ones() -> None:
+    graph = data.build_graph(1000, seed=3)
+    timed = data.make_queries(graph, 50, random.Random(1))
+    warm = data.warm_queries(graph, 300, timed, seed=2)
     assert len(warm) == 300
     assert not set(warm) & set(timed)
     assert len(set(warm)) > 200  # mostly distinct texts, not one query repeated
-    assert bench.warm_queries(graph, 0, timed, seed=2) == []
+    assert data.warm_queries(graph, 0, timed, seed=2) == []
 
 
 def _neo4j_argv(server: Any, out: Path, *extra: str) -> list[str]:
@@ -163,7 +163,7 @@ def bench_neo4j(neo4j_server: Any, neo4j_connect: Any, monkeypatch: pytest.Monke
 
 @pytest.mark.neo4j
 def test_neo4j_run_writes_complete_report(
-    bench: ModuleType, tmp_path: Path, bench_neo4j: Any, neo4j_connect: Any
+    tmp_path: Path, bench_neo4j: Any, neo4j_connect: Any
 ) -> None:
     neo4j_server = bench_neo4j
     out = tmp_path / "neo4j.json"
@@ -180,7 +180,7 @@ def test_neo4j_run_writes_complete_report(
         "--neo4j-entity-vectors",  # fewer than the tenant's entities: resolved by the index
         "7",
     )
-    assert bench.main(argv) == 0
+    assert cli.main(argv) == 0
     report = json.loads(out.read_text(encoding="utf-8"))
 
     assert report["store"] == "neo4j"
@@ -226,7 +226,7 @@ def test_neo4j_run_writes_complete_report(
 
 @pytest.mark.neo4j
 def test_neo4j_run_refuses_to_wipe_a_database_without_wipe(
-    bench: ModuleType, tmp_path: Path, bench_neo4j: Any, neo4j_connect: Any
+    tmp_path: Path, bench_neo4j: Any, neo4j_connect: Any
 ) -> None:
     neo4j_server = bench_neo4j
     store = neo4j_connect(dims=8)
@@ -245,27 +245,25 @@ def test_neo4j_run_refuses_to_wipe_a_database_without_wipe(
     )
     out = tmp_path / "refused.json"
     with pytest.raises(SystemExit, match=r"not empty.*--wipe"):
-        bench.main(_neo4j_argv(neo4j_server, out))
+        cli.main(_neo4j_argv(neo4j_server, out))
     assert not out.exists()
     assert [e.name for e in store.find_entities(tenant, ["keep me"])] == ["Keep Me"]
 
-    assert bench.main(_neo4j_argv(neo4j_server, out, "--wipe", "--adds", "0")) == 0
+    assert cli.main(_neo4j_argv(neo4j_server, out, "--wipe", "--adds", "0")) == 0
     assert store.find_entities(tenant, ["keep me"]) == []
 
 
 def test_unreachable_neo4j_fails_fast_with_a_clear_error(
-    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NEO4J_PASSWORD", "x")
     port = free_port()  # nothing listens there
     argv = ["--store", "neo4j", "--neo4j-uri", f"bolt://127.0.0.1:{port}", "--quiet"]
     with pytest.raises(SystemExit, match="cannot reach Neo4j"):
-        bench.main([*argv, "--out", str(tmp_path / "x.json")])
+        cli.main([*argv, "--out", str(tmp_path / "x.json")])
 
 
-def test_settle_waits_for_a_busy_server_process_to_go_idle(
-    bench: ModuleType, tmp_path: Path
-) -> None:
+def test_settle_waits_for_a_busy_server_process_to_go_idle(tmp_path: Path) -> None:
     """The throwaway server's CPU time is read from /proc: a process busy for 3 s of its own
     CPU time (however loaded the machine), then idle, is waited for (and its CPU counted), and
     `--settle` bounds the wait."""
@@ -274,15 +272,15 @@ def test_settle_waits_for_a_busy_server_process_to_go_idle(
          "time.sleep(60)"]
     )  # fmt: skip
     try:
-        args = bench.parse_args(["--store", "neo4j", "--settle", "30"])
-        stores = bench.BenchStores("neo4j", args, bench.Progress(quiet=True))
+        args = cli.parse_args(["--store", "neo4j", "--settle", "30"])
+        stores = bench_stores.BenchStores("neo4j", args, timing.Progress(quiet=True))
         stores.pid = busy.pid
         before = stores.server_cpu()
         settled = stores.settle()
         assert settled["watched"] and settled["idle"]
         assert 3.0 <= settled["waited_s"] < 30
         assert stores.server_cpu() - before >= 2.0  # most of the 3 busy CPU seconds
-        stores.args = bench.parse_args(["--store", "neo4j", "--settle", "0"])
+        stores.args = cli.parse_args(["--store", "neo4j", "--settle", "0"])
         assert stores.settle() == {"waited_s": 0.0, "watched": True, "idle": False}
     finally:
         busy.kill()
@@ -292,10 +290,10 @@ def test_settle_waits_for_a_busy_server_process_to_go_idle(
     assert stores.settle() == {"waited_s": 0.0, "watched": False}
 
 
-def test_client_cpus_are_checked(bench: ModuleType) -> None:
+def test_client_cpus_are_checked() -> None:
     have = sorted(os.sched_getaffinity(0))
-    assert bench.parse_cpus(str(have[0])) == {have[0]}
-    assert bench.parse_cpus(f"{have[0]}-{have[-1]}") == set(range(have[0], have[-1] + 1))
+    assert bench_stores.parse_cpus(str(have[0])) == {have[0]}
+    assert bench_stores.parse_cpus(f"{have[0]}-{have[-1]}") == set(range(have[0], have[-1] + 1))
     for bad in ("x", "1-", "4096", ""):
         with pytest.raises(SystemExit, match="CPU"):
-            bench.parse_cpus(bad)
+            bench_stores.parse_cpus(bad)
