@@ -19,7 +19,7 @@ import bench
 from bench.add import bench_add
 from bench.data import TARGET_USER, UTC, build_graph, make_queries
 from bench.report import TARGET_EDGES, print_report, targets
-from bench.search import bench_search, later_phases, search_all
+from bench.search import bench_search, later_phases, restart_phases, search_all
 from bench.stores import BenchStores, machine_info, parse_cpus
 from bench.timing import Progress, busy, load_average, profiled
 from bench.vectors import VectorSource, borrowed_vectors, graph_vectors, write_graph
@@ -138,6 +138,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(phase 'warm'); later phases are also preceded by them: a JVM server compiles its "
         "read paths only after hundreds of searches, and a long-running server is warm",
     )
+    p.add_argument(
+        "--restart-phases",
+        type=int,
+        default=0,
+        metavar="N",
+        help="neo4j (throwaway server): after the first run, restart the server three times "
+        "and time the first N searches each time: 'cold' (a store opened without its warm-up), "
+        "'first minute' (with it, searched at once) and 'after store warm-up' (searched once it "
+        "ended); servers restart on every deploy, upgrade and crash",
+    )
+    p.add_argument(
+        "--store-warmup-seconds",
+        type=float,
+        default=GraphStoreConfig().warmup_seconds,
+        metavar="S",
+        help="the store's warm-up bound in the restart phases (graph_store.warmup_seconds)",
+    )
     p.add_argument("--embed-batch", type=int, default=256)
     p.add_argument(
         "--vector-cache",
@@ -234,6 +251,11 @@ def run(
         "the 'warm' phase runs the same queries after N untimed searches on other query texts, "
         "and every later phase is preceded by N such searches too (server_warmup: CPU per "
         "search in blocks of 100, the warm-up curve)",
+        "restart phases (--restart-phases N, neo4j): the server is restarted (a fresh JVM, "
+        "its data and OS file cache kept) before each of 'cold' (store opened with "
+        "graph_store.warmup off), 'first minute' (warm-up on, the first N searches at once, "
+        "concurrent with it) and 'after store warm-up' (searched once the warm-up ended); "
+        "each times the first N searches, none untimed",
     ]
 
     def write_report(complete: bool) -> dict[str, Any]:
@@ -271,6 +293,8 @@ def run(
                 "server_cpus": args.server_cpus,
                 "settle": args.settle,
                 "server_warmup": args.server_warmup,
+                "restart_phases": args.restart_phases,
+                "store_warmup_seconds": args.store_warmup_seconds,
                 "neo4j_entity_vectors": (
                     args.neo4j_entity_vectors if args.store == "neo4j" else None
                 ),
@@ -369,7 +393,17 @@ def run(
                 "load_avg_during": timing_load,
                 "busy": busy(search_load, timing_load, others=timing["other_processes_cores"]),
             }
-            entry["phases"] = later_phases(
+            entry["phases"], memory = restart_phases(
+                args,
+                stores,
+                memory,
+                inner,
+                queries[: args.queries + args.warmup],
+                progress,
+                label,
+            )
+            store = memory.store  # the restart phases open a new one on the same data
+            entry["phases"] += later_phases(
                 args,
                 stores,
                 memory,

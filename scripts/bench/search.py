@@ -17,7 +17,7 @@ from bench.stores import BenchStores
 from bench.timing import Clock, Progress, TimedEmbedder, busy, load_average, summary
 from bench.vectors import borrowed_vectors, write_graph
 from mem0g import Memory
-from mem0g.embed import Embedder
+from mem0g.embed import CachedEmbedder, Embedder
 from mem0g.types import Tenant
 
 TRICKLE_BATCH = 5  # edges per write in --trickle: about one add's
@@ -60,8 +60,9 @@ def bench_search(
     linked: list[int] = []
     without_embed: list[float] = []
     without_embed_cpu: list[float] = []
-    cpu_start: float | None = None
-    others_start: float | None = None
+    # no untimed queries: the counters start before the first (a cold server's dearest) one
+    cpu_start = server_cpu() if warmup == 0 else None
+    others_start = others_cpu() if warmup == 0 else None
     timed_start = time.perf_counter()
     try:
         with progress.task(f"{label} search", len(queries)) as advance:
@@ -82,7 +83,7 @@ def bench_search(
                     if i < warmup:
                         continue
                     (search_s if which == 0 else embed_s).append(took)
-                if i == warmup - 1 or (i == 0 and warmup == 0):
+                if i == warmup - 1:
                     cpu_start = server_cpu()
                     others_start = others_cpu()
                     timed_start = time.perf_counter()
@@ -190,32 +191,9 @@ def later_phases(
             phase["server_warmup"] = warm_server(
                 memory, warm, progress, f"{label} {phase['phase']}", stores.server_cpu
             )
-        memory.embedder.clear()  # the same query texts: each search embeds again
-        phase["load_avg_before"] = load_average()
-        name = f"{label} {phase['phase']}"
-        phase.update(
-            bench_search(
-                memory,
-                inner,
-                queries,
-                args.warmup,
-                progress,
-                name,
-                stores.server_cpu,
-                stores.others_cpu,
-            )
+        phases.append(
+            timed_phase(phase, memory, inner, queries, args.warmup, stores, progress, label)
         )
-        phase["load_avg_during"] = load_average()
-        phase["busy"] = busy(
-            phase["load_avg_before"],
-            phase["load_avg_during"],
-            others=phase["other_processes_cores"],
-        )
-        progress.line(
-            f"{name}: search p95 {phase['search']['p95_ms']:.1f} ms, embed p95 "
-            f"{phase['query_embed']['p95_ms']:.1f} ms, ratio {phase['ratio_p95']:.2f}"
-        )
-        phases.append(phase)
 
     if warm:
         measure({"phase": "warm"})
@@ -261,3 +239,88 @@ def later_phases(
 def search_all(memory: Memory, queries: Sequence[str]) -> None:
     for query in queries:
         memory.search(query, user_id=TARGET_USER, limit=10)
+
+
+def timed_phase(
+    phase: dict[str, Any],
+    memory: Memory,
+    inner: Embedder,
+    queries: Sequence[str],
+    warmup: int,
+    stores: BenchStores,
+    progress: Progress,
+    label: str,
+) -> dict[str, Any]:
+    """One phase's timed searches (`bench_search`) with the load and the busy verdict."""
+    memory.embedder.clear()  # the same query texts as other phases: each search embeds again
+    phase["load_avg_before"] = load_average()
+    name = f"{label} {phase['phase']}"
+    phase.update(
+        bench_search(
+            memory, inner, queries, warmup, progress, name, stores.server_cpu, stores.others_cpu
+        )
+    )
+    phase["load_avg_during"] = load_average()
+    phase["busy"] = busy(
+        phase["load_avg_before"], phase["load_avg_during"], others=phase["other_processes_cores"]
+    )
+    progress.line(
+        f"{name}: search p95 {phase['search']['p95_ms']:.1f} ms, embed p95 "
+        f"{phase['query_embed']['p95_ms']:.1f} ms, ratio {phase['ratio_p95']:.2f}"
+    )
+    return phase
+
+
+RESTART_PHASES = ("cold", "first minute", "after store warm-up")
+
+
+def restart_phases(
+    args: argparse.Namespace,
+    stores: BenchStores,
+    memory: Memory,
+    inner: Embedder,
+    queries: Sequence[str],
+    progress: Progress,
+    label: str,
+) -> tuple[list[dict[str, Any]], Memory]:
+    """The first `--restart-phases` searches after a server restart (a fresh JVM on the same
+    data, as after every deploy, upgrade or crash), three ways, each after its own restart:
+
+    * cold: a store opened without its warm-up (`graph_store.warmup: false`);
+    * first minute: a store opened with its warm-up (the default), searched at once, while
+      the warm-up runs in the background;
+    * after store warm-up: the same, searched only once the store's warm-up has ended (what
+      the warm-up buys, with no client search before).
+
+    `memory` is closed; the returned one (the last phase's) serves the later phases."""
+    count = min(args.restart_phases, len(queries))
+    if count <= 0 or stores.kind != "neo4j":
+        return [], memory
+    timed = queries[:count]
+    budget = args.store_warmup_seconds
+    section = {"graph": memory.config.memory.graph, "facts": memory.config.memory.facts}
+    dims = inner.dims
+    phases: list[dict[str, Any]] = []
+    memory.close()
+    for name in RESTART_PHASES:
+        restart_s = stores.restart()
+        progress.line(f"{label}: server restarted in {restart_s:.1f}s ({name})")
+        begin = time.perf_counter()
+        store = stores.connect(dims, 0.0 if name == "cold" else budget)
+        memory = Memory({"memory": section}, embedder=CachedEmbedder(inner), store=store)
+        phase: dict[str, Any] = {
+            "phase": name,
+            "restart_s": round(restart_s, 1),
+            "open_s": round(time.perf_counter() - begin, 3),
+        }
+        if name == "after store warm-up":
+            waited = time.perf_counter()
+            while store.warmup_status.state == "running":
+                time.sleep(0.2)
+            phase["waited_for_warmup_s"] = round(time.perf_counter() - waited, 1)
+        timed_phase(phase, memory, inner, timed, 0, stores, progress, label)
+        phase["store_warmup"] = store.warmup_status.model_dump(mode="json")
+        phases.append(phase)
+        if name != RESTART_PHASES[-1]:
+            memory.close()
+    return phases, memory

@@ -43,6 +43,11 @@ class BenchStores:
 
         uri = self.args.neo4j_uri or os.environ.get("NEO4J_URI")
         if uri:
+            if getattr(self.args, "restart_phases", 0):
+                raise SystemExit(
+                    "error: --restart-phases restarts the server: it needs the throwaway one "
+                    "(leave --neo4j-uri and NEO4J_URI unset)"
+                )
             if self.args.server_cpus or self.args.neo4j_setting:
                 raise SystemExit(
                     "error: --server-cpus and --neo4j-setting apply to the throwaway server only"
@@ -76,7 +81,7 @@ class BenchStores:
                 settings=self.args.neo4j_setting,
                 java_opts=os.environ.get("MEM0G_NEO4J_JAVA_OPTS", ""),
             )
-            self.pid = int((self.server.home / "run" / "neo4j.pid").read_text().split()[0])
+            self.pid = self._server_pid()
             argv = Path(f"/proc/{self.pid}/cmdline").read_bytes().decode().split("\0")
             self.info["neo4j_toggles"] = [a for a in argv if a.startswith("-Dorg.neo4j.")]
         with GraphDatabase.driver(self.uri, auth=self.auth) as driver:
@@ -88,20 +93,43 @@ class BenchStores:
                 raise SystemExit(f"error: cannot reach Neo4j at {self.uri}: {exc}") from exc
         self.progress.line(f"Neo4j {self.info['version']} at {self.uri}")
 
-    def open(self, path: Path, dims: int) -> GraphStore:
-        if self.kind == "embedded":
-            from mem0g.stores.embedded import EmbeddedGraphStore
-
-            return EmbeddedGraphStore(path, dims=dims)
+    def connect(self, dims: int, warmup_seconds: float = 0.0) -> GraphStore:
+        """The Neo4j store on the benchmark's server, its data as it is; `warmup_seconds` > 0
+        starts the store's own background warm-up (graph_store.warmup), as `Memory` from a
+        config does."""
         from mem0g.stores.neo4j import Neo4jGraphStore
 
-        store = Neo4jGraphStore(
+        return Neo4jGraphStore(
             self.uri,
             self.auth,
             database=self.args.neo4j_database,
             dims=dims,
             entity_vectors=self.args.neo4j_entity_vectors,
+            warmup_seconds=warmup_seconds,
         )
+
+    def restart(self) -> float:
+        """A fresh JVM on the same data, as after a deploy, an upgrade or a crash (the
+        throwaway server only); returns the seconds it took."""
+        if self.server is None:
+            raise SystemExit(
+                "error: --restart-phases restarts the server: it needs the throwaway one "
+                "(leave --neo4j-uri and NEO4J_URI unset)"
+            )
+        begin = time.perf_counter()
+        self.server.restart()
+        self.pid = self._server_pid()
+        return time.perf_counter() - begin
+
+    def _server_pid(self) -> int:
+        return int((self.server.home / "run" / "neo4j.pid").read_text().split()[0])
+
+    def open(self, path: Path, dims: int) -> GraphStore:
+        if self.kind == "embedded":
+            from mem0g.stores.embedded import EmbeddedGraphStore
+
+            return EmbeddedGraphStore(path, dims=dims)
+        store = self.connect(dims)
         held = store.stats()
         if held.entities or held.relations or held.episodes:
             if self.server is None and not self.args.wipe:
