@@ -61,7 +61,8 @@ bench: install
 bench-neo4j: install
 	$(BIN)/python scripts/bench_search.py --store neo4j --sizes 10000,100000 --add-size 10000 \
 		--pool-size 20000 --vector-cache bench-results/vectors-minilm.npz \
-		--server-cpus 1 --client-cpus 0 --server-warmup 1000 --reindex --trickle 5000 \
+		--server-cpus 1 --client-cpus 0 --restart-phases 200 --server-warmup 1000 --reindex \
+		--trickle 5000 \
 		--out bench-results/search-neo4j.json
 
 bench-resolver: install

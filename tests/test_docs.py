@@ -177,6 +177,11 @@ def _script(args: list[str]) -> None:
     path = ROOT / args[0]
     assert path.is_file(), f"{args[0]} does not exist"
     source = path.read_text(encoding="utf-8")
+    for package in re.findall(r"^from (\w+)\.\w+ import", source, re.MULTILINE):
+        if (path.parent / package / "__init__.py").is_file():  # a thin entry: its package
+            source += "".join(
+                f.read_text(encoding="utf-8") for f in (path.parent / package).glob("*.py")
+            )
     for option in (a.split("=", 1)[0] for a in args[1:] if a.startswith("--")):
         assert f'"{option}"' in source, f"{args[0]} declares no {option}"
 

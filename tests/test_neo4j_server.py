@@ -281,6 +281,30 @@ def test_bad_cpus_are_refused_before_anything_starts(tmp_path: Path) -> None:
 
 
 @pytest.mark.neo4j
+def test_restart_is_a_fresh_jvm_on_the_same_data_ports_and_password(server: Neo4jServer) -> None:
+    """Neo4jServer.restart (the benchmark's cold phases): another process, the same
+    endpoint, credentials, CPU pinning and data."""
+    import neo4j
+
+    assert server.home is not None
+    pid_file = server.home / "run" / "neo4j.pid"
+    before = int(pid_file.read_text().split()[0])
+    marker = f"restart-{uuid.uuid4()}"
+    auth = (server.user, server.password)
+    with neo4j.GraphDatabase.driver(server.uri, auth=auth) as driver:
+        driver.execute_query("CREATE (:Mem0gProbe {marker: $marker})", marker=marker)
+    server.restart()
+    after = int(pid_file.read_text().split()[0])
+    assert after != before and not _alive(before) and _alive(after)
+    assert os.sched_getaffinity(after) == {PINNED_CPU}
+    with neo4j.GraphDatabase.driver(server.uri, auth=auth) as driver:
+        records, _, _ = driver.execute_query(
+            "MATCH (p:Mem0gProbe {marker: $marker}) DELETE p RETURN count(*) AS n", marker=marker
+        )
+        assert records[0]["n"] == 1
+
+
+@pytest.mark.neo4j
 def test_status_and_stop(server: Neo4jServer) -> None:
     """Stop through scripts/neo4j (by the pid file) and check that the server is gone."""
     assert server.home is not None

@@ -84,6 +84,7 @@ class Neo4jServer:
     http_url: str | None = None  # e.g. http://127.0.0.1:7474 (no trailing slash)
     home: Path | None = None  # the scripts/neo4j home ("maven" only)
     _stop: Callable[[], None] | None = field(default=None, repr=False)
+    _restart: Callable[[], None] | None = field(default=None, repr=False)
 
     @property
     def credentials(self) -> tuple[str, str, str]:
@@ -92,6 +93,13 @@ class Neo4jServer:
     @property
     def browser_url(self) -> str | None:
         return f"{self.http_url}/browser/" if self.http_url else None
+
+    def restart(self) -> None:
+        """Stop the server and start it again on the same home, ports and password, its data
+        kept: a fresh JVM, as after a deploy or a crash ("maven" servers only)."""
+        if self._restart is None or self._stop is None:
+            raise Neo4jUnavailable(f"a {self.kind} server cannot be restarted from here")
+        self._restart()
 
     def stop(self) -> None:
         stop, self._stop = self._stop, None
@@ -197,6 +205,11 @@ def start_maven_server(
     if heap:
         env["MEM0G_NEO4J_HEAP"] = heap
 
+    def start(bolt: int, http: int) -> None:
+        ports = ["--bolt-port", str(bolt), "--http-port", str(http)]
+        cpu_set = ["--cpus", cpus] if cpus else []
+        _run_script("start", "--home", str(home_path), *ports, *cpu_set, env=env)
+
     last_error: Neo4jUnavailable | None = None
     for _attempt in range(3):  # free ports can be taken between choosing and binding
         bolt, http = _free_ports(2)
@@ -204,17 +217,7 @@ def start_maven_server(
         if bolt == http:
             raise Neo4jUnavailable(f"bolt and http ports must differ ({bolt})")
         try:
-            _run_script(
-                "start",
-                "--home",
-                str(home_path),
-                "--bolt-port",
-                str(bolt),
-                "--http-port",
-                str(http),
-                *(["--cpus", cpus] if cpus else []),
-                env=env,
-            )
+            start(bolt, http)
         except Neo4jUnavailable as exc:
             last_error = exc
             if "already in use" in str(exc) and not (bolt_port or http_port):
@@ -227,6 +230,10 @@ def start_maven_server(
         if own_home and not keep_home:
             shutil.rmtree(home_path, ignore_errors=True)
         raise last_error
+
+    def restart() -> None:
+        _run_script("stop", "--home", str(home_path), timeout=180)
+        start(bolt, http)
 
     def stop() -> None:
         try:
@@ -243,6 +250,7 @@ def start_maven_server(
         http_url=f"http://127.0.0.1:{http}",
         home=home_path,
         _stop=stop,
+        _restart=restart,
     )
 
 
