@@ -47,9 +47,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_search, beside this file
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/: the bench package
 
-from bench_search import BenchStores, Progress, load_average, machine_info, summary
+from bench.stores import BenchStores, machine_info
+from bench.timing import Progress, load_average, summary
 
 from mem0g import Memory
 from mem0g.resolve.names import normalize_name

@@ -32,7 +32,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_search, beside this file
 
-from bench_search import load_average, machine_info, summary
+from bench.stores import machine_info
+from bench.timing import load_average, summary
 
 from mem0g import Memory
 from mem0g.testing import ScriptedLLMServer
