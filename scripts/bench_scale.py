@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_search, beside this file
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/: the bench package
 
 from bench.stores import machine_info
 from bench.timing import load_average, summary
