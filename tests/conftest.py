@@ -10,20 +10,67 @@ or scripts/neo4j). No server is an error, never a skip.
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from builders import DIMS, Store
 
 from mem0g import Memory
 from mem0g.config import EmbedderConfig
 from mem0g.embed import CachedEmbedder, make_embedder
+from mem0g.stores import EmbeddedGraphStore
 from mem0g.stores.neo4j import Neo4jGraphStore
 from mem0g.testing import ScriptedLLMServer
 
 STORE_KINDS = ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)]
+_RAM_TMP = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Test servers' JVM compiles with C1 only: a test server lives minutes and runs each of
+    # hundreds of freshly planned Cypher queries a few times, so C2's optimising compiler
+    # spent more server CPU than it saved (an empty-and-open fixture plus a small write: 0.28 s
+    # of server CPU instead of 0.67 s, measured on our 2-core machine). A user's
+    # MEM0G_NEO4J_JAVA_OPTS wins.
+    os.environ.setdefault("MEM0G_NEO4J_JAVA_OPTS", "-XX:TieredStopAtLevel=1")
+    _temp_in_ram(config)
+
+
+def _temp_in_ram(config: pytest.Config) -> None:
+    """The suite's temporary files (tmp_path, the test Neo4j's home, child processes' TMPDIR)
+    go to a fresh directory on /dev/shm when it is a tmpfs: SQLite's synchronous=FULL commits
+    and Neo4j's transaction-log and index flushes then wait for no disk (an fsync costs about
+    5 ms on our machines' disk, and the suite makes thousands). A commit is still a commit;
+    only a power cut, which no test simulates, could tell. MEM0G_TEST_TMP=disk opts out."""
+    shm = Path("/dev/shm")
+    if os.environ.get("MEM0G_TEST_TMP") == "disk" or not _is_tmpfs(shm):
+        return
+    ram = Path(tempfile.mkdtemp(prefix="mem0g-tests-", dir=shm))
+    os.environ["TMPDIR"] = str(ram)
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    config.stash[_RAM_TMP] = ram
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    ram = config.stash.get(_RAM_TMP, None)
+    if ram is not None:
+        shutil.rmtree(ram, ignore_errors=True)
+
+
+def _is_tmpfs(path: Path) -> bool:
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return False
+    writable = os.access(path, os.W_OK)
+    return writable and any(line.split()[1:3] == [str(path), "tmpfs"] for line in mounts)
 
 
 @pytest.fixture(scope="session")
@@ -54,11 +101,24 @@ def _say(config: pytest.Config, line: str) -> None:
         reporter.write_line(line, bold=True)
 
 
+# Fixtures of the store-level tests, whose vectors are builders.DIMS wide; the other Neo4j
+# tests embed with MiniLM or hashing (384). Neo4j replaces its vector indexes whenever the
+# width changes (a second of server CPU each), so the Neo4j phase runs each width together.
+_SMALL_VECTORS = frozenset({"store", "open_store"})
+
+
+def _phase_order(item: pytest.Item) -> tuple[bool, bool]:
+    neo4j = item.get_closest_marker("neo4j") is not None
+    fixtures = getattr(item, "fixturenames", ())
+    return neo4j, neo4j and not _SMALL_VECTORS.intersection(fixtures)
+
+
 @pytest.hookimpl(trylast=True)  # after -k/-m deselection: count what will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests without Neo4j run first (a quick failure shows early), then the Neo4j ones on
-    one server; the order within each phase is the files' own."""
-    items.sort(key=lambda item: item.get_closest_marker("neo4j") is not None)
+    one server, the store-level ones (8-dim vectors) before the rest; otherwise the order is
+    the files' own."""
+    items.sort(key=_phase_order)
     config.stash[_PHASES] = {
         "local": sum(1 for i in items if i.get_closest_marker("neo4j") is None),
         "neo4j": sum(1 for i in items if i.get_closest_marker("neo4j") is not None),
@@ -104,7 +164,7 @@ def neo4j_server(pytestconfig: pytest.Config) -> Iterator[Any]:
     _say(pytestconfig, "[mem0g tests] starting Neo4j for the tests (NEO4J_URI, Docker, or "
          "scripts/neo4j: assembled from Maven Central on first use, then cached)")  # fmt: skip
     started = time.monotonic()
-    server = start_neo4j()
+    server = start_neo4j()  # (with the C1-only JIT of pytest_configure, if it starts one)
     took = time.monotonic() - started
     _say(pytestconfig, f"[mem0g tests] Neo4j ready at {server.uri} ({server.kind}) in {took:.0f} s")
     yield server
@@ -114,10 +174,22 @@ def neo4j_server(pytestconfig: pytest.Config) -> Iterator[Any]:
 Neo4jConnect = Callable[..., Neo4jGraphStore]
 
 
+@pytest.fixture(scope="session")
+def neo4j_resetter(neo4j_server: Any) -> Iterator[Neo4jGraphStore]:
+    """The store that empties the server before each test: it applies the schema (57
+    statements) once per session, not once per test. `reset` deletes nodes only, so a test
+    that changes indexes leaves nothing this store relies on; each test's own stores apply
+    the schema again on first use, as every new store does."""
+    store = Neo4jGraphStore(neo4j_server.uri, (neo4j_server.user, neo4j_server.password))
+    yield store
+    store.close()
+
+
 @pytest.fixture
-def neo4j_connect(neo4j_server: Any) -> Iterator[Neo4jConnect]:
+def neo4j_connect(neo4j_server: Any, neo4j_resetter: Neo4jGraphStore) -> Iterator[Neo4jConnect]:
     """Opens stores on the test server, emptied first: Community has a single database, so
-    tests are isolated by resetting mem0g's data. Calling it again is "reopening"."""
+    tests are isolated by resetting mem0g's data. Calling it again is "reopening" (a new
+    store on its own driver)."""
     opened: list[Neo4jGraphStore] = []
 
     def connect(**kwargs: Any) -> Neo4jGraphStore:
@@ -127,7 +199,7 @@ def neo4j_connect(neo4j_server: Any) -> Iterator[Neo4jConnect]:
         opened.append(store)
         return store
 
-    connect().reset()
+    neo4j_resetter.reset()
     yield connect
     for store in opened:
         store.close()
@@ -136,6 +208,38 @@ def neo4j_connect(neo4j_server: Any) -> Iterator[Neo4jConnect]:
 @pytest.fixture(params=STORE_KINDS)
 def store_kind(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """The random vectors of store-level tests (tests/builders.py), the same in every run."""
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def open_store(
+    store_kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Callable[..., Store]:
+    """Opens a store of the kind under test on this test's data; calling it again reopens
+    (Neo4j: another driver on the same server, which neo4j_connect emptied first)."""
+    if store_kind == "neo4j":
+        return request.getfixturevalue("neo4j_connect")
+    return lambda **kwargs: EmbeddedGraphStore(tmp_path / "store", **kwargs)
+
+
+@pytest.fixture
+def store(open_store: Callable[..., Store]) -> Iterator[Store]:
+    """A fresh store of the kind under test, for builders.DIMS-sized vectors."""
+    s = open_store(dims=DIMS)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def embedded_store(tmp_path: Path) -> Iterator[EmbeddedGraphStore]:
+    s = EmbeddedGraphStore(tmp_path / "store", dims=DIMS)
+    yield s
+    s.close()
 
 
 MemoryFactory = Callable[..., Memory]

@@ -11,57 +11,48 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from test_embedded_store import A_BOT, DIMS, T0, A, B, Store, _fail_on, chain, entity, ids, unit
+from builders import (
+    A_BOT,
+    DIMS,
+    EVERYTHING,
+    T0,
+    A,
+    B,
+    Store,
+    added,
+    chain,
+    entity,
+    fact,
+    fact_plan,
+    fail_on,
+    ids,
+    talk,
+    texts,
+    unit,
+)
 
 from mem0g.stores import EmbeddedGraphStore, GraphStore, StoreError
 from mem0g.stores.embedded import SCHEMA_VERSION
 from mem0g.types import (
-    Episode,
     Fact,
     FactChange,
     FactEvent,
-    Message,
     Provenance,
     Summary,
     Tenant,
-    Validity,
     WritePlan,
 )
 
-EVERYTHING = Validity(include_invalid=True)
 R1 = Tenant(user_id="a", run_id="r1")
 R2 = Tenant(user_id="a", run_id="r2")
 USER_A = Tenant(user_id="a")  # a filter scope: A, A_BOT, R1, R2
-
-
-@pytest.fixture
-def rng() -> np.random.Generator:
-    return np.random.default_rng(99)
-
-
-@pytest.fixture
-def open_store(
-    store_kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> Callable[..., Store]:
-    """Opens a store of the kind under test on this test's data; calling it again reopens
-    (Neo4j: another driver on the same server, which the fixture emptied first)."""
-    if store_kind == "neo4j":
-        return request.getfixturevalue("neo4j_connect")
-    return lambda **kwargs: EmbeddedGraphStore(tmp_path / "store", **kwargs)
-
-
-@pytest.fixture
-def store(open_store: Callable[..., Store]) -> Iterator[Store]:
-    s = open_store(dims=DIMS)
-    yield s
-    s.close()
 
 
 @pytest.fixture
@@ -72,42 +63,6 @@ def reopen(open_store: Callable[..., Store]) -> Callable[[Store], Store]:
 
 EMBEDDED_ONLY = pytest.mark.parametrize("store_kind", ["embedded"])
 Reopen = Callable[[Store], Store]
-
-
-def fact(tenant: Tenant, text: str, rng: np.random.Generator, **kw: Any) -> Fact:
-    return Fact(tenant=tenant, text=text, embedding=unit(rng).tolist(), **kw)
-
-
-def added(*facts: Fact) -> list[FactEvent]:
-    return [FactEvent(fact_id=f.id, tenant=f.tenant, event="ADD", new_text=f.text) for f in facts]
-
-
-def talk(tenant: Tenant, *contents: str, when: Any = T0) -> Episode:
-    return Episode(tenant=tenant, messages=[Message(content=c) for c in contents], timestamp=when)
-
-
-def fact_plan(
-    tenant: Tenant,
-    new: Sequence[Fact] = (),
-    changes: Sequence[FactChange] = (),
-    events: Sequence[FactEvent] | None = None,
-    *,
-    episode: bool = True,
-    **kw: Any,
-) -> WritePlan:
-    """A plan with facts (ADD events for the new ones unless `events` is given)."""
-    return WritePlan(
-        tenant=tenant,
-        episode=talk(tenant, "hi") if episode else None,
-        new_facts=list(new),
-        fact_changes=list(changes),
-        fact_events=added(*new) if events is None else list(events),
-        **kw,
-    )
-
-
-def texts(records: Sequence[Any]) -> list[str]:
-    return [r.text for r in records]
 
 
 def state(store: Store, scope: Tenant = USER_A) -> tuple:
@@ -424,7 +379,7 @@ def test_failure_mid_write_leaves_graph_and_facts_untouched(
         FactEvent(fact_id=gone.id, tenant=A, event="DELETE", old_text="gone"),
     ]
     # episode, 2 entities, 1 edge, the delete, 3 fact rows, then the 2nd of 4 events fails
-    written = _fail_on(store, monkeypatch, "fact_events", 2, exc)
+    written = fail_on(store, monkeypatch, "fact_events", 2, exc)
     with pytest.raises(StoreError if isinstance(exc, sqlite3.Error) else RuntimeError):
         store.apply(doomed)
     assert written == ["episodes", "entities", "entities", "relations", "facts", "facts",

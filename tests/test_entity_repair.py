@@ -12,18 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_embedded_store import (  # the store fixtures too: both stores, fresh per test
-    CURRENT,
-    DIMS,
-    EVERYTHING,
-    T0,
-    entity,
-    ids,
-    open_store,
-    plan,
-    relation,
-    store,
-)
+from builders import CURRENT, DIMS, EVERYTHING, T0, Store, entity, ids, plan, relation
 from typer.testing import CliRunner
 
 from mem0g import Memory
@@ -43,17 +32,10 @@ from mem0g.types import (
     WritePlan,
 )
 
-Store = EmbeddedGraphStore | Neo4jGraphStore
 A = Tenant(user_id="a", run_id="r1")
 A2 = Tenant(user_id="a", run_id="r2")
 B = Tenant(user_id="b")
 ALICE = Tenant(user_id="a")  # a scope covering A and A2
-__all__ = ["open_store", "store"]  # fixtures, used by name
-
-
-@pytest.fixture
-def rng() -> np.random.Generator:
-    return np.random.default_rng(77)
 
 
 @dataclass

@@ -5,13 +5,12 @@ syntax, atomicity with the add, the v4 -> v5 migration, and parity between the t
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from builders import DIMS, T0, A, B, Store, entity, episode, fact, relation, texts
 
 from mem0g.stores import EmbeddedGraphStore, StoreError
 from mem0g.stores.lexical_query import (
@@ -22,27 +21,16 @@ from mem0g.stores.lexical_query import (
     stems,
     terms,
 )
-from mem0g.stores.neo4j import Neo4jGraphStore
 from mem0g.types import (
-    Entity,
-    Episode,
     Fact,
     FactChange,
     Invalidation,
-    Message,
-    Relation,
     Tenant,
     Validity,
     WritePlan,
 )
 
-DIMS = 8
-UTC = timezone.utc
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
-A = Tenant(user_id="a")
 A_RUN = Tenant(user_id="a", run_id="r1")
-B = Tenant(user_id="b")
-Store = EmbeddedGraphStore | Neo4jGraphStore
 FACTS = [
     "Caroline went to the LGBTQ support group on Sunday",
     "Caroline is researching adoption agencies",
@@ -75,55 +63,10 @@ HOSTILE = [
 ]
 
 
-def vec(seed: int) -> list[float]:
-    v = np.random.default_rng(seed).standard_normal(DIMS).astype(np.float32)
-    return (v / np.linalg.norm(v)).tolist()
-
-
-def fact(tenant: Tenant, text: str, seed: int = 0) -> Fact:
-    return Fact(tenant=tenant, text=text, embedding=vec(seed), created_at=T0, updated_at=T0)
-
-
-def episode(tenant: Tenant) -> Episode:
-    return Episode(tenant=tenant, messages=[Message(content="x", timestamp=T0)], timestamp=T0)
-
-
-def entity(tenant: Tenant, name: str, aliases: list[str] | None = None) -> Entity:
-    keys = [name.lower(), *(a.lower() for a in aliases or [])]
-    return Entity(tenant=tenant, name=name, aliases=aliases or [], keys=keys, embedding=vec(1))
-
-
-def relation(tenant: Tenant, src: Entity, rel: str, dst: Entity, **kw: Any) -> Relation:
-    return Relation(
-        tenant=tenant, source_id=src.id, source=src.name, relation=rel, destination_id=dst.id,
-        destination=dst.name, embedding=vec(2), **kw,
-    )  # fmt: skip
-
-
-@pytest.fixture
-def open_store(
-    store_kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> Callable[..., Store]:
-    if store_kind == "neo4j":
-        return request.getfixturevalue("neo4j_connect")
-    return lambda **kwargs: EmbeddedGraphStore(tmp_path / "store", **kwargs)
-
-
-@pytest.fixture
-def store(open_store: Callable[..., Store]) -> Iterator[Store]:
-    s = open_store(dims=DIMS)
-    yield s
-    s.close()
-
-
 def add_facts(store: Store, tenant: Tenant, texts: list[str]) -> list[Fact]:
-    facts = [fact(tenant, t, i) for i, t in enumerate(texts)]
+    facts = [fact(tenant, t, i, created_at=T0, updated_at=T0) for i, t in enumerate(texts)]
     store.apply(WritePlan(tenant=tenant, episode=episode(tenant), new_facts=facts))
     return facts
-
-
-def texts(hits: list[tuple[Fact, float]]) -> list[str]:
-    return [f.text for f, _ in hits]
 
 
 # ---------------------------------------------------------------- query building (pure)
@@ -192,7 +135,7 @@ def test_fact_index_follows_updates_and_deletes_atomically(store: Store) -> None
     # a plan that fails writes nothing, the index included
     bad = WritePlan(
         tenant=A,
-        new_facts=[fact(A, "Caroline adopted a puppy")],
+        new_facts=[fact(A, "Caroline adopted a puppy", created_at=T0, updated_at=T0)],
         fact_changes=[FactChange(fact_id="no-such-fact", text="x")],
     )
     with pytest.raises(StoreError):
@@ -237,7 +180,7 @@ def test_relations_respect_validity_and_scope(store: Store) -> None:
 
 @pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
 def test_entities_match_names_and_aliases(store: Store) -> None:
-    bob = entity(A, "Robert Smith", ["Bob"])
+    bob = entity(A, "Robert Smith", aliases=["Bob"])
     store.apply(WritePlan(tenant=A, episode=episode(A), new_entities=[bob, entity(A, "Lisbon")]))
     store.apply(WritePlan(tenant=B, episode=episode(B), new_entities=[entity(B, "Bob")]))
     hits = store.lexical_entities(A, query_terms("what does Bob like"), 5)

@@ -1,6 +1,6 @@
 """Neo4jGraphStore specifics, against the real server of the test session (conftest.py).
 
-What the parametrised suites (test_embedded_store.py, test_embedded_facts.py,
+What the parametrised suites (test_store_contract.py, test_embedded_facts.py,
 test_pipeline.py, test_facts.py) cannot show: the statement files and their plans, the schema,
 configuration, datetimes in Cypher, one managed transaction per plan (injected errors in the
 graph and the fact part, transient retries, a client killed mid-transaction), uniqueness under
@@ -30,21 +30,25 @@ from typing import Any
 import neo4j
 import numpy as np
 import pytest
-from neo4j.exceptions import TransientError
-from test_embedded_store import (
+from builders import (
     A_BOT,
     CURRENT,
     DIMS,
     EVERYTHING,
+    T0,
+    UTC,
     A,
     B,
+    added,
     chain,
     entity,
+    fact,
     ids,
     plan,
     relation,
     unit,
 )
+from neo4j.exceptions import TransientError
 
 from mem0g import Memory
 from mem0g.config import EmbedderConfig, GraphStoreConfig
@@ -75,16 +79,9 @@ from mem0g.types import (
 pytestmark = pytest.mark.neo4j
 
 ROOT = Path(__file__).resolve().parents[1]
-UTC = timezone.utc
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
 HOSTILE = 'Bob\'}) DETACH DELETE n // `x` "q" \\ ;\n$user_id'
 Connect = Callable[..., Neo4jGraphStore]
 TENANT_PROPS = ("tenant_key", "user_id", "agent_id", "run_id")
-
-
-@pytest.fixture
-def rng() -> np.random.Generator:
-    return np.random.default_rng(4321)
 
 
 @pytest.fixture
@@ -1092,8 +1089,8 @@ def test_rebuilt_indexes_answer_as_before(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     graph = chain(A, [f"n{i}" for i in range(120)], rng)
-    graph.new_facts = [_fact(A, f"fact {i}", rng) for i in range(40)]
-    graph.fact_events = _added(*graph.new_facts)
+    graph.new_facts = [fact(A, f"fact {i}", rng) for i in range(40)]
+    graph.fact_events = added(*graph.new_facts)
     store.apply(graph)
     queries = [unit(rng) for _ in range(5)]
 
@@ -1341,14 +1338,6 @@ def test_reset_only_touches_mem0g_labels(
 # Neo4j-specific ones)
 
 
-def _fact(tenant: Tenant, text: str, rng: np.random.Generator, **kw: Any) -> Fact:
-    return Fact(tenant=tenant, text=text, embedding=unit(rng).tolist(), **kw)
-
-
-def _added(*facts: Fact) -> list[FactEvent]:
-    return [FactEvent(fact_id=f.id, tenant=f.tenant, event="ADD", new_text=f.text) for f in facts]
-
-
 def _said(tenant: Tenant, content: str) -> Episode:
     return Episode(tenant=tenant, messages=[Message(content=content)], timestamp=T0)
 
@@ -1360,9 +1349,9 @@ def test_fact_memory_data_model(
     property like the entities'); every change is a :FactEvent that outlives its fact; one
     :Summary and one :TenantSequence per exact tenant; delete_tenant and reset leave none."""
     prov = Provenance(episode_id="ep1", timestamp=T0)
-    tea, city = _fact(A, "Likes tea", rng, provenance=[prov]), _fact(A, "Lives in Berlin", rng)
+    tea, city = fact(A, "Likes tea", rng, provenance=[prov]), fact(A, "Lives in Berlin", rng)
     p = chain(A, ["Alice", "Acme"], rng)
-    p.new_facts, p.fact_events = [tea, city], _added(tea, city)
+    p.new_facts, p.fact_events = [tea, city], added(tea, city)
     store.apply(p)
     gone = FactEvent(fact_id=city.id, tenant=A, event="DELETE", old_text=city.text)
     store.apply(WritePlan(tenant=A, fact_changes=[FactChange(fact_id=city.id)], fact_events=[gone]))
@@ -1375,8 +1364,8 @@ def test_fact_memory_data_model(
         "RETURN f {.*} AS f, valueType(f.embedding) = valueType(e.embedding) AS same_type",
         entity=p.new_entities[0].id,
     )
-    fact = row["f"]
-    assert sorted(fact) == sorted(
+    node = row["f"]
+    assert sorted(node) == sorted(
         [
             "id",
             "tenant_key",
@@ -1392,18 +1381,18 @@ def test_fact_memory_data_model(
             "seq",
         ]
     )
-    assert (fact["id"], fact["episode_ids"], fact["seq"]) == (tea.id, ["ep1"], 1)
-    assert fact["provenance_at"][0].to_native() == T0 and row["same_type"]
-    assert fact["embedding"] == tea.embedding  # float32 values, as the embedded store keeps
+    assert (node["id"], node["episode_ids"], node["seq"]) == (tea.id, ["ep1"], 1)
+    assert node["provenance_at"][0].to_native() == T0 and row["same_type"]
+    assert node["embedding"] == tea.embedding  # float32 values, as the embedded store keeps
     events = cypher(
         driver,
-        "MATCH (ev:FactEvent) RETURN ev.fact_id AS fact, ev.event AS event, ev.seq AS seq "
+        "MATCH (ev:FactEvent) RETURN ev.fact_id AS node, ev.event AS event, ev.seq AS seq "
         "ORDER BY ev.seq, ev.pos",
     )
     assert events == [
-        {"fact": tea.id, "event": "ADD", "seq": 1},
-        {"fact": city.id, "event": "ADD", "seq": 1},
-        {"fact": city.id, "event": "DELETE", "seq": 2},
+        {"node": tea.id, "event": "ADD", "seq": 1},
+        {"node": city.id, "event": "ADD", "seq": 1},
+        {"node": city.id, "event": "DELETE", "seq": 2},
     ]
     summaries = cypher(driver, "MATCH (s:Summary) RETURN s.tenant_key AS key, s.text AS text")
     assert summaries == [{"key": A.key, "text": "second"}]
@@ -1437,9 +1426,9 @@ def test_fact_failure_inside_the_transaction_writes_nothing(
     monkeypatch: pytest.MonkeyPatch,
     after: str,
 ) -> None:
-    tea, city, gone = (_fact(A, t, rng) for t in ("tea", "Berlin", "gone"))
+    tea, city, gone = (fact(A, t, rng) for t in ("tea", "Berlin", "gone"))
     base = chain(A, ["Alice", "Acme"], rng)
-    base.new_facts, base.fact_events = [tea, city, gone], _added(tea, city, gone)
+    base.new_facts, base.fact_events = [tea, city, gone], added(tea, city, gone)
     store.apply(base)
 
     def state(s: Neo4jGraphStore) -> Any:
@@ -1457,14 +1446,14 @@ def test_fact_failure_inside_the_transaction_writes_nothing(
 
     before = state(store)
     doomed = chain(A, ["Fresh", "Newer"], rng)
-    new = _fact(A, "new one", rng)
+    new = fact(A, "new one", rng)
     doomed.new_facts = [new]
     doomed.fact_changes = [
         FactChange(fact_id=city.id, text="Paris", embedding=unit(rng).tolist()),
         FactChange(fact_id=gone.id),
     ]
     doomed.fact_events = [
-        *_added(new),
+        *added(new),
         FactEvent(fact_id=city.id, tenant=A, event="UPDATE", old_text="Berlin", new_text="Paris"),
         FactEvent(fact_id=gone.id, tenant=A, event="DELETE", old_text="gone"),
     ]
@@ -1502,9 +1491,9 @@ def test_commit_order_not_client_clocks_orders_messages_and_history(
     the embedded store."""
     backwards = iter(range(10**18, 0, -(10**9)))
     monkeypatch.setattr(neo4j_writes, "time", SimpleNamespace(time_ns=lambda: next(backwards)))
-    tea = _fact(A, "v0", rng)
+    tea = fact(A, "v0", rng)
     store.apply(
-        WritePlan(tenant=A, episode=_said(A, "m0"), new_facts=[tea], fact_events=_added(tea))
+        WritePlan(tenant=A, episode=_said(A, "m0"), new_facts=[tea], fact_events=added(tea))
     )
     for i in range(1, 4):
         change = FactChange(fact_id=tea.id, text=f"v{i}")
@@ -1529,8 +1518,8 @@ def test_writers_of_one_tenant_take_turns(
     twice; other tenants do not wait. delete_tenant waits for a writer in flight, and a writer
     that waited for it starts the tenant afresh."""
     stores = [neo4j_connect(dims=DIMS) for _ in range(3)]  # three drivers, like three processes
-    tea = _fact(A, "tea", rng)
-    stores[0].apply(WritePlan(tenant=A, new_facts=[tea], fact_events=_added(tea)))
+    tea = fact(A, "tea", rng)
+    stores[0].apply(WritePlan(tenant=A, new_facts=[tea], fact_events=added(tea)))
     deletes = [
         WritePlan(
             tenant=A,
@@ -1553,13 +1542,13 @@ def test_writers_of_one_tenant_take_turns(
     adds = []
     for i in range(12):
         tenant = A if i % 2 else B
-        new = _fact(tenant, f"fact {i}", rng)
+        new = fact(tenant, f"fact {i}", rng)
         adds.append(
             WritePlan(
                 tenant=tenant,
                 episode=_said(tenant, f"add {i}"),
                 new_facts=[new],
-                fact_events=_added(new),
+                fact_events=added(new),
             )
         )
     assert _together(12, lambda i: stores[i % 3].apply(adds[i])) == [None] * 12
@@ -1576,10 +1565,10 @@ def test_writers_of_one_tenant_take_turns(
     # deleted) or wholly after it (and starts a fresh sequence)
     late = []
     for i in range(6):
-        new = _fact(A, f"late {i}", rng)
+        new = fact(A, f"late {i}", rng)
         late.append(
             WritePlan(
-                tenant=A, episode=_said(A, f"late {i}"), new_facts=[new], fact_events=_added(new)
+                tenant=A, episode=_said(A, f"late {i}"), new_facts=[new], fact_events=added(new)
             )
         )
     stores[0].set_summary(Summary(tenant=A, text="old", messages_covered=1))

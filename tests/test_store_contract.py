@@ -1,0 +1,719 @@
+"""The GraphStore contract, which both stores must pass (issue #13): scopes, vector search,
+traversal, plan contents, rejected plans, durability across a reopen, concurrent writers and
+the store's lifecycle, asserted through the public store methods only.
+
+Every test runs on both stores (`store_kind`, STORE_KINDS in conftest.py: the embedded one in a
+temp directory, Neo4j on the session's real server). What one store alone must show is in
+tests/test_embedded_store.py (SQLite fault injection, SIGKILL, WAL, the edge matrix) and
+tests/test_neo4j_store.py; the fact memory's contract is in tests/test_embedded_facts.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+import pytest
+from builders import (
+    A_BOT,
+    CURRENT,
+    DIMS,
+    EVERYTHING,
+    T0,
+    A,
+    B,
+    Store,
+    chain,
+    entity,
+    ids,
+    plan,
+    relation,
+    ring,
+    unit,
+)
+
+from mem0g.stores import EmbeddedGraphStore, GraphStore, StoreError
+from mem0g.stores.base import EdgeRef, edge_score
+from mem0g.types import (
+    AliasUpdate,
+    Entity,
+    Episode,
+    Invalidation,
+    MentionUpdate,
+    Message,
+    Provenance,
+    Relation,
+    Tenant,
+    Validity,
+    WritePlan,
+)
+
+# ---------------------------------------------------------------- basics
+
+
+def test_apply_and_read_back(store: Store, rng: np.random.Generator) -> None:
+    assert isinstance(store, GraphStore)
+    p = chain(A, ["Alice", "Acme", "Berlin"], rng)
+    store.apply(p)
+    ents, rels = p.new_entities, p.new_relations
+    assert store.get_entities(A, ids(ents)) == ents
+    assert store.get_relations(A, ids(rels)) == rels
+    assert store.find_entities(A, ["acme"]) == [ents[1]]
+    assert store.episodes(A) == [p.episode]
+    snap = store.snapshot(A, CURRENT)
+    assert ids(snap.entities) == ids(ents) and ids(snap.relations) == ids(rels)
+    stats = store.stats()
+    assert (stats.entities, stats.relations, stats.valid_relations) == (3, 2, 2)
+    assert (stats.episodes, stats.tenants) == (1, 1)
+    assert store.tenants() == [A]
+
+
+def test_reads_return_copies(store: Store, rng: np.random.Generator) -> None:
+    p = chain(A, ["Alice", "Acme"], rng)
+    store.apply(p)
+    p.new_entities[0].aliases.append("changed after apply")
+    got = store.get_entities(A, [p.new_entities[0].id])[0]
+    got.aliases.append("x")
+    got.keys.append("x")
+    assert got.embedding is not None
+    got.embedding[0] = 42.0
+    rel = store.get_relations(A, [p.new_relations[0].id])[0]
+    rel.provenance.append(Provenance(episode_id="x", timestamp=T0))
+    again = store.get_entities(A, [got.id])[0]
+    assert again.aliases == [] and again.keys == ["alice"] and again.embedding[0] != 42.0
+    assert store.get_relations(A, [rel.id])[0].provenance == []
+
+
+def test_scope_filter_vs_exact(store: Store, rng: np.random.Generator) -> None:
+    by_tenant = {}
+    for tenant in (A, A_BOT, B):
+        p = chain(tenant, ["Alice", "Acme"], rng)
+        store.apply(p)
+        by_tenant[tenant] = p
+    found = store.find_entities(A, ["alice"])
+    assert {e.tenant for e in found} == {A, A_BOT}
+    assert [e.tenant for e in store.find_entities(A, ["alice"], exact=True)] == [A]
+    assert [e.tenant for e in store.find_entities(A_BOT, ["alice"], exact=True)] == [A_BOT]
+    assert store.find_entities(Tenant(agent_id="bot"), ["alice"])[0].tenant == A_BOT
+    assert store.find_entities(Tenant(user_id="a", agent_id="bot"), ["acme"], exact=True) == []
+    query = np.asarray(by_tenant[A_BOT].new_entities[0].embedding, dtype=np.float32)
+    assert {e.tenant for e, _ in store.similar_entities(A, query, 10)} == {A, A_BOT}
+    assert {e.tenant for e, _ in store.similar_entities(A, query, 10, exact=True)} == {A}
+    both = ids(by_tenant[A].new_entities) + ids(by_tenant[A_BOT].new_entities)
+    assert {r.tenant for r in store.relations_touching(A, both, CURRENT)} == {A, A_BOT}
+    assert {r.tenant for r in store.relations_touching(A, both, CURRENT, exact=True)} == {A}
+    assert {e.tenant for e in store.snapshot(A, CURRENT).entities} == {A, A_BOT}
+    assert {e.tenant for e in store.episodes(A)} == {A, A_BOT}
+    assert store.stats(A).entities == 4 and store.stats(A).tenants == 2
+    assert store.stats(B).entities == 2
+    assert store.tenants() == sorted([A, A_BOT, B], key=lambda t: t.key)
+
+
+def test_tenant_isolation_for_every_read(store: Store, rng: np.random.Generator) -> None:
+    pa, pb = chain(A, ["Alice", "Acme", "Berlin"], rng), chain(B, ["Bob", "Bmw"], rng)
+    store.apply(pa)
+    store.apply(pb)
+    a_ents, a_rels = ids(pa.new_entities), ids(pa.new_relations)
+    query = np.asarray(pa.new_relations[0].embedding, dtype=np.float32)
+    assert store.get_entities(B, a_ents) == []
+    assert store.get_relations(B, a_rels) == []
+    assert store.find_entities(B, ["alice", "acme"]) == []
+    assert all(e.tenant == B for e, _ in store.similar_entities(B, query, 10))
+    assert all(r.tenant == B for r, _ in store.similar_relations(B, query, 10, EVERYTHING))
+    assert store.relations_touching(B, a_ents, EVERYTHING) == []
+    assert store.expand(B, a_ents, 3, EVERYTHING, 100) == []
+    assert store.siblings(B, [(a_ents[1], "r0", True)], EVERYTHING, 100, vector=query) == []
+    assert ids(store.siblings(A, [(a_ents[1], "r0", True)], EVERYTHING, 100, vector=query)) == [
+        a_rels[0]
+    ]
+    snap = store.snapshot(B, EVERYTHING)
+    assert ids(snap.entities) == ids(pb.new_entities)
+    assert ids(snap.relations) == ids(pb.new_relations)
+    assert store.episodes(B) == [pb.episode]
+    assert store.stats(B).entities == 2 and store.stats(B).relations == 1
+    unknown = Tenant(user_id="nobody")
+    assert store.snapshot(unknown, EVERYTHING).entities == []
+    assert store.similar_entities(unknown, query, 5) == []
+    assert store.stats(unknown).tenants == 0
+
+
+# ---------------------------------------------------------------- vector search
+
+
+def test_similar_entities_top_k_matches_brute_force(store: Store, rng: np.random.Generator) -> None:
+    mine = [entity(A, f"e{i}", rng) for i in range(60)]
+    store.apply(plan(A, mine[:30]))
+    store.apply(plan(A, mine[30:]))
+    store.apply(plan(B, [entity(B, f"b{i}", rng) for i in range(40)]))
+    store.apply(plan(A, [Entity(tenant=A, name="no vector")]))
+    matrix = np.array([e.embedding for e in mine], dtype=np.float32)
+    for _ in range(5):
+        query = unit(rng)
+        scores = matrix @ query
+        for k in (1, 7, 60, 100):
+            expected = [mine[i].id for i in np.argsort(-scores)[:k]]
+            got = store.similar_entities(A, query, k, exact=True)
+            assert ids([e for e, _ in got]) == expected
+            assert [s for _, s in got] == pytest.approx(sorted(scores, reverse=True)[:k], abs=1e-5)
+    assert store.similar_entities(A, unit(rng), 0) == []
+    # a write after a search must show up in the next search (cached matrices are dropped)
+    late = entity(A, "late", rng)
+    store.apply(plan(A, [late]))
+    query = np.asarray(late.embedding, dtype=np.float32)
+    assert store.similar_entities(A, query, 1)[0] == (late, pytest.approx(1.0, abs=1e-5))
+    edge = relation(A, late, "knows", mine[0], rng)
+    assert store.similar_relations(A, query, 1, CURRENT) == []
+    store.apply(plan(A, relations=[edge]))
+    assert ids([r for r, _ in store.similar_relations(A, query, 1, CURRENT)]) == [edge.id]
+    with pytest.raises(StoreError):
+        store.similar_entities(A, np.ones(DIMS + 1, dtype=np.float32), 3)
+
+
+def test_similar_relations_respects_validity_and_over_fetches(
+    store: Store, rng: np.random.Generator
+) -> None:
+    ents, rels = ring(A, 10, 50, rng)
+    store.apply(plan(A, ents, rels))
+    store.apply(plan(B, [entity(B, "x", rng)]))
+    # The 20 edges closest to the query get invalidated, so a naive top-k would return nothing.
+    query = unit(rng)
+    matrix = np.array([r.embedding for r in rels], dtype=np.float32)
+    scores = matrix @ query
+    order = np.argsort(-scores)
+    invalid_at = {rels[i].id: T0 + timedelta(days=60 + n) for n, i in enumerate(order[:20])}
+    store.apply(
+        plan(A, invalidations=[Invalidation(relation_id=r, invalid_at=t)
+                               for r, t in invalid_at.items()])
+    )  # fmt: skip
+    stored = {r.id: r for r in store.get_relations(A, ids(rels))}
+
+    def expected(validity: Validity, k: int) -> list[str]:
+        ok = [i for i in order if validity.accepts(stored[rels[i].id])]
+        return [rels[i].id for i in ok[:k]]
+
+    for validity in (
+        CURRENT,
+        EVERYTHING,
+        Validity(as_of=T0 + timedelta(days=65)),
+        Validity(as_of=T0 + timedelta(days=10, hours=1)),
+    ):
+        for k in (1, 5, 30, 100):
+            got = store.similar_relations(A, query, k, validity)
+            assert ids([r for r, _ in got]) == expected(validity, k), (validity, k)
+            assert all(validity.accepts(r) for r, _ in got)
+    assert len(store.similar_relations(A, query, 10, CURRENT)) == 10
+    assert len(store.similar_relations(A, query, 100, CURRENT)) == 30
+    assert store.similar_relations(A, query, 5, Validity(as_of=T0 - timedelta(days=1))) == []
+
+
+# ---------------------------------------------------------------- validity and traversal
+
+
+def test_validity_in_snapshot_and_relations_touching(
+    store: Store, rng: np.random.Generator
+) -> None:
+    a, b = entity(A, "A", rng), entity(A, "B", rng)
+    old = relation(A, a, "lived_in", b, rng, valid_from=T0)
+    new = relation(A, a, "lives_in", b, rng, valid_from=T0 + timedelta(days=10))
+    store.apply(plan(A, [a, b], [old, new]))
+    cut = T0 + timedelta(days=10)
+    store.apply(plan(A, invalidations=[Invalidation(relation_id=old.id, invalid_at=cut)]))
+    assert ids(store.snapshot(A, CURRENT).relations) == [new.id]
+    assert set(ids(store.snapshot(A, EVERYTHING).relations)) == {old.id, new.id}
+    past = Validity(as_of=T0 + timedelta(days=5))
+    assert ids(store.snapshot(A, past).relations) == [old.id]
+    assert ids(store.relations_touching(A, [b.id], past)) == [old.id]
+    assert ids(store.relations_touching(A, [a.id], CURRENT)) == [new.id]
+    assert store.relations_touching(A, [a.id], Validity(as_of=T0 - timedelta(days=1))) == []
+    assert len(store.relations_touching(A, [a.id, b.id], EVERYTHING)) == 2  # no duplicates
+    stats = store.stats(A)
+    assert (stats.relations, stats.valid_relations, stats.invalid_relations) == (2, 1, 1)
+
+
+def test_expand_hops_direction_and_validity(store: Store, rng: np.random.Generator) -> None:
+    a, b, c, d, x = (entity(A, n, rng) for n in "abcdx")
+    ab = relation(A, b, "knows", a, rng)  # points at the seed: direction must not matter
+    bc = relation(A, b, "knows", c, rng)
+    cd = relation(A, c, "knows", d, rng)
+    ax = relation(A, a, "knew", x, rng)
+    xd = relation(A, x, "knows", d, rng)
+    store.apply(plan(A, [a, b, c, d, x], [ab, bc, cd, ax, xd]))
+    store.apply(plan(A, invalidations=[Invalidation(relation_id=ax.id, invalid_at=T0)]))
+    one = store.expand(A, [a.id], 1, CURRENT, 100)
+    assert [(r.id, h) for r, h in one] == [(ab.id, 1)]
+    two = store.expand(A, [a.id], 2, CURRENT, 100)
+    assert [(r.id, h) for r, h in two] == [(ab.id, 1), (bc.id, 2)]
+    three = {r.id: h for r, h in store.expand(A, [a.id], 3, CURRENT, 100)}
+    assert three == {ab.id: 1, bc.id: 2, cd.id: 3}
+    four = {r.id: h for r, h in store.expand(A, [a.id], 4, CURRENT, 100)}
+    assert four == {**three, xd.id: 4}  # x is reached around the long way, not via a-x
+    every = {r.id: h for r, h in store.expand(A, [a.id], 2, EVERYTHING, 100)}
+    assert every == {ab.id: 1, ax.id: 1, bc.id: 2, xd.id: 2}
+    assert len(store.expand(A, [a.id], 2, EVERYTHING, 3)) == 3
+    assert store.expand(A, [a.id], 2, EVERYTHING, 0) == []
+    assert store.expand(A, [a.id], 0, EVERYTHING, 10) == []
+    assert store.expand(A, ["missing"], 2, EVERYTHING, 10) == []
+    assert store.expand(Tenant(user_id="b"), [a.id], 2, EVERYTHING, 10) == []
+    # seeds on both ends of an edge: it is reported once, at hop 1
+    assert [(r.id, h) for r, h in store.expand(A, [b.id, c.id], 1, CURRENT, 10)] == [
+        (ab.id, 1), (bc.id, 1), (cd.id, 1),
+    ]  # fmt: skip
+
+
+def _hub_graph(store: Store, rng: np.random.Generator) -> list[Relation]:
+    """A hub with 30 spokes (three relation names), spokes linked in pairs, some edges
+    invalidated, one edge without an embedding, and another tenant's graph beside it."""
+    hub = entity(A, "hub", rng)
+    spokes = [entity(A, f"s{i}", rng) for i in range(30)]
+    rels = [
+        relation(A, s, f"r{i % 3}", hub, rng, valid_from=T0 + timedelta(days=i))
+        for i, s in enumerate(spokes)
+    ]
+    rels += [relation(A, spokes[i], "knows", spokes[i + 1], rng) for i in range(0, 29, 2)]
+    rels[4].embedding = None
+    store.apply(plan(A, [hub, *spokes], rels))
+    cut = [Invalidation(relation_id=rels[i].id, invalid_at=T0 + timedelta(days=i + 5))
+           for i in (2, 7, 31)]  # fmt: skip
+    store.apply(plan(A, invalidations=cut))
+    store.apply(chain(A_BOT, ["x", "y", "z"], rng))
+    return rels
+
+
+def _score_tolerance(store: Store) -> float:
+    """The embedded store scores with the retriever's own float32 arithmetic, to the bit;
+    Neo4j scores light rows with its cosine in Cypher (no embeddings sent), to ~1e-7."""
+    return 0.0 if isinstance(store, EmbeddedGraphStore) else 1e-6
+
+
+def test_expand_with_a_vector_scores_the_same_walk(store: Store, rng: np.random.Generator) -> None:
+    """`expand(..., vector=q)` walks exactly like `expand` and scores each edge the way the
+    retriever scores a copied record (`edge_score`)."""
+    embedded_store = store
+    tol = _score_tolerance(store)
+    rels = _hub_graph(embedded_store, rng)
+    hub, spokes = rels[0].destination_id, [r.source_id for r in rels[:30]]
+    cases = [([hub], 1, 100), ([hub], 2, 100), ([spokes[0]], 3, 100), ([hub], 2, 7),
+             ([spokes[3], hub], 1, 10), ([hub], 1, 0), (["missing"], 2, 10)]  # fmt: skip
+    scored_zero = False
+    for validity in (CURRENT, EVERYTHING, Validity(as_of=T0 + timedelta(days=10))):
+        for scope in (A, Tenant(user_id="a"), A_BOT):
+            for seeds, hops, limit in cases:
+                query = unit(rng)
+                walked = embedded_store.expand(scope, seeds, hops, validity, limit)
+                refs = embedded_store.expand(scope, seeds, hops, validity, limit, vector=query)
+                assert all(isinstance(ref, EdgeRef) for ref in refs)
+                want = [(r.id, r.source_id, r.relation, r.destination_id, h) for r, h in walked]
+                assert [
+                    (f.id, f.source_id, f.relation, f.destination_id, f.hop) for f in refs
+                ] == want
+                assert [f.score for f in refs] == pytest.approx(
+                    [edge_score(query, r.embedding) for r, _ in walked], abs=tol, rel=0
+                )
+                scored_zero |= any(f.id == rels[4].id and f.score == 0.0 for f in refs)
+    assert scored_zero  # the edge without an embedding is walked, scored 0
+
+
+def test_light_similar_entities_are_the_same_hits_without_embeddings(
+    store: Store, rng: np.random.Generator
+) -> None:
+    """`light=True` (entity linking): the same entities, order and scores, no embeddings."""
+    tol = _score_tolerance(store)
+    store.apply(plan(A, [entity(A, f"e{i}", rng) for i in range(40)]))
+    store.apply(plan(A_BOT, [entity(A_BOT, f"bot{i}", rng) for i in range(20)]))
+    store.apply(plan(B, [entity(B, f"b{i}", rng) for i in range(20)]))
+    for scope, exact in ((A, False), (A, True), (B, False)):
+        for k in (0, 1, 5, 100):
+            query = unit(rng)
+            full = store.similar_entities(scope, query, k, exact=exact)
+            light = store.similar_entities(scope, query, k, exact=exact, light=True)
+            assert [e.model_copy(update={"embedding": None}) for e, _ in full] == [
+                e for e, _ in light
+            ]
+            assert all(e.embedding is not None for e, _ in full)
+            assert all(e.embedding is None for e, _ in light)
+            assert [s for _, s in light] == pytest.approx([s for _, s in full], abs=tol, rel=0)
+
+
+def test_similar_relations_refs_are_the_same_hits(store: Store, rng: np.random.Generator) -> None:
+    embedded_store = store
+    tol = _score_tolerance(store)
+    _hub_graph(embedded_store, rng)
+    for validity in (CURRENT, EVERYTHING, Validity(as_of=T0 + timedelta(days=12))):
+        for k in (0, 1, 5, 100):
+            query = unit(rng)
+            hits = embedded_store.similar_relations(Tenant(user_id="a"), query, k, validity)
+            refs = embedded_store.similar_relations(
+                Tenant(user_id="a"), query, k, validity, refs=True
+            )
+            assert [(r.id, r.source_id, r.relation, r.destination_id, 0) for r, _ in hits] == [
+                tuple(ref)[:5] for ref in refs
+            ]  # fmt: skip
+            assert [ref.score for ref in refs] == pytest.approx(
+                [score for _, score in hits], abs=tol, rel=0
+            )
+
+
+def test_siblings_read_one_relation_on_one_side_of_each_hub(
+    store: Store, rng: np.random.Generator
+) -> None:
+    """`siblings`: per key (hub, relation, hub_is_destination) the edges into (True) or out of
+    (False) the hub with that relation, in key order, then write order; each edge once (its
+    first key); only in-scope edges the validity accepts; cut to `limit`; hop 2; scored by
+    `edge_score` (to the bit on the embedded store)."""
+    tol = _score_tolerance(store)
+    rels = _hub_graph(store, rng)
+    hub, spokes = rels[0].destination_id, [r.source_id for r in rels[:30]]
+    hub_e, s0 = store.get_entities(A, [hub, spokes[0]])
+    # s0's second edge into the hub comes last in write order, though s0 is the hub's first
+    # neighbour (the embedded store's adjacency lists a neighbour's edges together)
+    late = relation(A, s0, "r1", hub_e, rng)
+    store.apply(plan(A, relations=[late]))
+    (bot_xy, bot_yz) = store.snapshot(A_BOT, EVERYTHING).relations
+    # another tenant's look-alike hub: same name, same relation names
+    b_hub = entity(B, "hub", rng)
+    b_spokes = [entity(B, f"s{i}", rng) for i in range(4)]
+    b_rels = [relation(B, s, f"r{i % 2}", b_hub, rng) for i, s in enumerate(b_spokes)]
+    store.apply(plan(B, [b_hub, *b_spokes], b_rels))
+    written = [*rels, bot_xy, bot_yz, late, *b_rels]  # write order
+    stored = {r.id: r for r in store.get_relations(A, ids(written))}
+    stored |= {r.id: r for r in store.get_relations(B, ids(b_rels))}
+    assert len(stored) == len(written)
+
+    def expected(
+        scope: Tenant, keys: list[tuple[str, str, bool]], validity: Validity, limit: int
+    ) -> list[Relation]:
+        out: dict[str, Relation] = {}
+        for hub_id, name, hub_is_destination in keys:
+            for rel in (stored[r.id] for r in written):
+                end = rel.destination_id if hub_is_destination else rel.source_id
+                if (end == hub_id and rel.relation == name and rel.id not in out
+                        and scope.matches(rel.tenant) and validity.accepts(rel)):  # fmt: skip
+                    out[rel.id] = rel
+        return list(out.values())[:limit]
+
+    key_sets: list[list[tuple[str, str, bool]]] = [
+        [(hub, "r1", True)],
+        [(hub, "r1", True), (hub, "r0", True)],  # key order, then write order
+        [(hub, "r0", False)],  # the hub has no outgoing edges
+        [(spokes[0], "r0", False), (hub, "r0", True)],  # s0's edge once, for the first key
+        [(spokes[0], "knows", False), (spokes[1], "knows", True)],  # the same edge twice
+        [(spokes[1], "knows", False)],  # s1 -knows-> nobody
+        [(spokes[2], "knows", False), (spokes[2], "r2", False), (hub, "r2", True)],
+        [(b_hub.id, "r0", True), (hub, "r0", True)],  # two tenants' hubs
+        [(bot_xy.destination_id, "r0", True), (bot_xy.source_id, "r0", False)],
+        [("missing", "r0", True), (hub, "r0", True), (hub, "r0", True)],
+        [],
+    ]
+    validities = (CURRENT, EVERYTHING, Validity(as_of=T0 + timedelta(days=10)),
+                  Validity(as_of=T0 + timedelta(days=40)))  # fmt: skip
+    scopes = (A, A_BOT, B, Tenant(agent_id="bot"), Tenant(user_id="nobody"))
+    found = 0
+    for validity in validities:
+        for scope in scopes:
+            for keys in key_sets:
+                for limit in (0, 1, 3, 100):
+                    query = unit(rng)
+                    got = store.siblings(scope, keys, validity, limit, vector=query)
+                    want = expected(scope, keys, validity, limit)
+                    assert all(isinstance(ref, EdgeRef) for ref in got)
+                    assert [tuple(ref)[:5] for ref in got] == [
+                        (r.id, r.source_id, r.relation, r.destination_id, 2) for r in want
+                    ], (validity, scope, keys, limit)
+                    assert [ref.score for ref in got] == pytest.approx(
+                        [edge_score(query, r.embedding) for r in want], abs=tol, rel=0
+                    )
+                    found += len(got)
+    assert found > 300
+
+    # the cases above, spelled out
+    query = unit(rng)
+    r1_current = [rels[i].id for i in range(1, 30, 3) if i != 7] + [late.id]
+    got = store.siblings(A, [(hub, "r1", True)], CURRENT, 100, vector=query)
+    assert ids(got) == r1_current
+    assert next(ref.score for ref in got if ref.id == rels[4].id) == 0.0  # no embedding
+    got = store.siblings(A, [(hub, "r1", True)], EVERYTHING, 100, vector=query)
+    assert ids(got) == [rels[i].id for i in range(1, 30, 3)] + [late.id]
+    as_of = Validity(as_of=T0 + timedelta(days=10))  # valid from day i; rels[7] cut on day 12
+    got = store.siblings(A, [(hub, "r1", True)], as_of, 100, vector=query)
+    assert ids(got) == [rels[i].id for i in (1, 4, 7, 10)] + [late.id]
+    got = store.siblings(A, [(hub, "r1", True), (hub, "r0", True)], CURRENT, 12, vector=query)
+    assert ids(got) == [*r1_current, rels[0].id, rels[3].id]
+    got = store.siblings(A, [(spokes[0], "knows", False), (spokes[1], "knows", True)],
+                         CURRENT, 10, vector=query)  # fmt: skip
+    assert ids(got) == [rels[30].id]
+    assert store.siblings(A, [(hub, "r0", False)], EVERYTHING, 10, vector=query) == []
+    assert store.siblings(A, [(hub, "r0", True)], CURRENT, 0, vector=query) == []
+    mixed = [(b_hub.id, "r0", True), (hub, "r0", True)]
+    assert {r.tenant for r in store.get_relations(
+        B, ids(store.siblings(B, mixed, EVERYTHING, 100, vector=query)))} == {B}  # fmt: skip
+    assert ids(store.siblings(B, mixed, EVERYTHING, 100, vector=query)) == [
+        b_rels[0].id, b_rels[2].id
+    ]  # fmt: skip
+    a_side = ids(store.siblings(A, mixed, EVERYTHING, 100, vector=query))
+    assert a_side == [rels[i].id for i in range(0, 30, 3)]
+    bot_keys = [(bot_xy.destination_id, "r0", True), (hub, "r0", True)]
+    assert ids(store.siblings(A_BOT, bot_keys, EVERYTHING, 100, vector=query)) == [bot_xy.id]
+    assert ids(store.siblings(A, bot_keys, EVERYTHING, 3, vector=query)) == [
+        bot_xy.id, rels[0].id, rels[3].id
+    ]  # fmt: skip
+
+
+# ---------------------------------------------------------------- plan contents
+
+
+def test_alias_updates_append_without_duplicates(store: Store, rng: np.random.Generator) -> None:
+    bob = entity(A, "Robert", rng)
+    bob.aliases, bob.keys = ["Rob"], ["robert", "rob"]
+    store.apply(plan(A, [bob]))
+    later = T0 + timedelta(days=3)
+    update = AliasUpdate(entity_id=bob.id, aliases=["Bob", "Rob", "Bob"], keys=["bob", "rob"])
+    store.apply(plan(A, alias_updates=[update], updated_at=later))
+    got = store.get_entities(A, [bob.id])[0]
+    assert got.aliases == ["Rob", "Bob"]
+    assert got.keys == ["robert", "rob", "bob"]
+    assert got.updated_at == later and got.created_at == bob.created_at
+    assert got.embedding == bob.embedding
+    assert ids(store.find_entities(A, ["bob"], exact=True)) == [bob.id]
+    # an alias update may also target an entity created by the same plan
+    carol = entity(A, "Caroline", rng)
+    store.apply(plan(A, [carol], alias_updates=[AliasUpdate(entity_id=carol.id, aliases=["Caz"],
+                                                             keys=["caz"])]))  # fmt: skip
+    assert store.find_entities(A, ["caz"])[0].aliases == ["Caz"]
+
+
+def test_mentions_and_invalidations(store: Store, rng: np.random.Generator) -> None:
+    p = chain(A, ["Alice", "Acme"], rng)
+    store.apply(p)
+    rel = p.new_relations[0]
+    query = np.asarray(rel.embedding, dtype=np.float32)
+    assert store.similar_relations(A, query, 1, CURRENT)[0][0].id == rel.id  # builds the matrix
+    seen = [Provenance(episode_id=f"ep{i}", timestamp=T0 + timedelta(hours=i)) for i in range(2)]
+    for i, prov in enumerate(seen):
+        store.apply(plan(A, mentions=[MentionUpdate(relation_id=rel.id, provenance=prov)],
+                         updated_at=T0 + timedelta(days=i + 1)))  # fmt: skip
+    got = store.get_relations(A, [rel.id])[0]
+    assert got.mentions == 3 and got.provenance == seen
+    assert got.updated_at == T0 + timedelta(days=2) and got.invalid_at is None
+    when = T0 + timedelta(days=9)
+    store.apply(plan(A, invalidations=[Invalidation(relation_id=rel.id, invalid_at=when)],
+                     updated_at=when))  # fmt: skip
+    got = store.get_relations(A, [rel.id])[0]
+    assert got.invalid_at == when and got.updated_at == when and got.mentions == 3
+    assert store.similar_relations(A, query, 5, CURRENT) == []
+    assert store.similar_relations(A, query, 5, EVERYTHING)[0][0].id == rel.id
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "foreign_entity",
+        "foreign_endpoint",
+        "unknown_endpoint",
+        "unknown_invalidation",
+        "unknown_mention",
+        "unknown_alias_target",
+        "duplicate_entity",
+        "duplicate_episode",
+        "wrong_dims",
+    ],
+)
+def test_invalid_plans_are_rejected_whole(
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator, bad: str
+) -> None:
+    base, other = chain(A, ["Alice", "Acme"], rng), chain(B, ["Bob"], rng)
+    store.apply(base)
+    store.apply(other)
+    before = (store.snapshot(Tenant(user_id="a"), EVERYTHING), store.stats())
+    fresh = entity(A, "Fresh", rng)
+    alice, bob = base.new_entities[0], other.new_entities[0]
+    prov = Provenance(episode_id="e", timestamp=T0)
+    kw: dict[str, Any] = {
+        "foreign_entity": {"entities": [fresh, entity(B, "Sneaky", rng)]},
+        "foreign_endpoint": {"entities": [fresh], "relations": [relation(A, alice, "x", bob, rng)]},
+        "unknown_endpoint": {
+            "entities": [fresh],
+            "relations": [relation(A, alice, "x", entity(A, "Ghost", rng), rng)],
+        },
+        "unknown_invalidation": {"invalidations": [Invalidation(relation_id="no", invalid_at=T0)]},
+        "unknown_mention": {"mentions": [MentionUpdate(relation_id="no", provenance=prov)]},
+        "unknown_alias_target": {
+            "alias_updates": [AliasUpdate(entity_id=bob.id, aliases=["x"], keys=["x"])]
+        },
+        "duplicate_entity": {"entities": [fresh, alice]},
+        "duplicate_episode": {},
+        "wrong_dims": {"entities": [fresh, Entity(tenant=A, name="W", embedding=[1.0, 0.0])]},
+    }[bad]
+    bad_plan = plan(A, **kw)
+    if bad == "duplicate_episode":
+        bad_plan.episode = base.episode
+        bad_plan.new_entities = [fresh]
+    with pytest.raises(StoreError):
+        store.apply(bad_plan)
+    assert (store.snapshot(Tenant(user_id="a"), EVERYTHING), store.stats()) == before
+    assert store.find_entities(A, ["fresh"]) == []
+    with open_store() as again:
+        assert again.stats() == before[1]
+
+
+def test_reopen_restores_everything(
+    open_store: Callable[..., Store], rng: np.random.Generator
+) -> None:
+    plus2 = timezone(timedelta(hours=2))
+    store = open_store()
+    p1 = chain(A, ["Alice", "Acme", "Berlin"], rng)
+    p1.episode = Episode(
+        tenant=A, messages=[Message(role="user", content="hi", name="al", timestamp=T0),
+                            Message(role="assistant", content="hello")],
+        timestamp=datetime(2024, 5, 1, 9, 30, tzinfo=plus2),
+    )  # fmt: skip
+    p1.new_relations[0].valid_from = datetime(2020, 2, 2, tzinfo=plus2)
+    store.apply(p1)
+    store.apply(chain(A_BOT, ["Robot"], rng))
+    store.apply(chain(B, ["Bob", "Bmw"], rng))
+    r0, r1 = p1.new_relations
+    store.apply(plan(
+        A,
+        alias_updates=[AliasUpdate(entity_id=p1.new_entities[0].id, aliases=["Al"], keys=["al"])],
+        invalidations=[Invalidation(relation_id=r0.id, invalid_at=datetime(2024, 6, 1,
+                                                                         tzinfo=plus2))],
+        mentions=[MentionUpdate(relation_id=r1.id,
+                                provenance=Provenance(episode_id="e9", timestamp=T0))],
+        updated_at=datetime(2024, 6, 2, 12, tzinfo=plus2),
+    ))  # fmt: skip
+    scopes = (A, A_BOT, B, Tenant(agent_id="bot"))
+    before = {s: (store.snapshot(s, EVERYTHING), store.episodes(s)) for s in scopes}
+    query = unit(rng)
+    hits = store.similar_relations(A, query, 3, EVERYTHING)
+    stats, tenants = store.stats(), store.tenants()
+    store.close()
+    store.close()  # idempotent
+
+    with open_store() as again:
+        assert {s: (again.snapshot(s, EVERYTHING), again.episodes(s)) for s in scopes} == before
+        assert again.stats() == stats and again.tenants() == tenants
+        assert again.dims == DIMS
+        assert again.similar_relations(A, query, 3, EVERYTHING) == hits
+        assert ids(again.find_entities(A, ["al"])) == [p1.new_entities[0].id]
+        got = again.get_relations(A, [r0.id, r1.id])
+        assert got[0].invalid_at == datetime(2024, 6, 1, tzinfo=plus2)
+        # the same instants; the embedded store keeps the offset, Neo4j answers in UTC
+        offset = timedelta(hours=2 if isinstance(again, EmbeddedGraphStore) else 0)
+        assert got[0].invalid_at.utcoffset() == offset
+        assert got[0].valid_from.utcoffset() == offset
+        assert got[1].mentions == 2 and got[1].provenance[-1].episode_id == "e9"
+        assert got[1].embedding == r1.embedding
+        ep = again.episodes(A)[0]
+        assert ep.timestamp.utcoffset() == offset
+        assert ep.messages[0].name == "al" and ep.messages[1].role == "assistant"
+        walked = again.expand(A, [p1.new_entities[2].id], 2, EVERYTHING, 10)
+        assert [(r.id, hop) for r, hop in walked] == [(r1.id, 1), (r0.id, 2)]
+    with pytest.raises(StoreError, match="dimensional"):
+        open_store(dims=DIMS * 2).stats()  # the neo4j store connects on first use
+
+
+# ---------------------------------------------------------------- concurrency and lifecycle
+
+
+def test_concurrent_applies_produce_the_union(
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator
+) -> None:
+    plans = [
+        chain(A if i % 2 else Tenant(user_id="a", run_id=f"t{i % 4}"), [f"x{i}", f"y{i}"], rng)
+        for i in range(120)
+    ]
+    errors: list[BaseException] = []
+    query = unit(rng)
+
+    def writer(mine: list[WritePlan]) -> None:
+        try:
+            for p in mine:
+                store.apply(p)
+                store.similar_relations(A, query, 3, CURRENT)
+        except BaseException as exc:  # pragma: no cover - surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(plans[i::8],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    want_e = {e.id for p in plans for e in p.new_entities}
+    want_r = {r.id for p in plans for r in p.new_relations}
+    snap = store.snapshot(Tenant(user_id="a"), EVERYTHING)
+    assert set(ids(snap.entities)) == want_e and set(ids(snap.relations)) == want_r
+    assert store.stats().episodes == 120 and store.stats().entities == 240
+    with open_store() as again:
+        assert again.snapshot(Tenant(user_id="a"), EVERYTHING) == snap
+
+
+def test_delete_tenant_leaves_others_intact(
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator
+) -> None:
+    pa, pbot, pb = (chain(t, ["P", "Q", "R"], rng) for t in (A, A_BOT, B))
+    for p in (pa, pbot, pb):
+        store.apply(p)
+    keep = (store.snapshot(B, EVERYTHING), store.episodes(B))
+    assert store.delete_tenant(Tenant(user_id="a")) == 10  # 2 tenants x (3 entities + 2 edges)
+    assert store.tenants() == [B]
+    assert store.get_entities(A, ids(pa.new_entities)) == []
+    assert store.find_entities(A, ["p"]) == [] and store.episodes(A) == []
+    assert (store.snapshot(B, EVERYTHING), store.episodes(B)) == keep
+    seed = pb.new_entities[0].id
+    assert ids([r for r, _ in store.expand(B, [seed], 2, CURRENT, 10)]) == ids(pb.new_relations)
+    assert len(store.similar_entities(B, unit(rng), 10)) == 3
+    assert store.delete_tenant(Tenant(user_id="nobody")) == 0
+    with open_store() as again:
+        assert again.tenants() == [B] and again.stats().entities == 3
+    store.apply(chain(A, ["P"], rng))  # ids of the deleted tenant can be reused later
+    assert store.stats(A).entities == 1
+
+
+def test_reset_empties_the_store(
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator
+) -> None:
+    store.apply(chain(A, ["P", "Q"], rng))
+    store.reset()
+    assert store.stats().entities == 0 and store.tenants() == []
+    with open_store() as again:
+        assert again.stats().episodes == 0
+
+
+def test_sees_commits_of_another_connection(
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator
+) -> None:
+    store.apply(chain(A, ["P"], rng))
+    with open_store() as other:
+        other.apply(chain(B, ["Q", "R"], rng))
+    assert store.tenants() == [A, B]
+    assert store.stats(B).relations == 1
+
+
+def test_closed_store_raises(store: Store, rng: np.random.Generator) -> None:
+    p = chain(A, ["P", "Q"], rng)
+    store.apply(p)
+    store.close()
+    store.close()
+    vec = unit(rng)
+    calls = [
+        lambda: store.apply(chain(A, ["Z"], rng)),
+        lambda: store.get_entities(A, ids(p.new_entities)),
+        lambda: store.get_relations(A, ids(p.new_relations)),
+        lambda: store.find_entities(A, ["p"]),
+        lambda: store.similar_entities(A, vec, 3),
+        lambda: store.similar_relations(A, vec, 3, CURRENT),
+        lambda: store.relations_touching(A, ids(p.new_entities), CURRENT),
+        lambda: store.expand(A, ids(p.new_entities), 1, CURRENT, 5),
+        lambda: store.siblings(A, [(p.new_entities[1].id, "r0", True)], CURRENT, 5, vector=vec),
+        lambda: store.snapshot(A, CURRENT),
+        lambda: store.episodes(A),
+        lambda: store.delete_tenant(A),
+        lambda: store.reset(),
+        lambda: store.stats(),
+        lambda: store.tenants(),
+    ]
+    for call in calls:
+        with pytest.raises(StoreError, match="closed"):
+            call()
