@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import secrets
@@ -125,8 +126,14 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-def _run_script(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> str:
-    """Run scripts/neo4j with this interpreter (so its Bolt check can use the driver)."""
+def _run_script(
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 900,
+    cpus: set[int] | None = None,
+) -> str:
+    """Run scripts/neo4j with this interpreter (so its Bolt check can use the driver); `cpus`:
+    the CPU set it runs on (and its server inherits), whatever this process was pinned to."""
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), *args],
         env=env,
@@ -135,6 +142,7 @@ def _run_script(*args: str, env: dict[str, str] | None = None, timeout: float = 
         text=True,
         timeout=timeout,
         cwd=REPO,
+        preexec_fn=None if cpus is None else functools.partial(os.sched_setaffinity, 0, cpus),
     )
     output = (proc.stdout + proc.stderr).strip()
     if proc.returncode != 0:
@@ -205,10 +213,14 @@ def start_maven_server(
     if heap:
         env["MEM0G_NEO4J_HEAP"] = heap
 
+    # a restart runs with the CPUs the first start had, even after the caller pinned itself
+    # to others (the benchmark's --client-cpus)
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+
     def start(bolt: int, http: int) -> None:
         ports = ["--bolt-port", str(bolt), "--http-port", str(http)]
         cpu_set = ["--cpus", cpus] if cpus else []
-        _run_script("start", "--home", str(home_path), *ports, *cpu_set, env=env)
+        _run_script("start", "--home", str(home_path), *ports, *cpu_set, env=env, cpus=allowed)
 
     last_error: Neo4jUnavailable | None = None
     for _attempt in range(3):  # free ports can be taken between choosing and binding
