@@ -34,12 +34,10 @@ _RAM_TMP = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Test servers' JVM compiles with C1 only: a test server lives minutes and runs each of
-    # hundreds of freshly planned Cypher queries a few times, so C2's optimising compiler
-    # spent more server CPU than it saved (an empty-and-open fixture plus a small write: 0.28 s
-    # of server CPU instead of 0.67 s, measured on our 2-core machine). A user's
-    # MEM0G_NEO4J_JAVA_OPTS wins.
-    os.environ.setdefault("MEM0G_NEO4J_JAVA_OPTS", "-XX:TieredStopAtLevel=1")
+    # Test servers keep the JVM's default JIT. C1 alone (-XX:TieredStopAtLevel=1) made one
+    # open-empty-write fixture cheaper (0.28 s of server CPU instead of 0.67 s), but the whole
+    # Neo4j phase slower: 764 s with it, 540 s without, on the quiet 2-core machine
+    # (2026-12-01). MEM0G_NEO4J_JAVA_OPTS still reaches the test servers.
     _temp_in_ram(config)
 
 
