@@ -259,7 +259,7 @@ class Memory:
         usages: tuple[Usage, Usage],
         version: str,
     ) -> AddResult:
-        stages = Stages(llm, self.embedder, self.store, self.config)  # type: ignore[arg-type]
+        stages = Stages(llm, self.embedder, self.store, self.config)
         graph_usage, fact_usage = usages
         args = (tenant, messages, when, context, provenance, now)
         futures: list[Future[Any]] = []
@@ -270,16 +270,12 @@ class Memory:
         results = _collect(futures)
         graph = next((r for r in results if isinstance(r, GraphPart)), GraphPart())
         facts = next((r for r in results if isinstance(r, FactPlan)), FactPlan())
+        graph.possible_duplicates = self._known_pairs(tenant, graph)
         plan = WritePlan(
             tenant=tenant,
             episode=episode,
             updated_at=now,
-            new_entities=graph.new_entities,
-            alias_updates=graph.alias_updates,
-            new_relations=graph.new_relations,
-            invalidations=graph.invalidations,
-            mentions=graph.mentions,
-            possible_duplicates=self._known_pairs(tenant, graph),
+            **graph.graph_fields(),
             new_facts=facts.new_facts,
             fact_changes=facts.changes,
             fact_events=facts.events,

@@ -8,26 +8,21 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.extract import establish_relations, extract_entities, extract_facts
 from mem0g.extract.checks import known_endpoints, screen_entities, screen_triples
-from mem0g.llm.client import LLMClient
+from mem0g.llm.client import TaskCaller
 from mem0g.llm.protocol import AmbiguousName, CandidateNode, Context
 from mem0g.resolve.entities import Mentions, ResolvedEntities, resolve_entities, settle
 from mem0g.resolve.facts import FactPlan, resolve_facts
 from mem0g.resolve.updates import resolve_updates
 from mem0g.stores.base import GraphStore
 from mem0g.types import (
-    AliasUpdate,
-    Entity,
-    Event,
-    Invalidation,
-    MentionUpdate,
+    GraphWrites,
     Message,
-    PossibleDuplicate,
     Provenance,
     Rejection,
     Relation,
@@ -37,14 +32,10 @@ from mem0g.types import (
 )
 
 
-class GraphPart(BaseModel):
-    new_entities: list[Entity] = Field(default_factory=list)
-    alias_updates: list[AliasUpdate] = Field(default_factory=list)
-    new_relations: list[Relation] = Field(default_factory=list)
-    invalidations: list[Invalidation] = Field(default_factory=list)
-    mentions: list[MentionUpdate] = Field(default_factory=list)
+class GraphPart(GraphWrites):
+    """The graph path's part of the plan (the plan's own graph fields), and its report."""
+
     changes: list[RelationChange] = Field(default_factory=list)
-    possible_duplicates: list[PossibleDuplicate] = Field(default_factory=list)
     rejected: list[Rejection] = Field(default_factory=list)
 
 
@@ -52,7 +43,7 @@ class Stages:
     """What both paths need: the LLM, the embedder, the store and the settings."""
 
     def __init__(
-        self, llm: LLMClient, embedder: CachedEmbedder, store: GraphStore, config: MemoryConfig
+        self, llm: TaskCaller, embedder: CachedEmbedder, store: GraphStore, config: MemoryConfig
     ) -> None:
         self.llm = llm
         self.embedder = embedder
@@ -140,30 +131,9 @@ class Stages:
             usage=usage,
             renamed=resolved.renamed,
         )
-        invalidated: set[str] = set()
-
-        def invalidate(old: Relation, at: datetime) -> None:
-            if old.id not in invalidated:
-                invalidated.add(old.id)
-                part.invalidations.append(Invalidation(relation_id=old.id, invalid_at=at))
-                part.changes.append(change(Event.INVALIDATE, old, invalid_at=at))
-
-        for rel, decision in zip(new, outcome.decisions, strict=True):
-            if decision.event == Event.NOOP:
-                if decision.duplicate_of is not None:
-                    dup = decision.duplicate_of
-                    part.mentions.append(MentionUpdate(relation_id=dup.id, provenance=provenance))
-                    part.changes.append(change(Event.NOOP, dup))
-            else:
-                rel.invalid_at = decision.invalid_at
-                part.new_relations.append(rel)
-                previous = decision.supersedes[0].id if decision.supersedes else None
-                event = Event.UPDATE if decision.event == Event.UPDATE else Event.ADD
-                part.changes.append(change(event, rel, previous_id=previous))
-            for old in decision.supersedes:
-                invalidate(old, rel.valid_from or when)
-        for old in outcome.orphan_invalidations:
-            invalidate(old, when)
+        edges = outcome.writes(new, provenance, when)
+        part.new_relations, part.invalidations = edges.new_relations, edges.invalidations
+        part.mentions, part.changes = edges.mentions, edges.changes
         used = {r.source_id for r in part.new_relations}
         used |= {r.destination_id for r in part.new_relations}
         part.new_entities = [e for e in resolved.new_entities if e.id in used]
@@ -222,22 +192,3 @@ def _ambiguous_names(
             )
         asked.append(AmbiguousName(name=name, candidates=nodes))
     return asked, short_ids
-
-
-def change(
-    event: Event,
-    rel: Relation,
-    *,
-    previous_id: str | None = None,
-    invalid_at: datetime | None = None,
-) -> RelationChange:
-    return RelationChange(
-        event=event,
-        id=rel.id,
-        source=rel.source,
-        relation=rel.relation,
-        destination=rel.destination,
-        valid_from=rel.valid_from,
-        invalid_at=invalid_at or rel.invalid_at,
-        previous_id=previous_id,
-    )

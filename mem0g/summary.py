@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from mem0g.config import MemorySection
 from mem0g.extract import payload_messages
 from mem0g.llm.client import LLMClient
-from mem0g.llm.protocol import SummarizePayload
+from mem0g.llm.protocol import SUMMARIZE, SummarizePayload
 from mem0g.stores.base import GraphStore
 from mem0g.types import Summary, Tenant, Usage, utcnow
 
@@ -97,7 +97,7 @@ class SummaryWorker:
             summary=previous.text if previous else None,
             messages=payload_messages(messages, reference),
         )
-        answer = self._llm().call("summarize", payload, self.usage)
+        answer = self._llm().call(SUMMARIZE, payload, self.usage)
         summary = Summary(tenant=tenant, text=answer.summary.strip(), messages_covered=total)
         if self._store.message_count(tenant) < total:  # deleted while we were summarising
             return None

@@ -375,7 +375,22 @@ class SplitResult(BaseModel):
     restored_relations: list[str] = Field(default_factory=list)  # the merge's dropped edges
 
 
-class WritePlan(BaseModel):
+class GraphWrites(BaseModel):
+    """The graph part of a `WritePlan` (the graph path of an add plans exactly these)."""
+
+    new_entities: list[Entity] = Field(default_factory=list)
+    alias_updates: list[AliasUpdate] = Field(default_factory=list)
+    possible_duplicates: list[PossibleDuplicate] = Field(default_factory=list)
+    new_relations: list[Relation] = Field(default_factory=list)
+    invalidations: list[Invalidation] = Field(default_factory=list)
+    mentions: list[MentionUpdate] = Field(default_factory=list)
+
+    def graph_fields(self) -> dict[str, Any]:
+        """These fields as they are (no copies), for `WritePlan(**part.graph_fields(), ...)`."""
+        return {name: getattr(self, name) for name in GraphWrites.model_fields}
+
+
+class WritePlan(GraphWrites):
     """Everything one `add` will write, computed before any write so the write can be atomic."""
 
     tenant: Tenant
@@ -383,12 +398,6 @@ class WritePlan(BaseModel):
     # a restore's later episodes, in conversation order (only `mem0g import` sets them: one
     # plan, so one transaction, per restored tenant)
     more_episodes: list[Episode] = Field(default_factory=list)
-    new_entities: list[Entity] = Field(default_factory=list)
-    alias_updates: list[AliasUpdate] = Field(default_factory=list)
-    possible_duplicates: list[PossibleDuplicate] = Field(default_factory=list)
-    new_relations: list[Relation] = Field(default_factory=list)
-    invalidations: list[Invalidation] = Field(default_factory=list)
-    mentions: list[MentionUpdate] = Field(default_factory=list)
     new_facts: list[Fact] = Field(default_factory=list)
     fact_changes: list[FactChange] = Field(default_factory=list)
     fact_events: list[FactEvent] = Field(default_factory=list)

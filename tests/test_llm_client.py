@@ -10,6 +10,8 @@ import pytest
 from mem0g.config import LLMConfig
 from mem0g.llm.client import PROCESS_LIMIT, LLMClient, LLMError, parse_json_answer
 from mem0g.llm.protocol import (
+    EXTRACT_ENTITIES,
+    SUMMARIZE,
     TASKS,
     Context,
     ExtractEntitiesPayload,
@@ -38,7 +40,7 @@ def _client(server: ScriptedLLMServer, **kw) -> LLMClient:
 def test_each_mode_round_trips(llm_server, mode) -> None:
     llm_server.add_rule({"task": "extract_entities", "response": ANSWER})
     usage = Usage()
-    answer = _client(llm_server, mode=mode).call("extract_entities", _payload(), usage)
+    answer = _client(llm_server, mode=mode).call(EXTRACT_ENTITIES, _payload(), usage)
     assert answer.model_dump() == ANSWER
     body = llm_server.requests[0].body
     assert body["messages"][-1]["role"] == "user"
@@ -55,23 +57,36 @@ def test_each_mode_round_trips(llm_server, mode) -> None:
     assert usage.by_task == {"extract_entities": 1}
 
 
+def test_the_task_types_payload_and_answer(llm_server) -> None:
+    """The seam is typed by the task: its answer model comes back, and a payload of another
+    task is refused before anything is sent."""
+    llm_server.add_rule({"task": "extract_entities", "response": ANSWER})
+    client = _client(llm_server)
+    answer = client.call(EXTRACT_ENTITIES, _payload())
+    assert type(answer) is EXTRACT_ENTITIES.answer
+    assert answer.entities[0].name == "Alice"
+    with pytest.raises(TypeError, match="summarize takes a SummarizePayload"):
+        client.call(SUMMARIZE, _payload())  # type: ignore[arg-type]
+    assert len(llm_server.requests) == 1
+
+
 def test_gives_up_after_max_retries(llm_server) -> None:
     llm_server.add_rule({"task": "extract_entities", "response": {"raw": "nope"}})
     with pytest.raises(LLMError, match="no valid answer after 3 attempts"):
-        _client(llm_server, max_retries=2).call("extract_entities", _payload())
+        _client(llm_server, max_retries=2).call(EXTRACT_ENTITIES, _payload())
     assert llm_server.calls("extract_entities") == 3
 
 
 def test_http_errors_are_llm_errors(llm_server) -> None:
     llm_server.add_rule({"task": "*", "response": {"status": 401, "error": "bad key"}})
     with pytest.raises(LLMError, match="401"):
-        _client(llm_server).call("extract_entities", _payload())
+        _client(llm_server).call(EXTRACT_ENTITIES, _payload())
 
 
 def test_unreachable_endpoint_is_a_clear_error() -> None:
     client = LLMClient(LLMConfig(base_url="http://127.0.0.1:9/v1", api_key="x", timeout=2))
     with pytest.raises(LLMError, match=r"cannot reach the LLM at http://127.0.0.1:9/v1 \(model"):
-        client.call("extract_entities", _payload())
+        client.call(EXTRACT_ENTITIES, _payload())
     with pytest.raises(LLMError, match="not reachable"):
         client.ping()
 
@@ -112,7 +127,7 @@ def test_process_wide_concurrency_limit(llm_server) -> None:
     llm_server.add_rule({"task": "extract_entities", "response": slow})
     clients = [_client(llm_server, max_concurrency=2) for _ in range(3)]
     threads = [
-        threading.Thread(target=c.call, args=("extract_entities", _payload(f"msg {i}")))
+        threading.Thread(target=c.call, args=(EXTRACT_ENTITIES, _payload(f"msg {i}")))
         for i, c in enumerate(clients * 3)
     ]
     for t in threads:
@@ -146,8 +161,8 @@ def test_parse_json_answer_rejects(text) -> None:
 
 
 def test_shipped_schemas_are_current() -> None:
-    for task, (payload, answer) in TASKS.items():
-        doc = shipped_schema(task)
-        assert doc["task"] == task
-        assert doc["payload"] == payload.model_json_schema()
-        assert doc["answer"] == answer.model_json_schema()
+    for name, task in TASKS.items():
+        doc = shipped_schema(name)
+        assert doc["task"] == name == task.name
+        assert doc["payload"] == task.payload.model_json_schema()
+        assert doc["answer"] == task.answer.model_json_schema()

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from mem0g.cli import app
 from mem0g.config import LLMConfig
 from mem0g.llm.client import LLMClient, LLMError
-from mem0g.llm.protocol import PayloadMessage, SummarizePayload
+from mem0g.llm.protocol import SUMMARIZE, PayloadMessage, SummarizePayload
 from mem0g.testing import ScriptedLLMServer
 from mem0g.types import Usage
 
@@ -49,7 +49,7 @@ def test_falls_back_to_the_llama_cpp_variant_and_stays_there() -> None:
     with LlamaCppLike(RULES) as server:
         client = _client(server)
         usage = Usage()
-        assert client.call("summarize", _payload(), usage).summary == "Ana lives in Oslo."
+        assert client.call(SUMMARIZE, _payload(), usage).summary == "Ana lives in Oslo."
         assert client.mode == "json_object_schema"
         assert [f.split(":")[0] for f in client.fallbacks] == [
             "tools -> json_schema",
@@ -59,19 +59,19 @@ def test_falls_back_to_the_llama_cpp_variant_and_stays_there() -> None:
         sent = server.requests[-1].body["response_format"]
         assert sent["type"] == "json_object" and sent["schema"]["required"] == ["summary"]
         before = len(server.requests)
-        client.call("summarize", _payload(), usage)
+        client.call(SUMMARIZE, _payload(), usage)
         assert len(server.requests) == before + 1  # the working mode is used directly
         assert client.modes == {"json_object_schema": 2}
 
 
 def test_no_fallback_when_switched_off_or_when_the_error_is_not_about_the_format() -> None:
     with LlamaCppLike(RULES) as server, pytest.raises(LLMError, match="400"):
-        _client(server, fallback=False).call("summarize", _payload())
+        _client(server, fallback=False).call(SUMMARIZE, _payload())
     rules = [{"task": "*", "response": {"status": 401, "error": "bad key"}}]
     with ScriptedLLMServer(rules) as server:
         client = _client(server)
         with pytest.raises(LLMError, match="401"):
-            client.call("summarize", _payload())
+            client.call(SUMMARIZE, _payload())
         assert client.mode == "tools" and client.fallbacks == []
 
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from mem0g.cli import app
 from mem0g.config import LLMConfig
 from mem0g.llm.client import LLMClient, LLMError
-from mem0g.llm.protocol import PayloadMessage, SummarizePayload
+from mem0g.llm.protocol import SUMMARIZE, PayloadMessage, SummarizePayload
 from mem0g.llm.reach import ReachCheck, Unreachable
 from mem0g.testing import ScriptedLLMServer
 
@@ -32,7 +32,7 @@ def test_refused_endpoint_names_url_model_and_cause() -> None:
     url = f"http://127.0.0.1:{_dead_port()}/v1"
     client = LLMClient(LLMConfig(base_url=url, model="my-model", api_key="k"))
     with pytest.raises(LLMError) as err:
-        client.call("summarize", _payload())
+        client.call(SUMMARIZE, _payload())
     text = str(err.value)
     assert url in text and "my-model" in text and "refused" in text.lower()
     assert client.calls == {}  # no request was ever sent
@@ -64,7 +64,7 @@ def test_a_reachable_endpoint_is_probed_once(monkeypatch: pytest.MonkeyPatch) ->
 
         monkeypatch.setattr(socket, "create_connection", counting)
         for _ in range(3):
-            assert client.call("summarize", _payload()).summary == "s"
+            assert client.call(SUMMARIZE, _payload()).summary == "s"
         # one probe, plus the SDK's pooled connection(s): not one probe per call
         assert 1 <= len(probes) <= 2, probes
         assert server.calls("summarize") == 3

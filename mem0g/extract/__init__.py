@@ -11,8 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mem0g.llm.client import LLMClient
+from mem0g.llm.client import TaskCaller
 from mem0g.llm.protocol import (
+    ESTABLISH_RELATIONS,
+    EXTRACT_ENTITIES,
+    EXTRACT_FACTS,
     AmbiguousName,
     Context,
     EntityIn,
@@ -65,7 +68,7 @@ def _base(
 
 
 def extract_entities(
-    llm: LLMClient,
+    llm: TaskCaller,
     messages: Sequence[Message],
     reference_time: datetime,
     context: Context | None = None,
@@ -73,7 +76,7 @@ def extract_entities(
 ) -> dict[str, str]:
     """Call 1: the entities named in the messages, name -> type (first type wins)."""
     payload = ExtractEntitiesPayload(**_base(messages, reference_time, context))
-    found = llm.call("extract_entities", payload, usage)
+    found = llm.call(EXTRACT_ENTITIES, payload, usage)
     types: dict[str, str] = {}
     for entity in found.entities:  # a blank name is kept: the checks report it
         if entity.name not in types:
@@ -82,7 +85,7 @@ def extract_entities(
 
 
 def establish_relations(
-    llm: LLMClient,
+    llm: TaskCaller,
     messages: Sequence[Message],
     reference_time: datetime,
     types: dict[str, str],
@@ -98,7 +101,7 @@ def establish_relations(
         entities=listed,
         candidates=list(candidates) or None,
     )
-    answer = llm.call("establish_relations", payload, usage)
+    answer = llm.call(ESTABLISH_RELATIONS, payload, usage)
     triples = []
     seen: set[tuple[str, str, str]] = set()
     for rel in answer.relations:
@@ -129,7 +132,7 @@ def establish_relations(
 
 
 def extract(
-    llm: LLMClient,
+    llm: TaskCaller,
     messages: Sequence[Message],
     reference_time: datetime,
     context: Context | None = None,
@@ -151,7 +154,7 @@ def _parse_date(value: str | None) -> datetime | None:
 
 
 def extract_facts(
-    llm: LLMClient,
+    llm: TaskCaller,
     messages: Sequence[Message],
     reference_time: datetime,
     context: Context | None = None,
@@ -159,5 +162,5 @@ def extract_facts(
 ) -> list[str]:
     """Call 1 of the fact path: short, self-contained, dated facts (deduplicated, in order)."""
     payload = ExtractFactsPayload(**_base(messages, reference_time, context))
-    answer = llm.call("extract_facts", payload, usage)
+    answer = llm.call(EXTRACT_FACTS, payload, usage)
     return list(dict.fromkeys(answer.facts))

@@ -12,14 +12,14 @@ import json
 import logging
 import re
 import threading
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 import openai
 from pydantic import BaseModel, ValidationError
 
 from mem0g.config import LimitsConfig, LLMConfig
-from mem0g.llm.protocol import TASKS
+from mem0g.llm.protocol import SUMMARIZE, Task
 from mem0g.llm.reach import ReachCheck, Unreachable
 from mem0g.resources import prompt
 from mem0g.types import Usage
@@ -27,6 +27,7 @@ from mem0g.types import Usage
 log = logging.getLogger(__name__)
 
 A = TypeVar("A", bound=BaseModel)
+P = TypeVar("P", bound=BaseModel)
 
 _LOCAL_DEFAULTS = {
     "ollama": "http://localhost:11434/v1",
@@ -224,6 +225,13 @@ def _timeout(config: LLMConfig) -> httpx.Timeout:
     return httpx.Timeout(config.timeout, connect=config.connect_timeout)
 
 
+class TaskCaller(Protocol):
+    """What the stages of an add need of an LLM: one protocol task, its answer typed by the
+    task (`LLMClient`, and `ReplayingLLM` around it for one add's re-plans)."""
+
+    def call(self, task: Task[P, A], payload: P, usage: Usage | None = None) -> A: ...
+
+
 class LLMClient:
     """Calls protocol tasks through the `openai` SDK and returns validated answers."""
 
@@ -273,9 +281,13 @@ class LLMClient:
             api_key=api_key, base_url=base_url, timeout=_timeout(config), max_retries=2
         )
 
-    def call(self, task: str, payload: BaseModel, usage: Usage | None = None) -> Any:
-        """Run one task; returns the validated answer model (raises LLMError)."""
-        answer_model = TASKS[task][1]
+    def call(self, task: Task[P, A], payload: P, usage: Usage | None = None) -> A:
+        """Run one task; returns its validated answer model (raises LLMError)."""
+        if not isinstance(payload, task.payload):
+            raise TypeError(f"{task.name} takes a {task.payload.__name__}, not {payload!r}")
+        return self._call(task.name, task.answer, payload, usage)
+
+    def _call(self, task: str, answer_model: type[A], payload: BaseModel, usage: Usage | None) -> A:
         # optional payload fields (v1 additions) are left out when unset, so a v1 request
         # stays byte-identical
         unset = {name for name in _OPTIONAL_FIELDS if getattr(payload, name, 0) is None}
@@ -424,7 +436,7 @@ class LLMClient:
             messages=[PayloadMessage(role="user", name="Ana", content="I live in Oslo.",
                                      timestamp="2024-01-01T00:00:00+00:00")],
         )  # fmt: skip
-        self.call("summarize", payload)
+        self.call(SUMMARIZE, payload)
         return self.mode
 
     def ping(self) -> list[str]:
@@ -442,14 +454,16 @@ class ReplayingLLM:
 
     def __init__(self, llm: LLMClient) -> None:
         self._llm = llm
-        self._answers: dict[tuple[str, str], Any] = {}
+        self._answers: dict[tuple[str, str], BaseModel] = {}
         self._guard = threading.Lock()
 
-    def call(self, task: str, payload: BaseModel, usage: Usage | None = None) -> Any:
-        key = (task, payload.model_dump_json())
+    def call(self, task: Task[P, A], payload: P, usage: Usage | None = None) -> A:
+        key = (task.name, payload.model_dump_json())
         with self._guard:
             if key in self._answers:
-                return self._answers[key].model_copy(deep=True)
+                known = self._answers[key]
+                assert isinstance(known, task.answer)  # keyed by the task's name
+                return known.model_copy(deep=True)
         answer = self._llm.call(task, payload, usage)
         with self._guard:
             self._answers[key] = answer.model_copy(deep=True)

@@ -7,15 +7,17 @@ mem0g/schemas/), and validate every answer. docs/llm-protocol.md is the prose ve
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from mem0g.config import LimitsConfig
 
 PROTOCOL_VERSION = 1
+T = TypeVar("T")
 _DEFAULT_LIMITS = LimitsConfig()
 
 
@@ -33,7 +35,7 @@ def _bounded(value: str, info: ValidationInfo, name: str, what: str) -> str:
     return value
 
 
-def _few(items: list, info: ValidationInfo, name: str, what: str) -> list:
+def _few(items: list[T], info: ValidationInfo, name: str, what: str) -> list[T]:
     limit = _limit(info, name)
     if len(items) > limit:
         raise ValueError(
@@ -97,7 +99,7 @@ class ExtractEntitiesAnswer(_Answer):
 
     @field_validator("entities")
     @classmethod
-    def _capped(cls, value: list, info: ValidationInfo) -> list:
+    def _capped(cls, value: list[ExtractedEntity], info: ValidationInfo) -> list[ExtractedEntity]:
         return _few(value, info, "max_names", "entities")
 
 
@@ -175,7 +177,9 @@ class EstablishRelationsAnswer(_Answer):
 
     @field_validator("relations")
     @classmethod
-    def _capped(cls, value: list, info: ValidationInfo) -> list:
+    def _capped(
+        cls, value: list[ExtractedRelation], info: ValidationInfo
+    ) -> list[ExtractedRelation]:
         return _few(value, info, "max_relations", "relations")
 
 
@@ -297,13 +301,40 @@ class SummarizeAnswer(_Answer):
         return _bounded(value, info, "max_message_chars", "the summary")
 
 
-TASKS: dict[str, tuple[type[BaseModel], type[_Answer]]] = {
-    "extract_entities": (ExtractEntitiesPayload, ExtractEntitiesAnswer),
-    "establish_relations": (EstablishRelationsPayload, EstablishRelationsAnswer),
-    "resolve_updates": (ResolveUpdatesPayload, ResolveUpdatesAnswer),
-    "extract_facts": (ExtractFactsPayload, ExtractFactsAnswer),
-    "update_memory": (UpdateMemoryPayload, UpdateMemoryAnswer),
-    "summarize": (SummarizePayload, SummarizeAnswer),
+P = TypeVar("P", bound=BaseModel)
+A = TypeVar("A", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Task(Generic[P, A]):
+    """One protocol task: its name (the tool's name, the prompt's file) and the models of
+    its payload and answer. `LLMClient.call(task, payload)` takes a `P` and returns an `A`,
+    so a caller's answer is typed by the task it names (no `Any` crosses the seam)."""
+
+    name: str
+    payload: type[P]
+    answer: type[A]
+
+
+EXTRACT_ENTITIES = Task("extract_entities", ExtractEntitiesPayload, ExtractEntitiesAnswer)
+ESTABLISH_RELATIONS = Task(
+    "establish_relations", EstablishRelationsPayload, EstablishRelationsAnswer
+)
+RESOLVE_UPDATES = Task("resolve_updates", ResolveUpdatesPayload, ResolveUpdatesAnswer)
+EXTRACT_FACTS = Task("extract_facts", ExtractFactsPayload, ExtractFactsAnswer)
+UPDATE_MEMORY = Task("update_memory", UpdateMemoryPayload, UpdateMemoryAnswer)
+SUMMARIZE = Task("summarize", SummarizePayload, SummarizeAnswer)
+
+TASKS: dict[str, Task[Any, Any]] = {
+    task.name: task
+    for task in (
+        EXTRACT_ENTITIES,
+        ESTABLISH_RELATIONS,
+        RESOLVE_UPDATES,
+        EXTRACT_FACTS,
+        UPDATE_MEMORY,
+        SUMMARIZE,
+    )
 }
 
 
@@ -311,31 +342,32 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def answer_schema(task: str) -> dict:
+def answer_schema(task: str) -> dict[str, Any]:
     """JSON schema of a task's answer, as sent in the tool definition."""
-    return TASKS[task][1].model_json_schema()
+    return TASKS[task].answer.model_json_schema()
 
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 
-def shipped_schema(task: str) -> dict:
+def shipped_schema(task: str) -> dict[str, Any]:
     """The schema document shipped in the package for `task` (payload and answer)."""
-    return json.loads((SCHEMA_DIR / f"{task}.json").read_text(encoding="utf-8"))
+    doc: dict[str, Any] = json.loads((SCHEMA_DIR / f"{task}.json").read_text(encoding="utf-8"))
+    return doc
 
 
 def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
     """Regenerate the shipped schema files (tests check they are current)."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for task, (payload, answer) in TASKS.items():
+    for name, task in TASKS.items():
         doc = {
             "protocol_version": PROTOCOL_VERSION,
-            "task": task,
-            "payload": payload.model_json_schema(),
-            "answer": answer.model_json_schema(),
+            "task": name,
+            "payload": task.payload.model_json_schema(),
+            "answer": task.answer.model_json_schema(),
         }
-        path = directory / f"{task}.json"
+        path = directory / f"{name}.json"
         path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
         written.append(path)
     return written

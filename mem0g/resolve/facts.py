@@ -16,8 +16,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from mem0g.embed import CachedEmbedder
-from mem0g.llm.client import LLMClient
-from mem0g.llm.protocol import ExistingFact, NewFact, UpdateMemoryPayload
+from mem0g.llm.client import TaskCaller
+from mem0g.llm.protocol import UPDATE_MEMORY, ExistingFact, NewFact, UpdateMemoryPayload
 from mem0g.stores.base import GraphStore
 from mem0g.types import Fact, FactChange, FactEvent, FactOp, FactResult, Provenance, Tenant, Usage
 
@@ -89,7 +89,7 @@ class _Planner:
 
 
 def resolve_facts(
-    llm: LLMClient,
+    llm: TaskCaller,
     store: GraphStore,
     embedder: CachedEmbedder,
     tenant: Tenant,
@@ -125,7 +125,7 @@ def resolve_facts(
 
 
 def _ask(
-    llm: LLMClient,
+    llm: TaskCaller,
     planner: _Planner,
     texts: Sequence[str],
     vectors: np.ndarray,
@@ -148,7 +148,7 @@ def _ask(
             for sid, f in short.items()
         ],
     )
-    answer = llm.call("update_memory", payload, usage)
+    answer = llm.call(UPDATE_MEMORY, payload, usage)
     handled: set[int] = set()
     touched: set[str] = set()
     updates: list[tuple[Fact, str]] = []

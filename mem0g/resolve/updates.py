@@ -14,27 +14,103 @@ from datetime import datetime
 import numpy as np
 from pydantic import BaseModel, Field
 
-from mem0g.llm.client import LLMClient
-from mem0g.llm.protocol import ExistingTriple, NewTriple, ResolveUpdatesPayload, iso
+from mem0g.llm.client import TaskCaller
+from mem0g.llm.protocol import (
+    RESOLVE_UPDATES,
+    ExistingTriple,
+    NewTriple,
+    ResolveUpdatesPayload,
+    iso,
+)
 from mem0g.stores.base import GraphStore
-from mem0g.types import Event, Relation, Tenant, Usage, Validity
+from mem0g.types import (
+    Event,
+    Invalidation,
+    MentionUpdate,
+    Provenance,
+    Relation,
+    RelationChange,
+    Tenant,
+    Usage,
+    Validity,
+)
 
 log = logging.getLogger(__name__)
 
 
 class Decision(BaseModel):
-    """The fate of one new triple."""
+    """The fate of one new triple: NOOP (a mention of `duplicate_of`, or nothing when the
+    LLM named no edge), else stored, ending the edges it `supersedes` (UPDATE/INVALIDATE)."""
 
     event: Event = Event.ADD
     duplicate_of: Relation | None = None  # NOOP: the existing edge gaining a mention
     supersedes: list[Relation] = Field(default_factory=list)  # edges it invalidates
     invalid_at: datetime | None = None  # set when the new fact is older than what it contradicts
-    skip: bool = False  # the LLM called it a no-op with nothing to attach it to
+
+
+class EdgeWrites(BaseModel):
+    """What the decisions of one add write to the edges, and how the add reports it."""
+
+    new_relations: list[Relation] = Field(default_factory=list)
+    invalidations: list[Invalidation] = Field(default_factory=list)
+    mentions: list[MentionUpdate] = Field(default_factory=list)
+    changes: list[RelationChange] = Field(default_factory=list)
 
 
 class UpdateDecisions(BaseModel):
     decisions: list[Decision]  # one per new relation, same order
     orphan_invalidations: list[Relation] = Field(default_factory=list)  # INVALIDATE, no new_index
+
+    def writes(self, new: list[Relation], provenance: Provenance, when: datetime) -> EdgeWrites:
+        """The one place a Decision gets its meaning: a NOOP adds a mention (and provenance)
+        to its duplicate; anything else stores the new edge (reported as UPDATE or ADD) and
+        ends what it supersedes when the new fact starts; each edge is ended at most once."""
+        out = EdgeWrites()
+        invalidated: set[str] = set()
+
+        def invalidate(old: Relation, at: datetime) -> None:
+            if old.id not in invalidated:
+                invalidated.add(old.id)
+                out.invalidations.append(Invalidation(relation_id=old.id, invalid_at=at))
+                out.changes.append(change(Event.INVALIDATE, old, invalid_at=at))
+
+        for rel, decision in zip(new, self.decisions, strict=True):
+            if decision.event == Event.NOOP:
+                if decision.duplicate_of is not None:
+                    dup = decision.duplicate_of
+                    out.mentions.append(MentionUpdate(relation_id=dup.id, provenance=provenance))
+                    out.changes.append(change(Event.NOOP, dup))
+            else:
+                rel.invalid_at = decision.invalid_at
+                out.new_relations.append(rel)
+                previous = decision.supersedes[0].id if decision.supersedes else None
+                event = Event.UPDATE if decision.event == Event.UPDATE else Event.ADD
+                out.changes.append(change(event, rel, previous_id=previous))
+            for old in decision.supersedes:
+                invalidate(old, rel.valid_from or when)
+        for old in self.orphan_invalidations:
+            invalidate(old, when)
+        return out
+
+
+def change(
+    event: Event,
+    rel: Relation,
+    *,
+    previous_id: str | None = None,
+    invalid_at: datetime | None = None,
+) -> RelationChange:
+    """One line of the add's report about `rel`."""
+    return RelationChange(
+        event=event,
+        id=rel.id,
+        source=rel.source,
+        relation=rel.relation,
+        destination=rel.destination,
+        valid_from=rel.valid_from,
+        invalid_at=invalid_at or rel.invalid_at,
+        previous_id=previous_id,
+    )
 
 
 def _identical(new: Relation, old: Relation) -> bool:
@@ -46,7 +122,7 @@ def _identical(new: Relation, old: Relation) -> bool:
 
 
 def resolve_updates(
-    llm: LLMClient,
+    llm: TaskCaller,
     store: GraphStore,
     tenant: Tenant,
     new: list[Relation],
@@ -125,7 +201,7 @@ def resolve_updates(
             for sid, old in short.items()
         ],
     )
-    answer = llm.call("resolve_updates", payload, usage)
+    answer = llm.call(RESOLVE_UPDATES, payload, usage)
     usable = []
     for op in answer.operations:
         index_ok = op.new_index is None or op.new_index in asked
@@ -153,8 +229,7 @@ def resolve_updates(
             if target.event == Event.NOOP:
                 continue  # the first NOOP of a triple wins
             target.event = Event.NOOP
-            target.duplicate_of = old
-            target.skip = old is None
+            target.duplicate_of = old  # None: the LLM named no edge, nothing is written
         elif old is not None and old.id not in claimed:
             claimed.add(old.id)
             if op.new_index is None:

@@ -20,7 +20,7 @@ from mem0g import Memory
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder, Embedder
 from mem0g.llm.client import LLMClient
-from mem0g.llm.protocol import ResolveUpdatesPayload
+from mem0g.llm.protocol import RESOLVE_UPDATES, ResolveUpdatesPayload
 from mem0g.stores.base import GraphStore
 from mem0g.types import triple_text as make_triple_text
 
@@ -170,7 +170,7 @@ def bench_add(
         rtt_empty: list[float] = []
         for i in range(30 + 5):
             start = time.perf_counter()
-            llm.call("resolve_updates", empty)
+            llm.call(RESOLVE_UPDATES, empty)
             if i >= 5:
                 rtt_empty.append(time.perf_counter() - start)
 
