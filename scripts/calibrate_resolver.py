@@ -28,6 +28,7 @@ import numpy as np
 
 from mem0g.resolve import names
 from mem0g.resolve.names import (
+    Candidate,
     canonical_type,
     normalize_name,
     pick_merge_target,
@@ -465,7 +466,7 @@ def resolve(
         best = int(top[0])
         return tenant.nodes[best].id if scores[best] >= t else None
     candidates = [
-        (n.id, n.name, n.type, n.aliases, float(scores[i]))
+        Candidate(id=n.id, name=n.name, type=n.type, aliases=n.aliases, similarity=float(scores[i]))
         for i in top.tolist()
         for n in [tenant.nodes[i]]
     ]

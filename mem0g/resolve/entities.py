@@ -243,7 +243,8 @@ class _Resolver:
                 self.merge(name, speaker)
                 return
         cands = [
-            Candidate(e.id, e.name, e.type, list(e.aliases), score) for e, score in found.values()
+            Candidate(id=e.id, name=e.name, type=e.type, aliases=list(e.aliases), similarity=score)
+            for e, score in found.values()
         ]
         named = mentions.named([e for e, _ in found.values()])
         verdict = judge(name, type_, cands, self.threshold, named)

@@ -534,11 +534,11 @@ def judge(
 def pick_merge_target(
     new_name: str,
     new_type: str | None,
-    candidates: Sequence[tuple[str, str, str | None, Sequence[str], float]],
+    candidates: Sequence[Candidate],
     threshold: float,
 ) -> str | None:
     """The node id to merge into, or None (new node), when the conversation says nothing."""
-    return judge(new_name, new_type, [Candidate(*c) for c in candidates], threshold).target
+    return judge(new_name, new_type, candidates, threshold).target
 
 
 TOKEN_KEY = "token:"
