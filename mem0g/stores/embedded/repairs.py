@@ -9,9 +9,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from mem0g.stores.embedded.graph import _Bucket, _locked
+import numpy as np
+
+from mem0g.stores.embedded.graph import GraphIndex, _Bucket, _locked
 from mem0g.stores.embedded.schema import (
     _detached,
     _key,
@@ -33,13 +37,23 @@ from mem0g.types import (
 )
 
 
-class EntityRepair:
+class EntityRepair(GraphIndex):
     """Entity repair (a mixin of `EmbeddedGraphStore`)."""
 
     _lock: threading.RLock
     _entities: dict[str, Entity]
     _relations: dict[str, Relation]
     _buckets: dict[str, _Bucket]
+
+    if TYPE_CHECKING:  # provided by the store (store.py)
+
+        def _transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
+        def _connection(self) -> sqlite3.Connection: ...
+        def _ready(self) -> None: ...
+        def _load(self) -> None: ...
+        def _write(
+            self, conn: sqlite3.Connection, table: str, record: Any, vec: np.ndarray | None
+        ) -> None: ...
 
     @_locked
     def list_entities(self, scope: Tenant) -> list[Entity]:

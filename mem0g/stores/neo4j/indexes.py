@@ -11,15 +11,18 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neo4j import Driver
 from neo4j.exceptions import ClientError
 
 from mem0g.stores.base import VECTOR_KINDS, IndexRebuild, StoreError, check_index_kinds
 from mem0g.stores.neo4j.rows import _check_dims
-from mem0g.stores.neo4j.session import _errors
+from mem0g.stores.neo4j.session import Neo4jSession, _errors
 from mem0g.stores.neo4j.statements import statements
+
+if TYPE_CHECKING:
+    from mem0g.stores.neo4j.warmup import Warmup
 
 _VECTOR_KINDS = VECTOR_KINDS  # one vector index each, named in cypher/schema.cypher:
 
@@ -53,7 +56,7 @@ def _index_down(exc: StoreError) -> bool:
     )
 
 
-class VectorIndexes:
+class VectorIndexes(Neo4jSession):
     """The schema and the vector indexes (a mixin of `Neo4jGraphStore`)."""
 
     dims: int | None
@@ -65,6 +68,10 @@ class VectorIndexes:
     _rebuilding: frozenset[str]
     _markers_read: float
     _warmup_budget: float
+
+    if TYPE_CHECKING:  # provided by the store (store.py)
+
+        def start_warmup(self, budget: float) -> Warmup: ...
 
     def _apply_schema(self, driver: Driver) -> None:
         for name in statements():

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from neo4j import ManagedTransaction
 from neo4j.exceptions import TransientError
@@ -24,7 +25,7 @@ from mem0g.stores.neo4j.plan_rows import (
     _relation_row,
 )
 from mem0g.stores.neo4j.rows import _ALL_ROWS, _entity, _relation, _scope, _tenant_props, _validity
-from mem0g.stores.neo4j.session import _T
+from mem0g.stores.neo4j.session import _T, Neo4jSession
 from mem0g.stores.repair import check_pair, find_merge, plan_merge, plan_split, repoint_pairs
 from mem0g.types import (
     Entity,
@@ -39,11 +40,15 @@ from mem0g.types import (
 )
 
 
-class EntityRepair:
+class EntityRepair(Neo4jSession):
     """Entity repair (a mixin of `Neo4jGraphStore`)."""
 
     _lock: threading.RLock
     _entity_vectors: EntityVectors
+
+    if TYPE_CHECKING:  # provided by the store (store.py)
+
+        def get_entities(self, scope: Tenant, ids: Sequence[str]) -> list[Entity]: ...
 
     def _repair(
         self, what: str, tenant: Tenant, work: Callable[[ManagedTransaction, int], _T]

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Result, Session
 from neo4j.exceptions import (
@@ -55,6 +55,10 @@ class Neo4jSession:
     database: str | None
     _lock: threading.RLock
     _schema_ready: bool
+
+    if TYPE_CHECKING:  # provided by the store's other mixins
+
+        def _apply_schema(self, driver: Driver) -> None: ...  # indexes.py
 
     def _connected(self) -> Driver:
         driver = self._driver

@@ -71,7 +71,7 @@ from mem0g.stores.neo4j.rows import (
     _tenant_props,
     _validity,
 )
-from mem0g.stores.neo4j.session import Neo4jSession, _rows
+from mem0g.stores.neo4j.session import _rows
 from mem0g.stores.neo4j.statements import CYPHER_FILES, parse_statements, statements
 from mem0g.stores.neo4j.vector_search import VectorSearch
 from mem0g.stores.neo4j.warmup import WARMUP_FILES, Warmup, warmup_params, warmup_statements
@@ -90,7 +90,7 @@ from mem0g.types import (
 )
 
 
-class Neo4jGraphStore(Neo4jSession, VectorIndexes, VectorSearch, PlanWrites, EntityRepair):
+class Neo4jGraphStore(VectorIndexes, VectorSearch, PlanWrites, EntityRepair):
     """`GraphStore` on a Neo4j server; thread-safe (the driver pools connections).
 
     `driver_or_uri` is a bolt/neo4j URI (the store then owns and closes its driver) or a

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from mem0g.stores.base import EdgeRef, StoreError
 from mem0g.stores.neo4j.entity_vectors import EntityVectors, Watermark
 from mem0g.stores.neo4j.indexes import _INDEX_ERROR_PAUSE, _index_down
 from mem0g.stores.neo4j.rows import _entity, _fact, _id_vectors, _relation, _scope, _validity
+from mem0g.stores.neo4j.session import Neo4jSession
 from mem0g.stores.vectors import VectorBlock, best_first, row_scores, unit_rows, unit_vector
 from mem0g.types import Entity, Fact, Relation, Tenant, Validity
 
@@ -34,7 +35,7 @@ _FETCH_KEY = ("user_id", "agent_id", "run_id", "exact", "tenant_key", "include_i
 _SMALL_SCOPE = 0.0
 
 
-class VectorSearch:
+class VectorSearch(Neo4jSession):
     """Scored reads by vector (a mixin of `Neo4jGraphStore`)."""
 
     dims: int | None
@@ -46,6 +47,10 @@ class VectorSearch:
     _fetch_factor: dict[tuple[Any, ...], float]
     _paused: dict[str, float]
     _entity_vectors: EntityVectors
+
+    if TYPE_CHECKING:  # provided by the store's other mixins (indexes.py)
+
+        def _index_usable(self, kind: str) -> bool: ...
 
     def similar_entities(
         self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False, light: bool = False

@@ -8,22 +8,22 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from neo4j import ManagedTransaction
+from neo4j import Driver, ManagedTransaction
 from neo4j.exceptions import TransientError
 
 from mem0g.stores.base import StoreError
 from mem0g.stores.neo4j.entity_vectors import EntityVectors
 from mem0g.stores.neo4j.plan_rows import _event_rows, _fact_refs, _fact_rows, _FactRows, _plan_rows
 from mem0g.stores.neo4j.rows import _check_version, _db_time, _scope, _tenant_props, _version
-from mem0g.stores.neo4j.session import _errors
+from mem0g.stores.neo4j.session import Neo4jSession, _errors
 from mem0g.stores.plan import Existing, check_plan, check_records, is_empty
 from mem0g.stores.repair import rename_event
 from mem0g.types import Tenant, WritePlan
 
 
-class PlanWrites:
+class PlanWrites(Neo4jSession):
     """Plans, deletes and reset (a mixin of `Neo4jGraphStore`)."""
 
     dims: int | None
@@ -31,6 +31,12 @@ class PlanWrites:
     _lock: threading.RLock
     _vector_indexes: bool
     _entity_vectors: EntityVectors
+
+    if TYPE_CHECKING:  # provided by the store's other mixins (indexes.py)
+
+        def _ensure_vector_indexes(
+            self, driver: Driver, found: dict[str, int] | None = None
+        ) -> None: ...
 
     def tenant_version(self, tenant: Tenant) -> str:
         (row,) = self._read("tenant_version", {"tenant_key": tenant.key})
