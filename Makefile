@@ -34,9 +34,10 @@ demo: install
 	$(BIN)/mem0g demo
 
 lint: install
-	@echo "[mem0g] lint: ruff check + ruff format --check"
+	@echo "[mem0g] lint: ruff check + ruff format --check + mypy --strict over mem0g/ (pyproject.toml)"
 	$(BIN)/ruff check mem0g tests scripts
 	$(BIN)/ruff format --check mem0g tests scripts
+	$(BIN)/mypy
 
 # headless Chromium for tests/test_explorer.py (Debian's package; installed only when absent)
 browser:

@@ -22,7 +22,7 @@ archive of a newer version is refused, and so is a tenant the target already has
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -133,7 +133,8 @@ def read_tenant(memory: Memory, tenant: Tenant, *, embeddings: bool = True) -> T
         summary=store.get_summary(tenant),
     )
     if not embeddings:
-        for record in (*part.entities, *part.relations, *part.facts):
+        records: list[Entity | Relation | Fact] = [*part.entities, *part.relations, *part.facts]
+        for record in records:
             record.embedding = None
     return part
 
@@ -258,7 +259,7 @@ def _tenants(numbered: Iterator[tuple[int, str]]) -> Iterator[TenantArchive]:
             if getattr(record, "tenant", part.tenant) != part.tenant:
                 raise ArchiveError(f"line {number}: a {kind} of another tenant")
             if kind == "summary":
-                part.summary = record  # type: ignore[assignment]
+                part.summary = record
             else:
                 getattr(part, _KINDS[kind][1]).append(record)
         else:
@@ -382,11 +383,12 @@ def _new_records(memory: Memory, part: TenantArchive) -> TenantArchive:
 def _embed(memory: Memory, part: TenantArchive) -> None:
     """Vectors of the target's model: entity names, triples, facts (in one batch each)."""
     embedder = memory.embedder
-    for records, texts in (
+    named: tuple[tuple[Sequence[Entity | Relation | Fact], list[str]], ...] = (
         (part.entities, [e.name for e in part.entities]),
         (part.relations, [r.text for r in part.relations]),
         (part.facts, [f.text for f in part.facts]),
-    ):
+    )
+    for records, texts in named:
         if records:
             for record, vector in zip(records, embedder.embed(texts), strict=True):
                 record.embedding = [float(x) for x in vector]

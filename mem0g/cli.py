@@ -18,7 +18,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, cast
 
-import click
 import typer
 from pydantic import ValidationError
 from rich.console import Console
@@ -99,11 +98,12 @@ class _Group(TyperGroup):
     """Turns mem0g's expected errors into one red line and an exit code (`--debug`: traceback);
     takes global options after the subcommand and tenant options before it (cli_args)."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    # ctx: a Context of typer's own copy of click or of the click package, by typer version
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         tidy_help(self)
         return super().parse_args(ctx, rearrange(self, ctx, args))
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except (ValueError, LLMError, StoreError, OSError) as err:
@@ -179,8 +179,8 @@ class _State:
         config = self.config()
         _check_store_path(config, create)
         # a one-shot command ends before a server warm-up would pay off (`serve` keeps it)
-        store = config.graph_store.model_copy(update={"warmup": False})
-        config = config.model_copy(update={"graph_store": store})
+        store_config = config.graph_store.model_copy(update={"warmup": False})
+        config = config.model_copy(update={"graph_store": store_config})
         if not summary:
             config = config.model_copy(
                 update={"memory": config.memory.model_copy(update={"summary": False})}
@@ -451,7 +451,7 @@ FACT_EVENTS = ("ADD", "UPDATE", "DELETE", "NOOP")
 def _summary_table(results: list[AddResult], total: int, extra: Usage) -> Table:
     """Counts of one `add` command; `extra`: LLM calls besides the adds (summary refreshes)."""
     events = Counter(c.event for r in results for c in r.relations)
-    fact_events = Counter(f.event for r in results for f in r.facts)
+    fact_events: Counter[str] = Counter(f.event for r in results for f in r.facts)
     usage = Usage.total([extra, *(r.usage for r in results)])
     table = Table("", "count", title="add summary")
     rows: list[tuple[str, int | str]] = [
@@ -564,9 +564,9 @@ def add(
                 console.print(_fact_changes_table(results))
         console.print(_summary_table(results, len(episodes), summary_usage))
     if failure is not None:
-        number, episode, err = failure
+        number, episode, error = failure
         _fail(
-            f"episode {number}/{len(episodes)} ({episode.where}) failed: {_reason(err)}. "
+            f"episode {number}/{len(episodes)} ({episode.where}) failed: {_reason(error)}. "
             f"{number - 1} episode(s) before it are stored; it and the rest are not "
             "(each episode is atomic).",
             EXIT_FAILURE,

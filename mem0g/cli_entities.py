@@ -147,7 +147,7 @@ def duplicates(
         pairs = memory.possible_duplicates(**ids)
         named = {i for p in pairs for i in (p.entity_id, p.candidate_id)}
         found = {e.id: e for e in memory.list_entities(**ids) if e.id in named}
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "entity": _brief(found.get(p.entity_id), p.entity_id),
             "candidate": _brief(found.get(p.candidate_id), p.candidate_id),

@@ -75,16 +75,17 @@ def _graphml_value(value: Any) -> str | int | float | bool:
         value = json.dumps(value, ensure_ascii=False)
     if isinstance(value, str):
         return _NOT_XML.sub("\ufffd", value)
-    return value
+    scalar: str | int | float | bool = value  # numbers and booleans as they are
+    return scalar
 
 
 def _attrs(pairs: dict[str, Any]) -> dict[str, Any]:
     return {k: _graphml_value(v) for k, v in pairs.items() if v is not None}
 
 
-def to_networkx(snapshot: GraphSnapshot) -> nx.MultiDiGraph:
+def to_networkx(snapshot: GraphSnapshot) -> nx.MultiDiGraph[str]:
     """Entities as nodes (keyed by id), relations as keyed edges (key = relation id)."""
-    graph = nx.MultiDiGraph()
+    graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
     for e in snapshot.entities:
         graph.add_node(
             e.id,

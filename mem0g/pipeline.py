@@ -6,6 +6,7 @@ and `Memory` applies the merged plan in one transaction.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 
 from pydantic import Field
@@ -73,13 +74,14 @@ class Stages:
             recent=[m.content for m in context.recent],
             speakers=speakers,
         )
-        settings = {
-            "threshold": self.config.resolver.threshold,
-            "k": self.config.resolver.candidates,
-            "now": now,
-            "mentions": mentions,
-        }
-        resolved = resolve_entities(self.store, self.embedder, tenant, types, **settings)
+        resolve = functools.partial(
+            resolve_entities,
+            threshold=self.config.resolver.threshold,
+            k=self.config.resolver.candidates,
+            now=now,
+            mentions=mentions,
+        )
+        resolved = resolve(self.store, self.embedder, tenant, types)
         asked, short_ids = _ambiguous_names(resolved)
         found = establish_relations(
             self.llm, messages, when, types, context, usage, candidates=asked
@@ -92,7 +94,7 @@ class Stages:
         for t in found.triples:
             used_names.setdefault(t.source, t.source_type)
             used_names.setdefault(t.destination, t.destination_type)
-        resolve_entities(self.store, self.embedder, tenant, used_names, **settings, out=resolved)
+        resolve(self.store, self.embedder, tenant, used_names, out=resolved)
         identities = {
             name: short_ids[choice] if choice is not None else None
             for name, choice in found.identities.items()

@@ -55,7 +55,8 @@ class SummaryWorker:
                 return pending
             future = self._executor.submit(self._run, tenant)
             self._pending[tenant.key] = future
-        future.add_done_callback(lambda done, key=tenant.key: self._settle(key, done))
+        key = tenant.key
+        future.add_done_callback(lambda done: self._settle(key, done))
         return future
 
     def _settle(self, key: str, done: Future[Summary | None]) -> None:

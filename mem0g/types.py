@@ -24,7 +24,7 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def to_utc(value: datetime | date | str | None) -> datetime | None:
+def to_utc(value: object) -> datetime | None:
     """Parse an ISO-8601 date or datetime, naive values taken as UTC; None and "" are "no
     time". The whole string must be one date or datetime: "2023-05-08T25:00:00", an offset
     beyond +-24h or trailing text raise ValueError, never a reading of a prefix. Numbers
@@ -38,22 +38,24 @@ def to_utc(value: datetime | date | str | None) -> datetime | None:
         if text[-1:] in ("Z", "z"):
             text = text[:-1] + "+00:00"
         try:
-            value = datetime.fromisoformat(text)
+            when = datetime.fromisoformat(text)
         except ValueError:
             raise ValueError(f"not an ISO-8601 date or time: {value[:80]!r}") from None
-    elif isinstance(value, date) and not isinstance(value, datetime):
-        value = datetime.combine(value, datetime.min.time())
-    elif not isinstance(value, datetime):
+    elif isinstance(value, datetime):
+        when = value
+    elif isinstance(value, date):
+        when = datetime.combine(value, datetime.min.time())
+    else:
         raise TypeError(
             f"a time must be a datetime, a date or an ISO-8601 string, not "
             f"{type(value).__name__} (convert an epoch with datetime.fromtimestamp(x, UTC))"
         )
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
+    if when.tzinfo is None:
+        return when.replace(tzinfo=UTC)
     try:
-        return value.astimezone(UTC)
+        return when.astimezone(UTC)
     except OverflowError:
-        raise ValueError(f"{value.isoformat()} is outside the years 1..9999 in UTC") from None
+        raise ValueError(f"{when.isoformat()} is outside the years 1..9999 in UTC") from None
 
 
 def new_id() -> str:

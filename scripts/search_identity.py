@@ -260,7 +260,7 @@ def run_store_reads(store: GraphStore, embedder: CachedEmbedder) -> dict[str, An
             out[f"store {key} | {query} | facts"] = [[f.id, s] for f, s in facts]
             seeds = [e.id for e, _ in ents[:2]]
             for name, validity in validities.items():
-                refs = store.similar_relations(tenant, q, 8, validity, refs=True)
+                refs = store.similar_relations(tenant, q, 8, validity)
                 out[f"store {key} | {query} | relations {name}"] = [[r.id, r.score] for r in refs]
                 walk = store.expand(tenant, seeds, 2, validity, 40, vector=q)
                 out[f"store {key} | {query} | expand {name}"] = [[r.id, r.score] for r in walk]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -37,10 +37,12 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
 A = Tenant(user_id="a")
 A_BOT = Tenant(user_id="a", agent_id="bot", run_id="r1")
 B = Tenant(user_id="b")
+USER_A = Tenant(user_id="a")  # a filter scope: A, A_BOT and every other tenant of user a
 CURRENT = Validity()
 EVERYTHING = Validity(include_invalid=True)
 Store = EmbeddedGraphStore | Neo4jGraphStore
 Source = np.random.Generator | int
+Reopen = Callable[[Store], Store]  # the `reopen` fixture (conftest.py)
 
 
 def unit(source: Source, dims: int = DIMS) -> np.ndarray:
@@ -142,6 +144,40 @@ def fact_plan(
 
 def ids(records: Sequence[Any]) -> list[str]:
     return [r.id for r in records]
+
+
+def scope_state(store: Any, scope: Tenant = USER_A) -> tuple[Any, ...]:
+    """Everything of a scope a failed write must leave as it was."""
+    facts = store.facts(scope)
+    return (
+        facts,
+        {f.id: store.fact_history(scope, f.id) for f in facts},
+        store.snapshot(scope, EVERYTHING),
+        store.episodes(scope),
+        store.stats(),
+        store.tenants(),
+    )
+
+
+def similar(
+    store: Any, scope: Tenant, query: np.ndarray, k: int, validity: Validity
+) -> list[tuple[Relation, float]]:
+    """`similar_relations` as (record, score) pairs, in its order: its `EdgeRef`s read back
+    by id (a ref outside the scope has no record there, so a leak fails with a KeyError)."""
+    refs = store.similar_relations(scope, query, k, validity)
+    by_id = {r.id: r for r in store.get_relations(scope, [ref.id for ref in refs])}
+    return [(by_id[ref.id], ref.score) for ref in refs]
+
+
+def walk(
+    store: Any, scope: Tenant, seeds: Sequence[str], hops: int, validity: Validity, limit: int
+) -> list[tuple[Relation, int]]:
+    """`expand` as (record, hop) pairs, in its order (scored against a fixed vector; the
+    scores are not what these tests look at)."""
+    dims = store.dims or DIMS
+    refs = store.expand(scope, seeds, hops, validity, limit, vector=unit(0, dims))
+    by_id = {r.id: r for r in store.get_relations(scope, [ref.id for ref in refs])}
+    return [(by_id[ref.id], ref.hop) for ref in refs]
 
 
 def texts(records: Sequence[Any]) -> list[str]:

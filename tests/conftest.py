@@ -226,6 +226,12 @@ def open_store(
 
 
 @pytest.fixture
+def reopen(open_store: Callable[..., Store]) -> Callable[[Store], Store]:
+    """Another store on the same data as the one under test (its dims read from the data)."""
+    return lambda store: open_store()
+
+
+@pytest.fixture
 def store(open_store: Callable[..., Store]) -> Iterator[Store]:
     """A fresh store of the kind under test, for builders.DIMS-sized vectors."""
     s = open_store(dims=DIMS)

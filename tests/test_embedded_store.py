@@ -26,6 +26,7 @@ from builders import (
     plan,
     relation,
     ring,
+    similar,
     unit,
 )
 
@@ -145,7 +146,7 @@ def test_as_of_search_follows_writes(
     rels[5].valid_from = None
     store.apply(plan(A, ents, rels[:25]))
     query = unit(rng)
-    store.similar_relations(A, query, 1, CURRENT)  # builds the matrix, without intervals
+    similar(store, A, query, 1, CURRENT)  # builds the matrix, without intervals
     store.apply(plan(A, relations=rels[25:30]))  # the matrix grows: room for more rows
     whens = [T0 + timedelta(days=d, hours=h) for d in (0, 3, 12, 30, 45) for h in (0, 1)]
     whens.append(T0 - timedelta(microseconds=1))
@@ -157,7 +158,7 @@ def test_as_of_search_follows_writes(
             accepted = [r for r in stored if r.valid_at(when)]
             scores = np.array([r.embedding for r in accepted], dtype=np.float32) @ query
             expected = [accepted[i].id for i in np.argsort(-scores)]
-            got = s.similar_relations(A, query, 100, validity)
+            got = similar(s, A, query, 100, validity)
             assert ids([r for r, _ in got]) == expected, when
 
     check(store)  # builds the intervals
@@ -165,7 +166,7 @@ def test_as_of_search_follows_writes(
     cut = [Invalidation(relation_id=rels[i].id, invalid_at=T0 + timedelta(days=d))
            for i, d in ((1, 12), (5, 3), (26, 30), (30, 45))]  # fmt: skip
     store.apply(plan(A, invalidations=cut))
-    assert len(store.similar_relations(A, query, 100, Validity(as_of=T0 + timedelta(days=12)))) < 13
+    assert len(similar(store, A, query, 100, Validity(as_of=T0 + timedelta(days=12)))) < 13
     check(store)
     with EmbeddedGraphStore(store.path) as again:
         check(again)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import CURRENT, DIMS, EVERYTHING, T0, Store, entity, ids, plan, relation
+from builders import CURRENT, DIMS, EVERYTHING, T0, Store, entity, ids, plan, relation, walk
 from typer.testing import CliRunner
 
 from mem0g import Memory
@@ -105,7 +105,7 @@ def test_merge_repoints_every_edge_and_keeps_all_names(
     touching = store.relations_touching(A, [w.robert.id], EVERYTHING)
     assert sorted(ids(touching)) == sorted([w.works.id, w.lives.id, w.employs.id, w.likes.id])
     assert store.relations_touching(A, [w.bob.id], EVERYTHING) == []
-    walked = store.expand(A, [w.paris.id], 2, CURRENT, 10)
+    walked = walk(store, A, [w.paris.id], 2, CURRENT, 10)
     assert {r.id for r, _ in walked} == {w.lives.id, w.works.id, w.employs.id}
     snap = store.snapshot(A, EVERYTHING)
     assert w.bob.id not in ids(snap.entities) and w.knows.id not in ids(snap.relations)

@@ -1,7 +1,7 @@
 """Neo4jGraphStore specifics, against the real server of the test session (conftest.py).
 
-What the parametrised suites (test_store_contract.py, test_embedded_facts.py,
-test_pipeline.py, test_facts.py) cannot show: the statement files and their plans, the schema,
+What the parametrised suites (test_store_contract.py, test_pipeline.py, test_facts.py)
+cannot show: the statement files and their plans, the schema,
 configuration, datetimes in Cypher, one managed transaction per plan (injected errors in the
 graph and the fact part, transient retries, a client killed mid-transaction), uniqueness under
 concurrent writers, writers of one tenant taking turns (also beside delete_tenant), commit
@@ -46,7 +46,9 @@ from builders import (
     ids,
     plan,
     relation,
+    similar,
     unit,
+    walk,
 )
 from neo4j.exceptions import TransientError
 
@@ -205,9 +207,9 @@ def test_every_query_sent_is_a_file_statement(
     got = store.get_relations(mallory, [rel.id])[0]
     assert (got.relation, got.source, got.provenance[-1].episode_id) == (HOSTILE,) * 3
     assert store.find_entities(mallory, [src.keys[0]], exact=True)[0].name == HOSTILE
-    assert store.similar_relations(mallory, query, 3, EVERYTHING)[0][0].id == rel.id
+    assert similar(store, mallory, query, 3, EVERYTHING)[0][0].id == rel.id
     assert store.similar_entities(mallory, query, 3, exact=True)
-    assert store.expand(mallory, [dst.id], 2, EVERYTHING, 10)[0][0].id == rel.id
+    assert walk(store, mallory, [dst.id], 2, EVERYTHING, 10)[0][0].id == rel.id
     assert store.siblings(mallory, [(dst.id, HOSTILE, True)], EVERYTHING, 5, vector=query)[0] == (
         rel.id, src.id, HOSTILE, dst.id, 2, pytest.approx(1.0, abs=1e-6)
     )  # fmt: skip
@@ -466,7 +468,7 @@ def test_datetimes_are_utc_and_validity_is_exact_at_the_edges(
                 expected = [rel.id] if validity.accepts(rel) else []
                 assert ids(store.snapshot(A, validity).relations) == expected, as_of
                 assert ids(store.relations_touching(A, [a.id], validity)) == expected
-                hits = store.similar_relations(A, np.asarray(rel.embedding), 1, validity)
+                hits = similar(store, A, np.asarray(rel.embedding), 1, validity)
                 assert ids([r for r, _ in hits]) == expected
 
 
@@ -814,13 +816,13 @@ def test_small_tenant_in_a_large_shared_database(
     ent_matrix = np.array([e.embedding for e in ents], dtype=np.float32)
     searched = time.monotonic()
     for i, rel in enumerate(rels):  # every edge is its own best answer
-        (hit, score), *_ = store.similar_relations(needle, rel_matrix[i], 3, CURRENT)
+        (hit, score), *_ = similar(store, needle, rel_matrix[i], 3, CURRENT)
         assert hit.id == rel.id and score == pytest.approx(1.0, abs=1e-5)
     for _ in range(3):
         query = _units(rng, 1)[0]
         order = np.argsort(-(rel_matrix @ query))
         for k in (1, 5, 20):
-            got = store.similar_relations(needle, query, k, CURRENT)
+            got = similar(store, needle, query, k, CURRENT)
             assert [r.id for r, _ in got] == [rels[i].id for i in order[:k]]
         got_e = store.similar_entities(needle, query, 5, exact=True)
         assert [e.id for e, _ in got_e] == [
@@ -838,9 +840,9 @@ def test_small_tenant_in_a_large_shared_database(
     store.apply(plan(needle, invalidations=[Invalidation(relation_id=r, invalid_at=T0)
                                             for r in gone]))  # fmt: skip
     query = _units(rng, 1)[0]
-    current = store.similar_relations(needle, query, 5, CURRENT)
+    current = similar(store, needle, query, 5, CURRENT)
     assert len(current) == 5 and not gone & {r.id for r, _ in current}
-    assert len(store.similar_relations(needle, query, 20, EVERYTHING)) == 10
+    assert len(similar(store, needle, query, 20, EVERYTHING)) == 10
 
     # a tenant holding most of the database is answered by the index alone, exactly
     read.clear()
@@ -848,8 +850,8 @@ def test_small_tenant_in_a_large_shared_database(
         query = _units(rng, 1)[0]
         best = np.argsort(-(big_vectors @ query))[:3]
         got = store.similar_relations(Tenant(user_id="big"), query, 3, CURRENT)
-        assert [r.id for r, _ in got] == [big_ids[i] for i in best]
-        assert [s for _, s in got] == pytest.approx((big_vectors @ query)[best], abs=1e-5)
+        assert ids(got) == [big_ids[i] for i in best]
+        assert [r.score for r in got] == pytest.approx((big_vectors @ query)[best], abs=1e-5)
     # its first search may learn that min_fetch rows are too few (one read more); every
     # later search is one read
     assert set(read) == {"similar_relations_index"} and 3 <= len(read) <= 4
@@ -890,7 +892,7 @@ def checked_search(
         reads.clear()
         got = store.similar_relations(scope, query, k, CURRENT)
         best = np.argsort(-(matrix @ query))[:k]
-        assert ids([r for r, _ in got]) == [edges[i].id for i in best]
+        assert ids(got) == [edges[i].id for i in best]
         return list(reads)
 
     return search
@@ -1098,7 +1100,7 @@ def test_rebuilt_indexes_answer_as_before(
         return [
             (
                 ids([e for e, _ in store.similar_entities(A, q, 5)]),
-                ids([r for r, _ in store.similar_relations(A, q, 5, CURRENT)]),
+                ids([r for r, _ in similar(store, A, q, 5, CURRENT)]),
                 ids([f for f, _ in store.similar_facts(A, q, 5)]),
             )
             for q in queries
@@ -1247,7 +1249,7 @@ def test_an_index_query_failing_otherwise_is_an_error(
 
     monkeypatch.setattr(store, "_read", broken)
     with pytest.raises(StoreError, match="similar_relations_index"):
-        store.similar_relations(A, unit(rng), 5, CURRENT)
+        similar(store, A, unit(rng), 5, CURRENT)
 
 
 # ---------------------------------------------------------------- dump and reset
@@ -1303,7 +1305,7 @@ def test_cypher_dump_loads_into_an_empty_neo4j(
     ]
     assert ids(loaded.snapshot(A, CURRENT).relations) == [r1.id]
     assert {e.name for e in back.entities} >= {HOSTILE, "Zoë 🦊", "Berlin\u2028Mitte"}
-    walked = loaded.expand(A, [p.new_entities[1].id], 1, EVERYTHING, 10)
+    walked = walk(loaded, A, [p.new_entities[1].id], 1, EVERYTHING, 10)
     assert {r.id for r, _ in walked} == {r0.id, r1.id}
 
 
@@ -1334,7 +1336,7 @@ def test_reset_only_touches_mem0g_labels(
 
 
 # ---------------------------------------------------------------- the fact memory
-# (test_embedded_facts.py runs the store-level fact tests on both stores; these are the
+# (test_store_contract.py runs the store-level fact tests on both stores; these are the
 # Neo4j-specific ones)
 
 
@@ -1606,8 +1608,8 @@ def test_degenerate_vectors_rank_like_the_embedded_store(
             theirs = embedded.similar_entities(A, query, k)
             assert [s for _, s in mine] == pytest.approx([s for _, s in theirs], abs=1e-6)
             assert len(mine) == len(theirs)
-            got = store.similar_relations(A, query, k, CURRENT)
-            want = embedded.similar_relations(A, query, k, CURRENT)
+            got = similar(store, A, query, k, CURRENT)
+            want = similar(embedded, A, query, k, CURRENT)
             assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
             if np.any(query):
                 assert ids([e for e, _ in mine]) == ids([e for e, _ in theirs])

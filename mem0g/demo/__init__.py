@@ -621,10 +621,10 @@ def _show_results(
     total = 0.0
     for query, as_of in QUERIES:
         t0 = time.perf_counter()
-        result = memory.search(query, user_id=USER_ID, limit=HITS_SHOWN, as_of=as_of)
+        found = memory.search(query, user_id=USER_ID, limit=HITS_SHOWN, as_of=as_of)
         seconds = time.perf_counter() - t0
         total += seconds
-        report.searches[query] = result
+        report.searches[query] = found
         title = Text("? ", style="bold yellow")
         title.append(query, style="bold")
         if as_of:
@@ -632,11 +632,11 @@ def _show_results(
         title.append(f"   {_seconds(seconds)}", style="dim")
         console.print()
         console.print(title)
-        if result.facts:
-            console.print(_fact_hits_table(result))
-        if result.relations:
-            console.print(_hits_table(result))
-        if not result.facts and not result.relations:
+        if found.facts:
+            console.print(_fact_hits_table(found))
+        if found.relations:
+            console.print(_hits_table(found))
+        if not found.facts and not found.relations:
             console.print(Text("  nothing found", style="dim"))
     console.print(
         Text(

@@ -12,7 +12,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -35,7 +35,8 @@ def _unit(matrix: np.ndarray) -> np.ndarray:
     matrix = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return matrix / norms
+    unit: np.ndarray = matrix / norms
+    return unit
 
 
 def bundled_model_path() -> str | None:
@@ -55,7 +56,8 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()  # a library should not draw bars on the user's stderr
+        # a library should not draw bars on the user's stderr (transformers leaves it untyped)
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
         source = model or bundled_model_path()
         if source is not None and os.path.isdir(source):
@@ -99,7 +101,8 @@ class OpenAIEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         rows: list[list[float]] = []
         for start in range(0, len(texts), self._batch_size):
-            kwargs = {"model": self.name, "input": list(texts[start : start + self._batch_size])}
+            batch = list(texts[start : start + self._batch_size])
+            kwargs: dict[str, Any] = {"model": self.name, "input": batch}
             if self._dims_arg:
                 kwargs["dimensions"] = self._dims_arg
             response = self._client.embeddings.create(**kwargs)
@@ -169,13 +172,15 @@ class CachedEmbedder:
                     self._cache[text] = vector
                 while len(self._cache) > self._size:
                     self._cache.popitem(last=False)
-        return np.stack([have[text] for text in texts])
+        stacked: np.ndarray = np.stack([have[text] for text in texts])
+        return stacked
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
 
-_SHARED: dict[tuple, Embedder] = {}
+_SHARED: dict[tuple[str, str | None, int | None, str, str | None], Embedder] = {}
 _SHARED_LOCK = threading.Lock()
 
 

@@ -52,7 +52,8 @@ def _memory_config(ctx: typer.Context) -> dict[str, Any]:
         _fail(f"{config_file}: {err}")
     if not isinstance(data, dict):
         _fail(f"{config_file}: the config must be a JSON object")
-    return data
+    loaded: dict[str, Any] = data
+    return loaded
 
 
 RunDir = Annotated[
@@ -90,7 +91,7 @@ def _run(
         llm["mode"] = llm_mode
     if llm:
         config["llm"] = llm
-    options = EvalOptions(
+    run = EvalOptions(
         benchmark=benchmark,
         data=path,
         run_dir=run_dir or Path("runs") / f"{benchmark}-{mode.value}",
@@ -102,7 +103,7 @@ def _run(
         **options,
     )
     try:
-        results = run_eval(options)
+        results = run_eval(run)
     except EvalInputError as err:
         _fail(str(err), 2)
         return
@@ -110,8 +111,8 @@ def _run(
         _fail(f"{err} (the run directory keeps what was done; run the same command to resume)", 1)
         return
     out = Console(highlight=False)
-    out.print(Text(f"report: {options.run_dir / 'report.md'}"), soft_wrap=True)
-    if options.mode == "full":
+    out.print(Text(f"report: {run.run_dir / 'report.md'}"), soft_wrap=True)
+    if run.mode == "full":
         for name, entry in results.get("scores", {}).items():
             out.print(Text(f"{name}: J {entry['J_mean']} ± {entry['J_std']} (n={entry['n']})"))
     else:

@@ -117,7 +117,7 @@ class CachingOpenAI:
         hit = self._cache.get(key)
         if hit is not None:
             return ChatCompletion.model_validate_json(hit)
-        response = self._inner.chat.completions.create(**kwargs)
+        response: ChatCompletion = self._inner.chat.completions.create(**kwargs)
         self._counter.add(self._purpose)
         self._cache.put(key, response.model_dump_json())
         return response

@@ -689,7 +689,7 @@ class _Baselines:
         self.refs = [list(refs) for _, refs in stored]
         self.matrix = unit_rows(np.asarray(embedder.embed(self.texts), dtype=np.float32), None)
         self.embedder = embedder
-        self._tokenize = lambda texts: bm25s.tokenize(
+        self._tokenize: Callable[[list[str]], list[list[str]]] = lambda texts: bm25s.tokenize(
             texts, stopwords="en", show_progress=False, return_ids=False
         )
         self.bm = bm25s.BM25()

@@ -143,11 +143,11 @@ def known_endpoints(
             end if end in types else by_form.get(normalize_name(end))
             for end in (t.source, t.destination)
         ]
-        if None in ends:
+        source, destination = ends
+        if source is None or destination is None:
             text = f"{t.source} -{t.relation}-> {t.destination}"
             rejected.append(Rejection(kind="relation", text=text, rule=RULE_UNKNOWN))
             continue
-        source, destination = ends
         if source == destination:
             continue  # a self-loop once spelt alike (dropped like any self-loop)
         kept.append(

@@ -14,7 +14,6 @@ import re
 import threading
 from typing import Any, Protocol, TypeVar
 
-import httpx
 import openai
 from pydantic import BaseModel, ValidationError
 
@@ -185,7 +184,8 @@ def _reply_text(response: Any, task: str) -> tuple[str, int, int]:
         kind = "text" if isinstance(response, str | bytes) else type(response).__name__
         start = str(response)[:80].strip() if isinstance(response, str | bytes) else ""
         raise InvalidAnswer(f"the endpoint sent {kind}, not a chat completion: {start!r}")
-    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+    raw_usage = response.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     tokens = (
         int(usage.get("prompt_tokens") or 0) if isinstance(usage.get("prompt_tokens"), int) else 0,
         int(usage.get("completion_tokens") or 0)
@@ -221,8 +221,9 @@ def _reply_text(response: Any, task: str) -> tuple[str, int, int]:
     raise InvalidAnswer("the message holds neither a tool call nor content")
 
 
-def _timeout(config: LLMConfig) -> httpx.Timeout:
-    return httpx.Timeout(config.timeout, connect=config.connect_timeout)
+def _timeout(config: LLMConfig) -> openai.Timeout:
+    """The SDK's own Timeout class (httpx's, or its fork's in later SDKs)."""
+    return openai.Timeout(config.timeout, connect=config.connect_timeout)
 
 
 class TaskCaller(Protocol):
@@ -251,7 +252,7 @@ class LLMClient:
                 config.connect_timeout,
             )
         )
-        self.mode = config.mode  # the mode in use: the configured one until it fails
+        self.mode: str = config.mode  # the mode in use: the configured one until it fails
         self.modes: dict[str, int] = {}  # calls answered per mode
         self.fallbacks: list[str] = []  # "tools -> json_schema: <why>", in order
         self.calls: dict[str, int] = {}  # answered calls (attempts included), per task

@@ -344,7 +344,8 @@ def iso(value: datetime | None) -> str | None:
 
 def answer_schema(task: str) -> dict[str, Any]:
     """JSON schema of a task's answer, as sent in the tool definition."""
-    return TASKS[task].answer.model_json_schema()
+    schema: dict[str, Any] = TASKS[task].answer.model_json_schema()
+    return schema
 
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"

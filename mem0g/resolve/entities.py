@@ -105,7 +105,8 @@ class Mentions(BaseModel):
 def _exact(candidates: list[Entity], type_: str) -> Entity | None:
     fitting = [e for e in candidates if types_compatible(e.type, type_)]
     same = [e for e in fitting if canonical_type(e.type) == canonical_type(type_)]
-    return (same or fitting or [None])[0]
+    best = same or fitting
+    return best[0] if best else None
 
 
 def _fuller(name: str, entity: Entity) -> bool:

@@ -174,9 +174,9 @@ def resolve_updates(
 
     short: dict[str, Relation] = {}
     for i in asked:
-        for old in candidates[i]:
-            if old.id not in {r.id for r in short.values()}:
-                short[f"e{len(short) + 1}"] = old
+        for edge in candidates[i]:
+            if edge.id not in {r.id for r in short.values()}:
+                short[f"e{len(short) + 1}"] = edge
     payload = ResolveUpdatesPayload(
         reference_time=reference_time.isoformat(),
         new=[
@@ -225,6 +225,7 @@ def resolve_updates(
             if op.new_index in changed or (old is not None and old.id in claimed):
                 log.info("resolve_updates: NOOP overridden by a change in the same answer: %s", op)
                 continue
+            assert op.new_index is not None  # a NOOP naming no new triple was skipped above
             target = decisions[op.new_index]
             if target.event == Event.NOOP:
                 continue  # the first NOOP of a triple wins

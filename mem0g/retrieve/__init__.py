@@ -6,7 +6,7 @@ walk their edges (`hops`), score each edge by cosine to the query; (b) nearest t
 embedding; (c) fuse the two rankings with the recipe in `FusionConfig` (data, not branches).
 
 Candidates are ranked as light `EdgeRef`s that the store scored itself (`expand(vector=)`,
-`similar_relations(refs=True)`, `siblings`); only the `limit` edges returned are read as
+`similar_relations`, `siblings`); only the `limit` edges returned are read as
 records. Sibling edges come from `store.siblings` (only the edges with the seed edge's
 relation and direction at each hub). What else a store offers (BM25 reads) is read from its
 declared `capabilities`.
@@ -85,7 +85,7 @@ class DualRetriever:
     def _nearest(
         self, scope: Tenant, qvec: np.ndarray, k: int, validity: Validity
     ) -> list[tuple[str, float]]:
-        hits = self.store.similar_relations(scope, qvec, k, validity, refs=True)
+        hits = self.store.similar_relations(scope, qvec, k, validity)
         return [(ref.id, float(ref.score)) for ref in hits]
 
     def link(self, query: str, qvec: np.ndarray, scope: Tenant) -> list[EntityHit]:

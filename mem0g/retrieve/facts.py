@@ -55,7 +55,9 @@ def version_hit(version: FactVersion, score: float) -> FactHit:
     )
 
 
-def bm25(docs: Sequence[list[str]], words: Sequence[str], k1: float = 1.2, b: float = 0.75):
+def bm25(
+    docs: Sequence[list[str]], words: Sequence[str], k1: float = 1.2, b: float = 0.75
+) -> np.ndarray:
     """Okapi BM25 of each tokenised doc for the query terms, with the engines' k1 and b
     (Lucene's idf, which is never negative). For the few texts of an `as_of` search."""
     n = len(docs)

@@ -181,7 +181,8 @@ def query_time(query: str, reference_time: datetime | None = None) -> QueryTime:
             span = _resolve(kind, m, ref)
             if span is None:
                 continue
-            start, end = span
+            start: datetime | None = span[0]  # either end may open below
+            end: datetime | None = span[1]
             # the word before the expression, or its own first word ("since 2022")
             first = m.group(0).split()[0]
             own = first.lower() in {"before", "until", "by", "after", "since"}
@@ -201,7 +202,7 @@ def names_a_time(text: str) -> bool:
 
 def time_ranking(
     order: list[tuple[str, float]],
-    spans: dict[str, tuple[datetime | None, datetime | None]],
+    spans: Mapping[str, tuple[datetime | None, datetime | None]],
     texts: dict[str, str],
     qt: QueryTime,
 ) -> list[tuple[str, float]]:
@@ -220,7 +221,7 @@ def time_ranking(
 
 def with_time(
     rankings: Mapping[str, list[tuple[str, float]]],
-    spans: dict[str, tuple[datetime | None, datetime | None]],
+    spans: Mapping[str, tuple[datetime | None, datetime | None]],
     texts: dict[str, str],
     qt: QueryTime,
     recipe: FusionConfig,

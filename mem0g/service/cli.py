@@ -95,25 +95,27 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Serve memory to MCP clients (Claude Desktop, Cursor, ...) over stdio or HTTP."""
-        from mem0g.service.auth import Keyring
+        from mem0g.service.auth import OPEN, Keyring
         from mem0g.service.mcp_server import build_mcp, serve_mcp
         from mem0g.service.settings import check_bind, limit_inference_threads
 
         settings = _settings(None)
         limit_inference_threads(settings.inference_threads)
         ring = Keyring.load(keys or settings.keys_file)
-        tenant = {"user_id": user, "agent_id": agent, "run_id": run}
         if transport is Transport.http:  # every request brings its own key (keys file)
             check_bind(host, ring.configured)
-            door = {"keys": ring}
+            principal, per_request = OPEN, ring  # (the principal is then ignored)
         else:  # stdio: one local client, one key
-            principal = ring.authenticate(api_key)
-            if principal is None:
+            found = ring.authenticate(api_key)
+            if found is None:
                 raise ValueError("a valid --api-key (MEM0G_API_KEY) is required with a keys file")
-            door = {"principal": principal}
+            principal, per_request = found, None
         memory = _server_memory(ctx)
         try:
-            server = build_mcp(memory, **door, **tenant)
+            server = build_mcp(
+                memory, principal=principal, keys=per_request,
+                user_id=user, agent_id=agent, run_id=run,
+            )  # fmt: skip
             serve_mcp(server, transport.value, host, port)
         finally:
             memory.close()

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 from mem0g import export
-from mem0g.types import Episode, GraphSnapshot, Tenant
+from mem0g.types import Episode, Fact, GraphSnapshot, Relation, Tenant
 
 VIS_VERSION = "10.1.5"
 _STATIC = resources.files("mem0g.service") / "static"
@@ -47,8 +47,8 @@ def episode_rows(snapshot: GraphSnapshot, episodes: Iterable[Episode]) -> list[d
     """The episodes the snapshot's edges and facts point back to (no others: a dump of one
     edge does not carry a whole conversation), as the page shows them: what was said, by whom
     (role, name), when. The /ui page filters `GET /v1/episodes` the same way, in the browser."""
-    wanted = {p.episode_id for item in (*snapshot.relations, *snapshot.facts)
-              for p in item.provenance}  # fmt: skip
+    cited: list[Relation | Fact] = [*snapshot.relations, *snapshot.facts]
+    wanted = {p.episode_id for item in cited for p in item.provenance}
     rows = []
     for episode in episodes:
         if episode.id in wanted:
@@ -95,7 +95,8 @@ def scope_episodes(memory: Any, tenant: Tenant | None) -> list[Episode]:
     """The episodes an html dump of `tenant` (None: every tenant) needs, read through
     `Memory.episodes` (the store contract's episode read)."""
     if tenant is not None:
-        return memory.episodes(**tenant.model_dump())
+        episodes: list[Episode] = memory.episodes(**tenant.model_dump())
+        return episodes
     found: dict[str, Episode] = {}
     for each in memory.tenants():
         found.update((e.id, e) for e in memory.episodes(**each.model_dump()))

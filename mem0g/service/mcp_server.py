@@ -23,7 +23,8 @@ Tool handlers run `Memory` on worker threads, so one slow add does not stall oth
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -45,6 +46,8 @@ INSTRUCTIONS = (
     "facts are extracted); search_memory and get_context recall them, with as_of for the past; "
     "contradicted facts are kept as history (include_invalid=true)."
 )
+
+_T = TypeVar("_T")
 
 
 class EntityView(BaseModel):
@@ -97,22 +100,22 @@ def build_mcp(
     """The MCP server. `keys` (a loaded keys file): each HTTP request is authenticated by its
     own bearer key and `principal` is ignored; else every call is `principal` (stdio)."""
     defaults = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-    per_request = keys is not None and keys.configured
+    ring = keys if keys is not None and keys.configured else None  # per-request keys
     server = MCPServer(
-        "mem0g", instructions=INSTRUCTIONS, **(_bearer_auth(keys) if per_request else {})
+        "mem0g", instructions=INSTRUCTIONS, **(_bearer_auth(ring) if ring is not None else {})
     )
 
     def caller(ctx: Context | None) -> Principal:
         """This request's principal: its bearer key's (per-request mode), else the fixed one.
         Fails closed: per-request mode without an authenticated request refuses."""
-        if not per_request:
+        if ring is None:
             return principal
         user = None
         request = ctx.request_context.request if ctx is not None else None
         if request is not None:
             user = request.scope.get("user")
         token = user.access_token if isinstance(user, AuthenticatedUser) else get_access_token()
-        found = keys.named(token.client_id) if token is not None else None
+        found = ring.named(token.client_id) if token is not None else None
         if found is None:
             raise ToolError("unauthenticated: a valid API key is required (Bearer KEY)")
         return found
@@ -132,7 +135,7 @@ def build_mcp(
             raise ToolError(f"forbidden: key {principal.name!r} may not reach this tenant")
         return ids
 
-    async def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def run(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """`fn` on a worker thread; expected failures become the tool's error text (an
         unexpected one stays a crash: logged with its traceback, a generic message sent)."""
         try:

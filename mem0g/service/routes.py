@@ -105,7 +105,9 @@ def build_models(limits: Limits) -> Models:
     limit = Annotated[StrictInt, Field(ge=1, le=limits.max_limit)]
 
     def body(name: str, **fields: Any) -> type[BaseModel]:
-        return create_model(name, __config__=ConfigDict(extra="forbid"), **fields, **tenant)
+        every: dict[str, Any] = {**fields, **tenant}
+        model: type[BaseModel] = create_model(name, __config__=ConfigDict(extra="forbid"), **every)
+        return model
 
     messages = Annotated[
         Annotated[list[MessageIn], Field(min_length=1, max_length=limits.max_messages)]
@@ -157,6 +159,8 @@ _bearer = HTTPBearer(auto_error=False, description="an API key from the keys fil
 
 
 def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) -> APIRouter:
+    # request bodies built from the limits at run time: mypy cannot read `body: models.add`
+    # as a type (the `type: ignore[name-defined]` below); FastAPI and the OpenAPI schema can
     models = build_models(limits)
     router = APIRouter(prefix="/v1", responses=ERRORS)
     Id = Annotated[str | None, Query(min_length=1, max_length=limits.max_id_chars)]
@@ -172,10 +176,12 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
 
     Caller = Annotated[Principal, Depends(principal)]
 
-    def tenant_query(user_id: Id = None, agent_id: Id = None, run_id: Id = None) -> dict:
+    def tenant_query(
+        user_id: Id = None, agent_id: Id = None, run_id: Id = None
+    ) -> dict[str, str | None]:
         return {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
 
-    Ids = Annotated[dict, Depends(tenant_query)]
+    Ids = Annotated[dict[str, str | None], Depends(tenant_query)]
 
     def allow(caller: Principal, scope: Scope, ids: dict[str, str | None]) -> dict[str, Any]:
         """403 unless the key has the scope and reaches the tenant; the ids are returned for
@@ -203,7 +209,7 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
         summary="add",
     )
     def add(
-        body: models.add,  # type: ignore[valid-type]
+        body: models.add,  # type: ignore[name-defined]
         caller: Caller,
         mode: Literal["sync", "async"] = "sync",
     ) -> Any:
@@ -223,7 +229,7 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
         return work()
 
     @router.post("/search", response_model=SearchResult, summary="search")
-    def search(body: models.search, caller: Caller) -> SearchResult:  # type: ignore[valid-type]
+    def search(body: models.search, caller: Caller) -> SearchResult:  # type: ignore[name-defined]
         ids = allow(caller, "read", ids_of(body))
         return memory.search(
             body.query,
@@ -235,7 +241,7 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
         )
 
     @router.post("/context", response_model=ContextResult, summary="context")
-    def context(body: models.context, caller: Caller) -> ContextResult:  # type: ignore[valid-type]
+    def context(body: models.context, caller: Caller) -> ContextResult:  # type: ignore[name-defined]
         ids = allow(caller, "read", ids_of(body))
         text = memory.context(
             body.query,
@@ -292,7 +298,7 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
         return found
 
     @router.put("/memories/{fact_id}", response_model=FactResult, summary="update")
-    def update(fact_id: ObjectId, body: models.update, caller: Caller) -> FactResult:  # type: ignore[valid-type]
+    def update(fact_id: ObjectId, body: models.update, caller: Caller) -> FactResult:  # type: ignore[name-defined]
         ids = allow(caller, "write", ids_of(body))
         return memory.update(fact_id, body.text, **ids)
 
@@ -381,12 +387,12 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
         return memory.entity_history(entity_id, **ids)
 
     @router.post("/entities/merge", response_model=MergeResult, summary="merge_entities")
-    def merge_entities(body: models.merge, caller: Caller) -> MergeResult:  # type: ignore[valid-type]
+    def merge_entities(body: models.merge, caller: Caller) -> MergeResult:  # type: ignore[name-defined]
         ids = allow(caller, "write", ids_of(body))
         return memory.merge_entities(body.keep_id, body.other_id, **ids)
 
     @router.post("/entities/split", response_model=SplitResult, summary="split_entity")
-    def split_entity(body: models.split, caller: Caller) -> SplitResult:  # type: ignore[valid-type]
+    def split_entity(body: models.split, caller: Caller) -> SplitResult:  # type: ignore[name-defined]
         ids = allow(caller, "write", ids_of(body))
         return memory.split_entity(
             body.merge_id, entity_id=body.entity_id, other_id=body.other_id, **ids
@@ -452,8 +458,9 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
     def job(job_id: ObjectId, caller: Caller) -> Job:
         """A job of a tenant the key reaches (another tenant's job reads as unknown: 404)."""
         found = jobs.get(job_id)
-        visible = found is not None and caller.reaches(found.tenant)
-        if not visible or not (caller.has("read") or caller.has("write")):
+        if found is None or not caller.reaches(found.tenant):
+            raise ServiceError(404, f"no job {job_id!r} (jobs are kept in memory only)")
+        if not (caller.has("read") or caller.has("write")):
             raise ServiceError(404, f"no job {job_id!r} (jobs are kept in memory only)")
         return found
 

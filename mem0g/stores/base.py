@@ -7,12 +7,11 @@ match anything), unless `exact=True`, where the record's tenant must equal the s
 
 Vectors are unit-length float32 numpy arrays, so cosine similarity is a dot product.
 
-Scored reads: `expand(..., vector=q)`, `similar_relations(..., refs=True)` and `siblings` return
-light `EdgeRef`s (ids, ends, relation, hop, score) instead of copied records, so the retriever
-can rank hundreds of candidate edges and copy only the few it returns (`get_relations`); both
-stores score with the same float32 arithmetic (`stores.vectors`), so rankings do not depend on
-the store. Without `vector=` / `refs=`, `expand` and `similar_relations` return copied records
-(dumps, repair and tests read them). `siblings` is the scored read behind "who works with X":
+Scored reads, the one mode of the edge reads: `expand(..., vector=q)`, `similar_relations` and
+`siblings` return light `EdgeRef`s (ids, ends, relation, hop, score), never copied records, so
+the retriever can rank hundreds of candidate edges and copy only the few it returns
+(`get_relations`); both stores score with the same float32 arithmetic (`stores.vectors`), so
+rankings do not depend on the store. `siblings` is the scored read behind "who works with X":
 it reads, at each hub next to a seed, only the edges with one relation name on one side,
 instead of every edge of the hub (a city or an employer holds hundreds).
 
@@ -25,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, NamedTuple, Protocol, overload, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
@@ -186,19 +185,6 @@ class GraphStore(Protocol):
     ) -> list[Relation]:
         """Edges with either endpoint in `entity_ids` (one hop, both directions)."""
 
-    @overload
-    def expand(
-        self,
-        scope: Tenant,
-        entity_ids: Sequence[str],
-        hops: int,
-        validity: Validity,
-        limit: int,
-        *,
-        vector: None = None,
-    ) -> list[tuple[Relation, int]]: ...
-
-    @overload
     def expand(
         self,
         scope: Tenant,
@@ -208,22 +194,10 @@ class GraphStore(Protocol):
         limit: int,
         *,
         vector: np.ndarray,
-    ) -> list[EdgeRef]: ...
-
-    def expand(
-        self,
-        scope: Tenant,
-        entity_ids: Sequence[str],
-        hops: int,
-        validity: Validity,
-        limit: int,
-        *,
-        vector: np.ndarray | None = None,
-    ) -> list[tuple[Relation, int]] | list[EdgeRef]:
-        """Edges reachable within `hops` from the seeds (ignoring direction), with their hop
-        distance (1 = touches a seed). Traversal walks only edges that `validity` accepts.
-        With `vector`: the same edges in the same order, as `EdgeRef`s scored by `edge_score`
-        against it (no record is copied)."""
+    ) -> list[EdgeRef]:
+        """Edges reachable within `hops` from the seeds (ignoring direction), breadth first,
+        as `EdgeRef`s with their hop distance (1 = touches a seed), scored by `edge_score`
+        against `vector`. Traversal walks only edges that `validity` accepts."""
 
     def siblings(
         self,
@@ -247,35 +221,19 @@ class GraphStore(Protocol):
         big hub's other edges crowd out the real siblings. Here the filter comes first and the
         limit counts siblings only."""
 
-    @overload
     def similar_relations(
-        self,
-        scope: Tenant,
-        vector: np.ndarray,
-        k: int,
-        validity: Validity,
-        *,
-        refs: Literal[False] = False,
-    ) -> list[tuple[Relation, float]]: ...
-
-    @overload
-    def similar_relations(
-        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity, *, refs: Literal[True]
-    ) -> list[EdgeRef]: ...
-
-    def similar_relations(
-        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity, *, refs: bool = False
-    ) -> list[tuple[Relation, float]] | list[EdgeRef]:
-        """Top-k edges by triple-embedding cosine among those `validity` accepts, best first.
-        With `refs`: the same edges, order and scores as `EdgeRef`s (hop 0), no record copied."""
+        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity
+    ) -> list[EdgeRef]:
+        """Top-k edges by triple-embedding cosine among those `validity` accepts, best first,
+        as `EdgeRef`s (hop 0)."""
 
     def lexical_relations(
-        self, scope: Tenant, words: Sequence[str], k: int, validity: Validity
+        self, scope: Tenant, words: list[str], k: int, validity: Validity
     ) -> list[EdgeRef]:
         """(`capabilities.lexical`) BM25 top-k edges over "source relation destination"."""
 
     def lexical_facts(
-        self, scope: Tenant, words: Sequence[str], k: int, *, exact: bool = False
+        self, scope: Tenant, words: list[str], k: int, *, exact: bool = False
     ) -> list[tuple[Fact, float]]:
         """(`capabilities.lexical`) BM25 top-k current facts for the query words."""
 

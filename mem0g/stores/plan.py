@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mem0g.stores.base import StoreError
-from mem0g.types import Tenant, WritePlan, plan_episodes
+from mem0g.types import Entity, Episode, Fact, FactEvent, Relation, Tenant, WritePlan, plan_episodes
 
 __all__ = [
     "Existing",
@@ -102,8 +102,11 @@ def is_empty(plan: WritePlan) -> bool:
 def check_records(plan: WritePlan) -> None:
     """What needs no store: every record is the plan's tenant's, no id is created twice."""
     tenant = plan.tenant
-    records = (*plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_events)
-    for record in (*plan_episodes(plan), *records):
+    records: tuple[Episode | Entity | Relation | Fact | FactEvent, ...] = (
+        *plan_episodes(plan), *plan.new_entities, *plan.new_relations, *plan.new_facts,
+        *plan.fact_events,
+    )  # fmt: skip
+    for record in records:
         if record.tenant != tenant:
             raise StoreError(f"{type(record).__name__} {record.id} is not of {tenant.key}")
     kinds = (

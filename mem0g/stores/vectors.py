@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast, overload
 
 import numpy as np
 
@@ -26,6 +27,10 @@ __all__ = [
 ]
 
 
+@overload
+def as_vector(values: None) -> None: ...
+@overload
+def as_vector(values: Sequence[float] | np.ndarray) -> np.ndarray: ...
 def as_vector(values: Sequence[float] | np.ndarray | None) -> np.ndarray | None:
     """Embeddings live as float32 arrays (4 bytes a value) instead of lists of Python floats."""
     return None if values is None else np.asarray(values, dtype=np.float32).reshape(-1)
@@ -50,7 +55,8 @@ def unit_rows(vectors: Sequence[np.ndarray] | np.ndarray, dims: int | None) -> n
     cosine is one matrix product. A new array: the inputs are never changed."""
     if len(vectors) == 0:
         return np.zeros((0, dims or 0), dtype=np.float32)
-    matrix = np.vstack(vectors).astype(np.float32, copy=False)  # vstack copies
+    # vstack copies; it takes a 2-D array as the sequence of its rows
+    matrix = np.vstack(cast(Sequence[np.ndarray], vectors)).astype(np.float32, copy=False)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix /= np.where(norms == 0, np.float32(1), norms)
     return matrix
@@ -63,7 +69,8 @@ def row_scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     model's threads right after a query was embedded): 2-4x slower on 2 cores. And BLAS rounds
     a row differently depending on where it sits in the matrix; this scores a row the same in
     a tenant's whole matrix as among a few candidates, so two stores agree to the bit."""
-    return np.einsum("ij,j->i", matrix, query)
+    scores: np.ndarray = np.einsum("ij,j->i", matrix, query)
+    return scores
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:

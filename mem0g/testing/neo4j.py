@@ -202,7 +202,7 @@ def start_maven_server(
     if not SCRIPT.is_file():
         raise Neo4jUnavailable(f"{SCRIPT} is missing")
     own_home = home is None
-    home_path = Path(tempfile.mkdtemp(prefix="mem0g-neo4j-test-")) if own_home else Path(home)
+    home_path = Path(tempfile.mkdtemp(prefix="mem0g-neo4j-test-")) if home is None else Path(home)
     if keep_home is None:
         keep_home = bool(os.environ.get("MEM0G_NEO4J_KEEP_HOME"))
     if settings:  # extra neo4j.conf lines (key=value), appended by scripts/neo4j

@@ -53,12 +53,12 @@ _S = TypeVar("_S")  # the store (its `_lock` and `_ready`)
 def _locked(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
     """Every public call holds the store's lock and sees an open, up-to-date store."""
 
-    @functools.wraps(method)
-    def wrapper(self: Any, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    def wrapper(self: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._lock:
             self._ready()
             return method(self, *args, **kwargs)
 
+    functools.update_wrapper(wrapper, method)  # as @functools.wraps, keeping wrapper's type
     return wrapper
 
 
@@ -79,7 +79,7 @@ class GraphIndex:
 
     dims: int | None
     _lock: threading.RLock
-    _graph: nx.MultiDiGraph
+    _graph: nx.MultiDiGraph[str]
     _entities: dict[str, Entity]
     _relations: dict[str, Relation]
     _written: dict[str, int]
@@ -233,16 +233,14 @@ class GraphIndex:
 
     @_locked
     def similar_relations(
-        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity, *, refs: bool = False
-    ) -> Any:
-        """Top-k edges by cosine; with `refs`, as `EdgeRef`s (hop 0) without copying records."""
+        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity
+    ) -> list[EdgeRef]:
+        """Top-k edges by cosine, as `EdgeRef`s (hop 0) without copying records."""
         blocks = [self._block(key, "relations") for key in self._scope_keys(scope)]
         hits = self._search(blocks, vector, k, validity)
-        if refs:
-            rels = self._relations
-            return [EdgeRef(i, (r := rels[i]).source_id, r.relation, r.destination_id, 0, score)
-                    for i, score in hits]  # fmt: skip
-        return [(self._out(self._relations[i]), score) for i, score in hits]
+        rels = self._relations
+        return [EdgeRef(i, (r := rels[i]).source_id, r.relation, r.destination_id, 0, score)
+                for i, score in hits]  # fmt: skip
 
     def _block(self, tenant_key: str, table: str) -> VectorBlock:
         """The tenant's matrix for `table`, built on first use, then kept in step with writes."""
@@ -316,10 +314,11 @@ class GraphIndex:
         if entity_id not in graph:
             return
         relations = self._relations
-        for keys in graph._succ[entity_id].values():
+        # networkx's own adjacency dicts (not in its stubs): no view object per edge
+        for keys in graph._succ[entity_id].values():  # type: ignore[attr-defined]
             for key in keys:
                 yield relations[key]
-        for source, keys in graph._pred[entity_id].items():
+        for source, keys in graph._pred[entity_id].items():  # type: ignore[attr-defined]
             if source != entity_id:
                 for key in keys:
                     yield relations[key]
@@ -333,13 +332,11 @@ class GraphIndex:
         validity: Validity,
         limit: int,
         *,
-        vector: np.ndarray | None = None,
-    ) -> Any:
-        """Breadth-first, direction ignored, walking only accepted in-scope edges. With
-        `vector`, the walked edges come back as scored `EdgeRef`s and no record is copied."""
+        vector: np.ndarray,
+    ) -> list[EdgeRef]:
+        """Breadth-first, direction ignored, walking only accepted in-scope edges; the walked
+        edges come back as scored `EdgeRef`s and no record is copied."""
         walked = self._walk(scope, entity_ids, hops, validity, limit)
-        if vector is None:
-            return [(self._out(rel), hop) for rel, hop in walked]
         dot = np.asarray(vector, dtype=np.float32).reshape(-1).dot  # `edge_score`, inlined
         vectors = self._vectors
         return [EdgeRef(rel.id, rel.source_id, rel.relation, rel.destination_id, hop,
@@ -369,7 +366,11 @@ class GraphIndex:
         for hub, name, hub_is_destination in keys:
             if hub not in graph:
                 continue
-            adjacency = graph._pred[hub] if hub_is_destination else graph._succ[hub]
+            adjacency = (
+                graph._pred[hub]  # type: ignore[attr-defined]  # as in _edges_of
+                if hub_is_destination
+                else graph._succ[hub]  # type: ignore[attr-defined]
+            )
             found: list[Relation] = []
             for edge_keys in adjacency.values():
                 for rel_id in edge_keys:

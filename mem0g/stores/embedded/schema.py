@@ -227,7 +227,7 @@ def _detached(record: Entity | Relation) -> Any:
     return record.model_copy(update=update)
 
 
-def _to_row(table: str, record: _Record, vec: np.ndarray | None) -> tuple:
+def _to_row(table: str, record: _Record, vec: np.ndarray | None) -> tuple[Any, ...]:
     """Column values in `_COLUMNS` order: lists as JSON, datetimes as ISO-8601 with offset."""
     data = record.model_dump(mode="json", exclude={"tenant", "embedding"})
     data["embedding"] = None if vec is None else vec.tobytes()

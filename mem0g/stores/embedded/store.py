@@ -154,7 +154,7 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
         """(Re)build every in-memory structure from the database."""
         conn = self._connection()
         self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
-        self._graph: nx.MultiDiGraph = nx.MultiDiGraph()
+        self._graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
         self._entities: dict[str, Entity] = {}
         self._relations: dict[str, Relation] = {}
         # relation id -> its place in write order (rowid order on load, then each new edge);
@@ -199,8 +199,8 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
             renames = self._planned_renames(plan, entities, relations)
             pairs = list(plan.possible_duplicates)
             facts = self._facts.plan(plan, outcome)
-            vectors = {r.id: v for r in (*plan.new_entities, *plan.new_relations)
-                       if (v := _vec(r.embedding)) is not None}  # fmt: skip
+            written: list[Entity | Relation] = [*plan.new_entities, *plan.new_relations]
+            vectors = {r.id: v for r in written if (v := _vec(r.embedding)) is not None}
             all_vectors = (*vectors.values(), *facts.vectors.values())
             dims = {v.shape[0] for v in all_vectors if v is not None} | ({self.dims} - {None})
             if len(dims) > 1:

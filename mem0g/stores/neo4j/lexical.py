@@ -35,7 +35,7 @@ def search(
     fetch = max(MIN_FETCH, 4 * k)
     while True:
         (row,) = read(statement, {**params, "query": query, "fetch": fetch, "want": k})
-        found = row["found"]
+        found: list[dict[str, Any]] = row["found"]
         if len(found) >= k or row["fetched"] < fetch or fetch >= max_fetch:
             break
         fetch = min(4 * fetch, max_fetch)

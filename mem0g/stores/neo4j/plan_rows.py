@@ -54,9 +54,9 @@ def _plan_rows(plan: WritePlan, written: int) -> dict[str, Any]:
     invalid = {i.relation_id: _db_time(i.invalid_at) for i in plan.invalidations}  # last wins
     mentions: dict[str, dict[str, list[Any]]] = {}
     for m in plan.mentions:
-        row = mentions.setdefault(m.relation_id, {"episode_ids": [], "timestamps": []})
-        row["episode_ids"].append(m.provenance.episode_id)
-        row["timestamps"].append(_db_time(m.provenance.timestamp))
+        mention = mentions.setdefault(m.relation_id, {"episode_ids": [], "timestamps": []})
+        mention["episode_ids"].append(m.provenance.episode_id)
+        mention["timestamps"].append(_db_time(m.provenance.timestamp))
     return {
         "written": written,
         "episode": episode,

@@ -114,7 +114,7 @@ class Neo4jSession:
         for attempt in range(_READ_ATTEMPTS):
             try:
                 with self._session(driver, READ_ACCESS) as session:
-                    return _rows(session.run(text, params))  # type: ignore[arg-type]
+                    return _rows(session.run(text, params))
             except (TransientError, SessionExpired, ServiceUnavailable) as exc:
                 if attempt + 1 == _READ_ATTEMPTS:
                     raise StoreError(f"read {name} failed: {exc}") from exc

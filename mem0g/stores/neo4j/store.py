@@ -240,20 +240,20 @@ class Neo4jGraphStore(VectorIndexes, VectorSearch, PlanWrites, EntityRepair):
         validity: Validity,
         limit: int,
         *,
-        vector: np.ndarray | None = None,
-    ) -> list[tuple[Relation, int]] | list[EdgeRef]:
+        vector: np.ndarray,
+    ) -> list[EdgeRef]:
         """Breadth-first, direction ignored, walking only accepted in-scope edges; one query
         per hop, the bookkeeping as in the embedded store so both return the same order.
-        With `vector`: light `EdgeRef`s scored in Cypher by the cosine to `vector` (equal to
-        `edge_score` for unit vectors, to ~1e-7), so a hub's edges cost no embedding transfer."""
+        Light `EdgeRef`s scored in Cypher by the cosine to `vector` (equal to `edge_score`
+        for unit vectors, to ~1e-7), so a hub's edges cost no embedding transfer."""
         self._ready()
-        result: list[Any] = []
+        result: list[EdgeRef] = []
         if limit <= 0:
             return result
         seen: set[str] = set()
         frontier = list(dict.fromkeys(entity_ids))
         visited = set(frontier)
-        query = None if vector is None else np.asarray(vector, dtype=np.float32).ravel().tolist()
+        query = np.asarray(vector, dtype=np.float32).ravel().tolist()
         base = {**_scope(scope), **_validity(validity), "vector": query}
         for hop in range(1, hops + 1):
             if not frontier:
@@ -270,19 +270,16 @@ class Neo4jGraphStore(VectorIndexes, VectorSearch, PlanWrites, EntityRepair):
                 if len(result) >= limit:
                     return result
                 seen.add(props["id"])
-                if query is None:
-                    result.append((_relation(props), hop))
-                else:
-                    result.append(
-                        EdgeRef(
-                            props["id"],
-                            props["source_id"],
-                            props["name"],
-                            props["destination_id"],
-                            hop,
-                            float(props["score"]),
-                        )
+                result.append(
+                    EdgeRef(
+                        props["id"],
+                        props["source_id"],
+                        props["name"],
+                        props["destination_id"],
+                        hop,
+                        float(props["score"]),
                     )
+                )
                 node = frontier[row["i"]]
                 other = (
                     props["destination_id"] if props["source_id"] == node else props["source_id"]

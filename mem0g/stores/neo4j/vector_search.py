@@ -19,10 +19,10 @@ import numpy as np
 from mem0g.stores.base import EdgeRef, StoreError
 from mem0g.stores.neo4j.entity_vectors import EntityVectors, Watermark
 from mem0g.stores.neo4j.indexes import _INDEX_ERROR_PAUSE, _index_down
-from mem0g.stores.neo4j.rows import _entity, _fact, _id_vectors, _relation, _scope, _validity
+from mem0g.stores.neo4j.rows import _entity, _fact, _id_vectors, _scope, _validity
 from mem0g.stores.neo4j.session import Neo4jSession
 from mem0g.stores.vectors import VectorBlock, best_first, row_scores, unit_rows, unit_vector
-from mem0g.types import Entity, Fact, Relation, Tenant, Validity
+from mem0g.types import Entity, Fact, Tenant, Validity
 
 _FIELDS = {"entities": "entity", "relations": "relation", "facts": "fact"}  # row key per kind
 
@@ -130,18 +130,16 @@ class VectorSearch(Neo4jSession):
         return query, directed
 
     def similar_relations(
-        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity, *, refs: bool = False
-    ) -> list[tuple[Relation, float]] | list[EdgeRef]:
-        """With `refs`: light rows ranked by Neo4j's own cosine (the same order; scores agree
-        with the embedded store's float32 ones to ~1e-7), no embeddings sent."""
-        params = {**_scope(scope), **_validity(validity), "light": refs}
-        hits = self._nearest("relations", params, vector, k, light=refs)
-        if refs:
-            return [
-                EdgeRef(p["id"], p["source_id"], p["name"], p["destination_id"], 0, score)
-                for p, score in hits
-            ]
-        return [(_relation(props), score) for props, score in hits]
+        self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity
+    ) -> list[EdgeRef]:
+        """Light rows ranked by Neo4j's own cosine (the same order; scores agree with the
+        embedded store's float32 ones to ~1e-7), no embeddings sent."""
+        params = {**_scope(scope), **_validity(validity), "light": True}
+        hits = self._nearest("relations", params, vector, k, light=True)
+        return [
+            EdgeRef(p["id"], p["source_id"], p["name"], p["destination_id"], 0, score)
+            for p, score in hits
+        ]
 
     def _nearest(
         self, kind: str, params: dict[str, Any], vector: np.ndarray, k: int, light: bool = False

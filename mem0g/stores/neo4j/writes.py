@@ -20,7 +20,7 @@ from mem0g.stores.neo4j.rows import _check_version, _db_time, _scope, _tenant_pr
 from mem0g.stores.neo4j.session import Neo4jSession, _errors
 from mem0g.stores.plan import Existing, check_plan, check_records, is_empty
 from mem0g.stores.repair import rename_event
-from mem0g.types import Tenant, WritePlan
+from mem0g.types import Entity, Fact, FactChange, Relation, Tenant, WritePlan
 
 
 class PlanWrites(Neo4jSession):
@@ -48,8 +48,10 @@ class PlanWrites(Neo4jSession):
         check_records(plan)
         if is_empty(plan):
             return
-        records = (*plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_changes)
-        sizes = {len(r.embedding) for r in records if r.embedding is not None}
+        records: tuple[Entity | Relation | Fact | FactChange, ...] = (
+            *plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_changes
+        )  # fmt: skip
+        sizes: set[int | None] = {len(r.embedding) for r in records if r.embedding is not None}
         sizes |= {self.dims} - {None}
         if len(sizes) > 1:
             raise StoreError(f"embeddings of different sizes in one store: {sizes}")
