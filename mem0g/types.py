@@ -6,6 +6,7 @@ only ever sees a finished :class:`WritePlan`.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import uuid
@@ -69,9 +70,11 @@ def snake_case(text: str) -> str:
     return _SNAKE_RE.sub("_", spaced.lower()).strip("_")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _tenant_key(*ids: str | None) -> str:
-    """`json.dumps(list(ids))`, without the encoder for plain printable ASCII ids (a store
-    asks for a record's key once per record: a 20k-tenant reopen asked ~100k times)."""
+    """`json.dumps(list(ids))`, without the encoder for plain printable ASCII ids; cached,
+    because a store asks for a record's key once per record (a 20k-tenant reopen asked ~100k
+    times) and a smaller cache thrashes there."""
     if all(i is None or (i.isascii() and i.isprintable() and '"' not in i and "\\" not in i)
            for i in ids):  # fmt: skip
         return "[" + ", ".join("null" if i is None else f'"{i}"' for i in ids) + "]"

@@ -17,13 +17,8 @@ def fact_events(store: Any, tenant: Tenant) -> list[FactEvent]:
 
     if isinstance(store, EmbeddedGraphStore):
         with store._lock:
-            store._ready()
-            return [
-                event.model_copy(deep=True)
-                for events in store._facts._events.values()
-                for event in events
-                if event.tenant == tenant
-            ]
+            store._ready(tenant.key)
+            return [e.model_copy(deep=True) for e in store._facts.events_of([tenant.key])]
     try:
         from mem0g.stores.neo4j import Neo4jGraphStore
         from mem0g.stores.neo4j.rows import _fact_event
