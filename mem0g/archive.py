@@ -144,8 +144,10 @@ def export_lines(
     *,
     embeddings: bool = True,
     progress: Callable[[Tenant], None] | None = None,
+    start: Callable[[int], None] | None = None,
 ) -> Iterator[str]:
-    """The archive, line by line: every exact tenant inside `scope` (None: the whole store)."""
+    """The archive, line by line: every exact tenant inside `scope` (None: the whole store).
+    `start` hears how many tenants there are before the first, `progress` each one done."""
     from mem0g import __version__
 
     header = Header(
@@ -156,6 +158,8 @@ def export_lines(
     )
     yield header.model_dump_json()
     tenants = [t for t in memory.tenants() if scope is None or scope.matches(t)]
+    if start is not None:
+        start(len(tenants))
     for tenant in tenants:
         part = read_tenant(memory, tenant, embeddings=embeddings)
         yield json.dumps({"kind": "tenant", "tenant": tenant.model_dump()})
@@ -177,10 +181,12 @@ def export_archive(
     *,
     embeddings: bool = True,
     progress: Callable[[Tenant], None] | None = None,
+    start: Callable[[int], None] | None = None,
 ) -> int:
     """Write the archive to `out`; returns the number of tenants written."""
     tenants = 0
-    for line in export_lines(memory, scope, embeddings=embeddings, progress=progress):
+    lines = export_lines(memory, scope, embeddings=embeddings, progress=progress, start=start)
+    for line in lines:
         out.write(line + "\n")
         tenants += line.startswith('{"kind": "tenant"')
     return tenants
@@ -291,7 +297,8 @@ def import_archive(
     merge: bool = False,
     progress: Callable[[ImportedTenant], None] | None = None,
 ) -> list[ImportedTenant]:
-    """Load an archive into `memory`'s store, one transaction per tenant (see the module)."""
+    """Load an archive into `memory`'s store, one transaction per tenant (see the module);
+    the archive is read as a stream, `progress` hears of each tenant written."""
     header, tenants = read_archive(lines)
     reembed = not header.embeddings or header.embedder != memory.embedder.name
     done: list[ImportedTenant] = []
