@@ -395,6 +395,9 @@ class WritePlan(BaseModel):
     new_facts: list[Fact] = Field(default_factory=list)
     fact_changes: list[FactChange] = Field(default_factory=list)
     fact_events: list[FactEvent] = Field(default_factory=list)
+    # a restore's entity histories (merges with their undo records, splits, renames), in
+    # write order: only `mem0g import` sets them, so a restored merge can still be split
+    entity_events: list[EntityEvent] = Field(default_factory=list)
     updated_at: datetime = Field(default_factory=utcnow)
     # the tenant's version (`GraphStore.tenant_version`) the plan was computed from: the store
     # refuses it with PlanConflict when another writer changed the tenant since

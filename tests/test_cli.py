@@ -22,6 +22,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from mem0g import Memory, __version__
+from mem0g.archive import VERSION
 from mem0g.cli import app
 from mem0g.config import EmbedderConfig
 from mem0g.embed import make_embedder
@@ -1189,7 +1190,9 @@ def test_export_then_import_into_another_store(cli: Cli, tmp_path: Path) -> None
     assert other.stats() == cli.stats()
     newer = tmp_path / "newer.jsonl"
     lines = archive.read_text().splitlines()
-    newer.write_text("\n".join([lines[0].replace('"version":1', '"version":99'), *lines[1:]]))
+    header = lines[0].replace(f'"version":{VERSION}', '"version":99')
+    assert header != lines[0]
+    newer.write_text("\n".join([header, *lines[1:]]))
     too_new = Cli(tmp_path / "third", cli.env)("import", str(newer))
     assert too_new.exit_code == 2 and "upgrade mem0g" in _error_line(too_new, progress=True)
 

@@ -45,6 +45,7 @@ class Existing:
     relations: Container[str] = _NOTHING  # taken relation ids
     facts: Container[str] = _NOTHING  # fact ids taken: a fact or a fact history has them
     fact_events: Container[str] = _NOTHING  # taken fact event ids
+    entity_events: Container[str] = _NOTHING  # taken entity event ids
     own_entities: Container[str] = _NOTHING  # entities of the exact tenant
     own_relations: Container[str] = _NOTHING  # relations of the exact tenant
     own_facts: Container[str] = _NOTHING  # current facts of the exact tenant
@@ -95,6 +96,7 @@ def is_empty(plan: WritePlan) -> bool:
         plan.new_facts,
         plan.fact_changes,
         plan.fact_events,
+        plan.entity_events,
     )
     return not plan_episodes(plan) and not any(parts)
 
@@ -102,7 +104,8 @@ def is_empty(plan: WritePlan) -> bool:
 def check_records(plan: WritePlan) -> None:
     """What needs no store: every record is the plan's tenant's, no id is created twice."""
     tenant = plan.tenant
-    records = (*plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_events)
+    records = (*plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_events,
+               *plan.entity_events)  # fmt: skip
     for record in (*plan_episodes(plan), *records):
         if record.tenant != tenant:
             raise StoreError(f"{type(record).__name__} {record.id} is not of {tenant.key}")
@@ -111,6 +114,7 @@ def check_records(plan: WritePlan) -> None:
         ("relation", plan.new_relations),
         ("fact", plan.new_facts),
         ("fact event", plan.fact_events),
+        ("entity event", plan.entity_events),
     )
     for kind, group in kinds:
         seen: set[str] = set()
@@ -136,6 +140,9 @@ def check_plan(plan: WritePlan, existing: Existing) -> FactOutcome:
     for rel in plan.new_relations:
         if rel.id in existing.relations:
             raise StoreError(f"relation {rel.id} already exists")
+    for event in plan.entity_events:
+        if event.id in existing.entity_events:
+            raise StoreError(f"entity event {event.id} already exists")
 
     def entity_known(entity_id: str) -> bool:
         return entity_id in new_entities or entity_id in existing.own_entities

@@ -88,6 +88,7 @@ _TAKEN = {
         2,
     ),
     "fact_events": ("SELECT 1 FROM fact_events WHERE id = ?", 1),
+    "entity_events": ("SELECT 1 FROM entity_events WHERE id = ?", 1),
 }
 
 

@@ -181,7 +181,7 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
                 self._write(conn, "facts", fact, facts.vectors[fact.id])
             for event in facts.events:
                 self._write(conn, "fact_events", event, None)
-            for entity_event in renames:
+            for entity_event in (*plan.entity_events, *renames):
                 _write_entity_event(conn, entity_event)
             _write_pairs(conn, plan.tenant, pairs)
         try:  # the _add_* helpers also take an existing record (its vector is kept)
@@ -222,6 +222,7 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
             relations=TakenIds(conn, "relations"),
             facts=TakenIds(conn, "facts"),
             fact_events=TakenIds(conn, "fact_events"),
+            entity_events=TakenIds(conn, "entity_events"),
             own_entities=Owned(self._entities, tenant),
             own_relations=Owned(self._relations, tenant),
             **self._facts.existing(tenant),
