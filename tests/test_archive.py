@@ -152,6 +152,50 @@ def test_the_archive_holds_the_whole_history(filled) -> None:
     assert all(len(r["embedding"]) == 384 for r in relations)
 
 
+def test_a_version_1_archive_without_entity_history_still_imports(
+    filled, tmp_path, llm_server, minilm
+) -> None:
+    source, archive = filled
+    old = []
+    for line in archive.read_text().splitlines():
+        data = json.loads(line)
+        if data["kind"] == "entity_event":
+            continue  # version 1 wrote none
+        if data["kind"] == "header":
+            data["version"] = 1
+        if data["kind"] == "end":
+            data["counts"].pop("entity_event")
+        old.append(json.dumps(data))
+    assert len(old) < len(archive.read_text().splitlines())  # the merge's events were there
+    v1 = tmp_path / "v1.jsonl"
+    v1.write_text("\n".join(old) + "\n")
+    with _fresh(tmp_path, llm_server, minilm) as target:
+        assert len(target.import_archive(v1)) == 3
+        helper = Tenant(user_id="alice", agent_id="helper")
+        assert entity_events(target.store, helper) == []
+        assert target.get_all(user_id="bob") == source.get_all(user_id="bob")
+
+
+def test_an_entity_event_of_another_tenant_is_refused(filled, tmp_path, llm_server, minilm):
+    """A restore's entity history is checked like its records: the tenant's own only, and
+    nothing of the tenant is written otherwise."""
+    _, archive = filled
+    lines = archive.read_text().splitlines()
+    moved = []
+    for line in lines:
+        data = json.loads(line)
+        if data["kind"] == "entity_event":
+            data["record"]["tenant"] = {"user_id": "mallory"}
+        moved.append(json.dumps(data))
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text("\n".join(moved) + "\n")
+    with _fresh(tmp_path, llm_server, minilm) as target:
+        with pytest.raises(ArchiveError, match="entity_event of another tenant"):
+            target.import_archive(forged)
+        helper = Tenant(user_id="alice", agent_id="helper")
+        assert target.get_all(**helper.model_dump()).entities == []
+
+
 def test_import_refuses_an_existing_tenant_unless_merge(filled, tmp_path, llm_server, minilm):
     source, archive = filled
     with _fresh(tmp_path, llm_server, minilm) as target:
