@@ -164,16 +164,17 @@ class TenantLoader:
         for statement in _FIRST_SEEN:
             for key, _first in conn.execute(statement):
                 if key not in self._known:
-                    self._know(_tenant(key))
+                    self._know(_tenant(key), key)
         sizes = {row[0] for row in conn.execute(_VECTOR_BYTES)}
         if self.dims is None and len(sizes) == 1:
             self.dims = next(iter(sizes)) // 4
         if any(size != (self.dims or 0) * 4 for size in sizes):
             raise StoreError(f"{self.path} holds embeddings that are not {self.dims}-dimensional")
 
-    def _know(self, tenant: Tenant) -> str:
-        """Register a tenant key as held by the store (on open, or at its first write)."""
-        key = tenant.key
+    def _know(self, tenant: Tenant, key: str | None = None) -> str:
+        """Register a tenant key as held by the store (on open, or at its first write);
+        `key`: the tenant's key as stored (on open: not computed again 20k times)."""
+        key = tenant.key if key is None else key
         if key not in self._known:
             self._known[key] = tenant
             for pair in _tenant_ids(tenant):
