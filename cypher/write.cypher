@@ -51,6 +51,9 @@ RETURN
     UNWIND $new_event_ids AS id MATCH (ev:FactEvent {id: id}) RETURN id
   } AS events_taken,
   COLLECT {
+    UNWIND $new_entity_event_ids AS id MATCH (ev:EntityEvent {id: id}) RETURN id
+  } AS entity_events_taken,
+  COLLECT {
     UNWIND $fact_refs AS id MATCH (f:Fact {id: id})
     WHERE f.tenant_key = $tenant_key
     RETURN id

@@ -10,6 +10,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from mem0g.archive import ImportedTenant, export_archive, import_archive
 from mem0g.cli import AgentOpt, RunOpt, UserOpt, _describe, _err, _out, _say, _state, app
@@ -40,18 +48,19 @@ def export_command(
     ids = {"user_id": user, "agent_id": agent, "run_id": run}
     scope = Tenant(**ids) if any(ids.values()) else None
     err = _err()
+    bar = _TenantBar("exporting")
 
     def progress(tenant: Tenant) -> None:
-        _say(err, f"exported {describe(tenant)}", "dim")
+        bar.advance(f"exported {describe(tenant)}")
 
-    with _state(ctx).memory(embeddings=False) as memory:
+    with _state(ctx).memory(embeddings=False) as memory, bar:
         if output is None:
             count = export_archive(memory, sys.stdout, scope, embeddings=embeddings,
-                                   progress=progress)  # fmt: skip
+                                   progress=progress, start=bar.start)  # fmt: skip
         else:
             with output.open("w", encoding="utf-8") as handle:
                 count = export_archive(memory, handle, scope, embeddings=embeddings,
-                                       progress=progress)  # fmt: skip
+                                       progress=progress, start=bar.start)  # fmt: skip
     where = str(output) if output is not None else "stdout"
     _say(err, f"exported {count} tenants of {_describe(ids)} to {where}")
 
@@ -71,12 +80,54 @@ def import_command(
 ) -> None:
     """Restore an archive into the configured store (embedded or Neo4j), one transaction per
     tenant; re-embeds when the archive has no vectors or another model's."""
-    err = _err()
+    bar = _TenantBar("importing")
 
     def progress(done: ImportedTenant) -> None:
         how = " (merged)" if done.merged else ""
-        _say(err, f"imported {describe(done.tenant)}{how}: {done.counts}", "dim")
+        bar.advance(f"imported {describe(done.tenant)}{how}: {done.counts}")
 
-    with _state(ctx).memory(create=True) as memory, archive.open(encoding="utf-8") as handle:
+    with (
+        _state(ctx).memory(create=True) as memory,
+        archive.open(encoding="utf-8") as handle,
+        bar,
+    ):
+        bar.start(_tenant_lines(archive))
         done = import_archive(memory, handle, merge=merge, progress=progress)
     _say(_out(), f"imported {len(done)} tenants from {archive}")
+
+
+class _TenantBar:
+    """A progress bar on stderr over the tenants of an export or import (one line each
+    would be 20k lines for a 20k-tenant store); the last tenant done is its description."""
+
+    def __init__(self, verb: str) -> None:
+        self.verb = verb
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=_err(),
+        )
+        self.task: TaskID | None = None
+
+    def start(self, tenants: int) -> None:
+        self.task = self.progress.add_task(f"{self.verb} {tenants} tenants", total=tenants)
+
+    def advance(self, what: str) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, advance=1, description=what)
+
+    def __enter__(self) -> _TenantBar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+
+def _tenant_lines(archive: Path) -> int:
+    """How many tenants an archive holds, for the bar's total (a quick pass over the lines;
+    the import itself streams them)."""
+    with archive.open(encoding="utf-8") as handle:
+        return sum(line.startswith('{"kind": "tenant"') for line in handle)

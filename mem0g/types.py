@@ -6,6 +6,7 @@ only ever sees a finished :class:`WritePlan`.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import uuid
@@ -71,9 +72,11 @@ def snake_case(text: str) -> str:
     return _SNAKE_RE.sub("_", spaced.lower()).strip("_")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _tenant_key(*ids: str | None) -> str:
-    """`json.dumps(list(ids))`, without the encoder for plain printable ASCII ids (a store
-    asks for a record's key once per record: a 20k-tenant reopen asked ~100k times)."""
+    """`json.dumps(list(ids))`, without the encoder for plain printable ASCII ids; cached,
+    because a store asks for a record's key once per record (a 20k-tenant reopen asked ~100k
+    times) and a smaller cache thrashes there."""
     if all(i is None or (i.isascii() and i.isprintable() and '"' not in i and "\\" not in i)
            for i in ids):  # fmt: skip
         return "[" + ", ".join("null" if i is None else f'"{i}"' for i in ids) + "]"
@@ -403,6 +406,9 @@ class WritePlan(GraphWrites):
     new_facts: list[Fact] = Field(default_factory=list)
     fact_changes: list[FactChange] = Field(default_factory=list)
     fact_events: list[FactEvent] = Field(default_factory=list)
+    # a restore's entity histories (merges with their undo records, splits, renames), in
+    # write order: only `mem0g import` sets them, so a restored merge can still be split
+    entity_events: list[EntityEvent] = Field(default_factory=list)
     updated_at: datetime = Field(default_factory=utcnow)
     # the tenant's version (`GraphStore.tenant_version`) the plan was computed from: the store
     # refuses it with PlanConflict when another writer changed the tenant since

@@ -13,9 +13,10 @@ import pytest
 
 from mem0g import Memory
 from mem0g.archive import VERSION, ArchiveError
-from mem0g.stores.archive_reads import fact_events
+from mem0g.stores.archive_reads import entity_events, fact_events
 from mem0g.testing import ScriptedLLMServer
 from mem0g.testing.script import turn
+from mem0g.types import Tenant
 
 T1, T2, T3 = "2023-05-08T13:56:00", "2023-09-01T10:00:00", "2024-01-15T09:00:00"
 QUERIES = ["where does alice live?", "what does alice do at work?", "London", "Bob"]
@@ -38,7 +39,8 @@ def _rules() -> list[dict[str, Any]]:
 
 
 def _fill(m: Memory) -> None:
-    """Two tenants with history: an ended edge, an updated fact, a deleted fact, a summary."""
+    """Two tenants with history: an ended edge, an updated fact, a deleted fact, a summary,
+    and a merge of two entities (taken back after a restore: its undo record travels)."""
     m.add("I live in London", user_id="alice", timestamp=T1)
     m.add("I moved to Paris", user_id="alice", timestamp=T2)
     m.add("I work with Bob at Acme", user_id="alice", agent_id="helper", timestamp=T3)
@@ -47,6 +49,8 @@ def _fill(m: Memory) -> None:
     m.update(facts["Alice lives in London"], "Alice lived in London", user_id="alice")
     m.delete(facts["Alice works at Acme with Bob"], user_id="alice")
     m.refresh_summary(user_id="alice")
+    names = {e.name: e.id for e in m.get_all(user_id="alice", agent_id="helper").entities}
+    m.merge_entities(names["Acme"], names["Bob"], user_id="alice", agent_id="helper")
 
 
 def _state(m: Memory) -> dict[str, Any]:
@@ -58,6 +62,9 @@ def _state(m: Memory) -> dict[str, Any]:
         histories = {}
         for event in fact_events(m.store, tenant):
             histories[event.fact_id] = [e.model_dump() for e in m.history(event.fact_id, **ids)]
+        for entity_event in entity_events(m.store, tenant):
+            for entity_id in (entity_event.entity_id, entity_event.other_id):
+                histories[entity_id] = [e.model_dump() for e in m.entity_history(entity_id, **ids)]
         searches = {}
         for query in QUERIES:
             hits = m.search(query, **ids, limit=5)
@@ -106,6 +113,12 @@ def test_round_trip_embedded_neo4j_embedded(tmp_path, llm_server, minilm, neo4j_
     with _memory(llm_server, minilm, {"provider": "embedded", "path": str(tmp_path / "c")}) as c:
         c.import_archive(tmp_path / "b.jsonl")
         assert _state(c) == original
+        helper = {"user_id": "alice", "agent_id": "helper"}
+        (merge,) = [e for e in entity_events(c.store, Tenant(**helper)) if e.event == "MERGE"]
+        split = c.split_entity(merge.id, **helper)  # the restored merge can be taken back
+        assert split.restored.name == "Bob"
+        names = sorted(e.name for e in c.get_all(**helper).entities)
+        assert names == ["Acme", "Alice", "Bob"]
 
 
 @pytest.fixture
@@ -137,6 +150,50 @@ def test_the_archive_holds_the_whole_history(filled) -> None:
     ended = [r for r in relations if r["invalid_at"]]
     assert [(r["destination"], r["provenance"] != []) for r in ended] == [("London", True)]
     assert all(len(r["embedding"]) == 384 for r in relations)
+
+
+def test_a_version_1_archive_without_entity_history_still_imports(
+    filled, tmp_path, llm_server, minilm
+) -> None:
+    source, archive = filled
+    old = []
+    for line in archive.read_text().splitlines():
+        data = json.loads(line)
+        if data["kind"] == "entity_event":
+            continue  # version 1 wrote none
+        if data["kind"] == "header":
+            data["version"] = 1
+        if data["kind"] == "end":
+            data["counts"].pop("entity_event")
+        old.append(json.dumps(data))
+    assert len(old) < len(archive.read_text().splitlines())  # the merge's events were there
+    v1 = tmp_path / "v1.jsonl"
+    v1.write_text("\n".join(old) + "\n")
+    with _fresh(tmp_path, llm_server, minilm) as target:
+        assert len(target.import_archive(v1)) == 3
+        helper = Tenant(user_id="alice", agent_id="helper")
+        assert entity_events(target.store, helper) == []
+        assert target.get_all(user_id="bob") == source.get_all(user_id="bob")
+
+
+def test_an_entity_event_of_another_tenant_is_refused(filled, tmp_path, llm_server, minilm):
+    """A restore's entity history is checked like its records: the tenant's own only, and
+    nothing of the tenant is written otherwise."""
+    _, archive = filled
+    lines = archive.read_text().splitlines()
+    moved = []
+    for line in lines:
+        data = json.loads(line)
+        if data["kind"] == "entity_event":
+            data["record"]["tenant"] = {"user_id": "mallory"}
+        moved.append(json.dumps(data))
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text("\n".join(moved) + "\n")
+    with _fresh(tmp_path, llm_server, minilm) as target:
+        with pytest.raises(ArchiveError, match="entity_event of another tenant"):
+            target.import_archive(forged)
+        helper = Tenant(user_id="alice", agent_id="helper")
+        assert target.get_all(**helper.model_dump()).entities == []
 
 
 def test_import_refuses_an_existing_tenant_unless_merge(filled, tmp_path, llm_server, minilm):

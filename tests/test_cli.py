@@ -22,6 +22,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from mem0g import Memory, __version__
+from mem0g.archive import VERSION
 from mem0g.cli import app
 from mem0g.config import EmbedderConfig
 from mem0g.embed import make_embedder
@@ -1176,20 +1177,24 @@ def test_export_then_import_into_another_store(cli: Cli, tmp_path: Path) -> None
     exported = cli("export", "-o", str(archive))
     assert exported.exit_code == 0, exported.output
     assert "exported 1 tenants" in exported.stderr
+    assert "1/1" in exported.stderr  # the progress bar over tenants, finished
     other = Cli(tmp_path / "other", cli.env)
     imported = other("import", str(archive))
     assert imported.exit_code == 0, imported.output
+    assert "1/1" in imported.stderr and "imported" in imported.stderr
     assert other.stats() == cli.stats()
     assert other("dump", "-u", "alice").stdout == cli("dump", "-u", "alice").stdout
     refused = other("import", str(archive))
-    assert refused.exit_code == 2 and "--merge" in _error_line(refused)
+    assert refused.exit_code == 2 and "--merge" in _error_line(refused, progress=True)
     assert other("import", str(archive), "--merge").exit_code == 0
     assert other.stats() == cli.stats()
     newer = tmp_path / "newer.jsonl"
     lines = archive.read_text().splitlines()
-    newer.write_text("\n".join([lines[0].replace('"version":1', '"version":99'), *lines[1:]]))
+    header = lines[0].replace(f'"version":{VERSION}', '"version":99')
+    assert header != lines[0]
+    newer.write_text("\n".join([header, *lines[1:]]))
     too_new = Cli(tmp_path / "third", cli.env)("import", str(newer))
-    assert too_new.exit_code == 2 and "upgrade mem0g" in _error_line(too_new)
+    assert too_new.exit_code == 2 and "upgrade mem0g" in _error_line(too_new, progress=True)
 
 
 def test_search_reference_time_reads_time_words_against_it(

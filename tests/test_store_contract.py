@@ -50,6 +50,7 @@ from mem0g.stores.base import EdgeRef, edge_score
 from mem0g.types import (
     AliasUpdate,
     Entity,
+    EntityEvent,
     Episode,
     Fact,
     FactChange,
@@ -536,6 +537,8 @@ def test_mentions_and_invalidations(store: Store, rng: np.random.Generator) -> N
         "duplicate_entity",
         "duplicate_episode",
         "wrong_dims",
+        "foreign_entity_event",
+        "duplicate_entity_event",
     ],
 )
 def test_invalid_plans_are_rejected_whole(
@@ -547,6 +550,7 @@ def test_invalid_plans_are_rejected_whole(
     before = (store.snapshot(Tenant(user_id="a"), EVERYTHING), store.stats())
     fresh = entity(A, "Fresh", rng)
     alice, bob = base.new_entities[0], other.new_entities[0]
+    renamed = EntityEvent(entity_id=fresh.id, tenant=A, event="RENAME", old_name="F", new_name="G")
     prov = Provenance(episode_id="e", timestamp=T0)
     kw: dict[str, Any] = {
         "foreign_entity": {"entities": [fresh, entity(B, "Sneaky", rng)]},
@@ -563,6 +567,12 @@ def test_invalid_plans_are_rejected_whole(
         "duplicate_entity": {"entities": [fresh, alice]},
         "duplicate_episode": {},
         "wrong_dims": {"entities": [fresh, Entity(tenant=A, name="W", embedding=[1.0, 0.0])]},
+        # a restore's entity history (import): the plan's tenant's only, each event once
+        "foreign_entity_event": {
+            "entities": [fresh],
+            "entity_events": [renamed.model_copy(update={"tenant": B})],
+        },
+        "duplicate_entity_event": {"entities": [fresh], "entity_events": [renamed, renamed]},
     }[bad]
     bad_plan = plan(A, **kw)
     if bad == "duplicate_episode":

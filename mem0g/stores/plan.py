@@ -19,7 +19,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mem0g.stores.base import StoreError
-from mem0g.types import Entity, Episode, Fact, FactEvent, Relation, Tenant, WritePlan, plan_episodes
+from mem0g.types import (
+    Entity,
+    EntityEvent,
+    Episode,
+    Fact,
+    FactEvent,
+    Relation,
+    Tenant,
+    WritePlan,
+    plan_episodes,
+)
 
 __all__ = [
     "Existing",
@@ -45,6 +55,7 @@ class Existing:
     relations: Container[str] = _NOTHING  # taken relation ids
     facts: Container[str] = _NOTHING  # fact ids taken: a fact or a fact history has them
     fact_events: Container[str] = _NOTHING  # taken fact event ids
+    entity_events: Container[str] = _NOTHING  # taken entity event ids
     own_entities: Container[str] = _NOTHING  # entities of the exact tenant
     own_relations: Container[str] = _NOTHING  # relations of the exact tenant
     own_facts: Container[str] = _NOTHING  # current facts of the exact tenant
@@ -95,6 +106,7 @@ def is_empty(plan: WritePlan) -> bool:
         plan.new_facts,
         plan.fact_changes,
         plan.fact_events,
+        plan.entity_events,
     )
     return not plan_episodes(plan) and not any(parts)
 
@@ -102,9 +114,9 @@ def is_empty(plan: WritePlan) -> bool:
 def check_records(plan: WritePlan) -> None:
     """What needs no store: every record is the plan's tenant's, no id is created twice."""
     tenant = plan.tenant
-    records: tuple[Episode | Entity | Relation | Fact | FactEvent, ...] = (
+    records: tuple[Episode | Entity | Relation | Fact | FactEvent | EntityEvent, ...] = (
         *plan_episodes(plan), *plan.new_entities, *plan.new_relations, *plan.new_facts,
-        *plan.fact_events,
+        *plan.fact_events, *plan.entity_events,
     )  # fmt: skip
     for record in records:
         if record.tenant != tenant:
@@ -114,6 +126,7 @@ def check_records(plan: WritePlan) -> None:
         ("relation", plan.new_relations),
         ("fact", plan.new_facts),
         ("fact event", plan.fact_events),
+        ("entity event", plan.entity_events),
     )
     for kind, group in kinds:
         seen: set[str] = set()
@@ -139,6 +152,9 @@ def check_plan(plan: WritePlan, existing: Existing) -> FactOutcome:
     for rel in plan.new_relations:
         if rel.id in existing.relations:
             raise StoreError(f"relation {rel.id} already exists")
+    for event in plan.entity_events:
+        if event.id in existing.entity_events:
+            raise StoreError(f"entity event {event.id} already exists")
 
     def entity_known(entity_id: str) -> bool:
         return entity_id in new_entities or entity_id in existing.own_entities

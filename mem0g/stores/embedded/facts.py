@@ -7,7 +7,8 @@ and calls `FactIndex.commit` only after COMMIT, exactly as it does for the graph
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,14 +35,18 @@ class FactIndex:
     """Current facts (per exact tenant key, in write order), every fact's history and the
     summaries. Records are held without embeddings; vectors are float32 arrays apart."""
 
-    def __init__(self) -> None:
+    def __init__(self, first_rank: int = 1) -> None:
         self.facts: dict[str, Fact] = {}
         self.vectors: dict[str, np.ndarray] = {}
         self.tenants: dict[str, Tenant] = {}  # every key with a fact, an event or a summary
         self._current: dict[str, dict[str, None]] = {}  # key -> current fact ids, write order
         self._blocks: dict[str, VectorBlock] = {}  # key -> unit rows, built lazily, then kept
         self._events: dict[str, list[FactEvent]] = {}  # fact id -> its events, write order
-        self._event_ids: set[str] = set()
+        # key -> the ids of facts with events, each with its first event's place in write
+        # order (a rowid when loaded; new events count on): a scope's histories come back in
+        # write order across tenants, whichever tenant was read into memory first
+        self._event_facts: dict[str, dict[str, int]] = {}
+        self._next_rank = itertools.count(first_rank)
         self._summaries: dict[str, Summary] = {}
 
     # ---- building (load and commit)
@@ -85,10 +90,12 @@ class FactIndex:
         if block.unflagged > max(16, len(block.ids) // 2):
             del self._blocks[key]
 
-    def add_event(self, event: FactEvent) -> None:
-        self._key(event.tenant)
+    def add_event(self, event: FactEvent, rank: int | None = None) -> None:
+        key = self._key(event.tenant)
         self._events.setdefault(event.fact_id, []).append(event)
-        self._event_ids.add(event.id)
+        ranks = self._event_facts.setdefault(key, {})
+        if event.fact_id not in ranks:
+            ranks[event.fact_id] = next(self._next_rank) if rank is None else rank
 
     def set_summary(self, summary: Summary) -> None:
         self._summaries[self._key(summary.tenant)] = summary
@@ -111,21 +118,15 @@ class FactIndex:
             self._blocks.pop(key, None)
             self._summaries.pop(key, None)
             self.tenants.pop(key, None)
-        for fact_id, events in list(self._events.items()):
-            kept = [e for e in events if e.tenant.key not in keys]
-            self._event_ids.difference_update(e.id for e in events if e.tenant.key in keys)
-            if kept:
-                self._events[fact_id] = kept
-            else:
-                del self._events[fact_id]
+            for fact_id in self._event_facts.pop(key, {}):
+                self._events.pop(fact_id, None)
 
     # ---- validation
 
     def existing(self, tenant: Tenant) -> dict[str, Container[str]]:
-        """The fact part of the plan rules' `Existing`, as views over the held state."""
+        """The exact tenant's part of the plan rules' `Existing`, as views over the held state
+        (ids taken by any tenant are the store's question: not every tenant is in memory)."""
         return {
-            "facts": _Either(self.facts, self._events),
-            "fact_events": self._event_ids,
             "own_facts": Owned(self.facts, tenant),
             "own_fact_history": _History(self, tenant),
         }
@@ -193,25 +194,16 @@ class FactIndex:
         events = self._events.get(fact_id, ())
         return [e.model_copy(deep=True) for e in events if scope.matches(e.tenant)]
 
-    def events_of(self, scope: Tenant) -> list[FactEvent]:
-        """Every event of the scope's facts (deleted ones too), per fact in write order."""
-        return [e.model_copy() for events in self._events.values() for e in events
-                if scope.matches(e.tenant)]  # fmt: skip
+    def events_of(self, keys: Iterable[str]) -> list[FactEvent]:
+        """Every event of these tenant keys' facts (deleted ones too), per fact in write
+        order (of each fact's first event)."""
+        ranked = sorted((rank, fact_id) for key in keys
+                        for fact_id, rank in self._event_facts.get(key, {}).items())  # fmt: skip
+        return [e.model_copy() for _, fact_id in ranked for e in self._events[fact_id]]
 
     def summary(self, tenant: Tenant) -> Summary | None:
         found = self._summaries.get(tenant.key)
         return None if found is None else found.model_copy(deep=True)
-
-
-@dataclass(frozen=True)
-class _Either:
-    """Ids in either mapping (a fact id is taken by a current fact or by a history)."""
-
-    first: Mapping[str, object]
-    second: Mapping[str, object]
-
-    def __contains__(self, item: object) -> bool:
-        return item in self.first or item in self.second
 
 
 @dataclass(frozen=True)

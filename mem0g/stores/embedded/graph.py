@@ -11,14 +11,13 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-import networkx as nx
 import numpy as np
 
 from mem0g.stores.base import EdgeRef, StoreError
+from mem0g.stores.embedded.loading import TenantLoader, _Bucket
 from mem0g.stores.embedded.schema import _detached, _key, _tenant_ids
 from mem0g.stores.vectors import VectorBlock, row_scores, top_k, unit_vector
 from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant, Validity
@@ -55,51 +54,48 @@ def _locked(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_
 
     def wrapper(self: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._lock:
-            self._ready()
+            self._ready(_target(args, kwargs))
             return method(self, *args, **kwargs)
 
     functools.update_wrapper(wrapper, method)  # as @functools.wraps, keeping wrapper's type
     return wrapper
 
 
-@dataclass
-class _Bucket:
-    """Everything of one exact tenant key; dicts are insertion-ordered sets of ids."""
-
-    tenant: Tenant
-    entities: dict[str, None] = field(default_factory=dict)
-    relations: dict[str, None] = field(default_factory=dict)
-    episodes: dict[str, None] = field(default_factory=dict)
-    keys: dict[str, dict[str, None]] = field(default_factory=dict)  # entity key -> entity ids
-    blocks: dict[str, VectorBlock] = field(default_factory=dict)  # "entities"/"relations"
+def _target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tenant | str | None:
+    """What a public call touches, for lazy loading: a scope (its first argument, or a
+    `scope`/`tenant` keyword) or a record's exact tenant key (a plan, a summary)."""
+    first = args[0] if args else next((kwargs[k] for k in _TARGETS if k in kwargs), None)
+    if isinstance(first, Tenant):
+        return first
+    tenant = getattr(first, "tenant", None)
+    return tenant.key if isinstance(tenant, Tenant) else None
 
 
-class GraphIndex:
-    """The in-memory graph and its reads (a mixin of `EmbeddedGraphStore`)."""
+_TARGETS = ("scope", "tenant", "plan", "summary")
 
-    dims: int | None
+
+class GraphIndex(TenantLoader):
+    """The in-memory graph and its reads (a mixin of `EmbeddedGraphStore`); the state it
+    reads is declared and loaded by `TenantLoader`."""
+
     _lock: threading.RLock
-    _graph: nx.MultiDiGraph[str]
-    _entities: dict[str, Entity]
-    _relations: dict[str, Relation]
-    _written: dict[str, int]
-    _next_written: Iterator[int]
-    _episodes: dict[str, Episode]
-    _vectors: dict[str, np.ndarray]
-    _buckets: dict[str, _Bucket]
-    _tenant_index: dict[tuple[str, str], dict[str, None]]
 
     def _bucket(self, tenant: Tenant) -> _Bucket:
+        """The tenant's bucket: loaded first if the file holds the tenant, new otherwise."""
         key = _key(tenant)
         bucket = self._buckets.get(key)
         if bucket is None:
+            if key in self._known:
+                self._ensure([key])
+                return self._buckets[key]
+            self._know(tenant)
             bucket = self._buckets[key] = _Bucket(tenant)
-            for field, value in _tenant_ids(tenant):
-                self._tenant_index.setdefault((field, value), {})[key] = None
         return bucket
 
-    def _add_episode(self, episode: Episode) -> None:
+    def _add_episode(self, episode: Episode, rank: int | None = None) -> None:
         self._episodes[episode.id] = episode
+        if episode.id not in self._episode_rank:
+            self._episode_rank[episode.id] = next(self._next_episode) if rank is None else rank
         self._bucket(episode.tenant).episodes[episode.id] = None
 
     def _add_entity(self, entity: Entity, vector: np.ndarray | None) -> None:
@@ -114,9 +110,11 @@ class GraphIndex:
             bucket.keys.setdefault(key, {})[entity.id] = None
         self._index_vector(bucket, "entities", entity)
 
-    def _add_relation(self, rel: Relation, vector: np.ndarray | None) -> None:
+    def _add_relation(
+        self, rel: Relation, vector: np.ndarray | None, rank: int | None = None
+    ) -> None:
         if rel.id not in self._relations:  # an update keeps the edge's place in write order
-            self._written[rel.id] = next(self._next_written)
+            self._written[rel.id] = next(self._next_written) if rank is None else rank
         self._relations[rel.id] = rel
         self._graph.add_edge(rel.source_id, rel.destination_id, key=rel.id)
         if vector is not None:
@@ -193,12 +191,15 @@ class GraphIndex:
     def _scope_keys(self, scope: Tenant, exact: bool = False) -> list[str]:
         """The exact tenant keys a scope covers (`exact`: only the scope's own key)."""
         if exact:
-            return [scope.key] if scope.key in self._buckets else []
-        sets = [self._tenant_index.get(pair, {}) for pair in _tenant_ids(scope)]
-        if not sets:
-            return []
-        smallest = min(sets, key=len)  # in bucket order; the others only filter
-        return [key for key in smallest if all(key in other for other in sets)]
+            keys = [scope.key] if scope.key in self._known else []
+        else:
+            sets = [self._tenant_index.get(pair, {}) for pair in _tenant_ids(scope)]
+            if not sets:
+                return []
+            smallest = min(sets, key=len)  # in first-seen order; the others only filter
+            keys = [key for key in smallest if all(key in other for other in sets)]
+        self._ensure(keys)
+        return keys
 
     @_locked
     def get_entities(self, scope: Tenant, ids: Sequence[str]) -> list[Entity]:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mem0g.stores.embedded.graph import GraphIndex, _Bucket, _locked
+from mem0g.stores.embedded.graph import GraphIndex, _locked
+from mem0g.stores.embedded.loading import TakenIds, _Bucket
 from mem0g.stores.embedded.schema import (
     _detached,
     _key,
@@ -49,7 +50,7 @@ class EntityRepair(GraphIndex):
 
         def _transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
         def _connection(self) -> sqlite3.Connection: ...
-        def _ready(self) -> None: ...
+        def _ready(self, target: Tenant | str | None = None) -> None: ...
         def _load(self) -> None: ...
         def _write(
             self, conn: sqlite3.Connection, table: str, record: Any, vec: np.ndarray | None
@@ -68,7 +69,7 @@ class EntityRepair(GraphIndex):
         after COMMIT, and is reloaded from the database if that fails."""
         at = at or utcnow()
         with self._transaction() as conn:
-            self._ready()
+            self._ready(scope)
             found = [self._out(e) for i in (keep_id, other_id) if (e := self._entities.get(i))]
             keep, other = check_pair(scope, keep_id, other_id, found)
             _take_turn(conn, _key(keep.tenant), None)
@@ -106,7 +107,7 @@ class EntityRepair(GraphIndex):
         """Take merge `merge_id` back in one transaction (rules: `repair.plan_split`)."""
         at = at or utcnow()
         with self._transaction() as conn:
-            self._ready()
+            self._ready(scope)
             row = conn.execute(
                 "SELECT entity_id FROM entity_events WHERE id = ?", (merge_id,)
             ).fetchone()
@@ -117,8 +118,10 @@ class EntityRepair(GraphIndex):
             keep = self._out(stored) if stored and stored.tenant == merge.tenant else None
             edges = [self._out(r) for e in merge.undo.edges
                      if (r := self._relations.get(e.id)) is not None]  # fmt: skip
-            taken = [r.id for r in merge.undo.dropped if r.id in self._relations]
-            other_exists = merge.undo.other.id in self._entities
+            # ids taken by any tenant: the database knows, memory holds loaded tenants only
+            held = TakenIds(conn, "relations")
+            taken = [r.id for r in merge.undo.dropped if r.id in held]
+            other_exists = merge.undo.other.id in TakenIds(conn, "entities")
             change = plan_split(merge, split, keep, other_exists, edges, taken, at)
             _take_turn(conn, _key(merge.tenant), None)
             restored_vec = _vec(change.restored.embedding)

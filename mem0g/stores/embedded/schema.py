@@ -134,6 +134,8 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS relations_tenant ON relations (tenant_key)",
     "CREATE INDEX IF NOT EXISTS facts_tenant ON facts (tenant_key)",
     "CREATE INDEX IF NOT EXISTS fact_events_tenant ON fact_events (tenant_key)",
+    # a new fact's id must be free of histories too (loading.TakenIds asks per id)
+    "CREATE INDEX IF NOT EXISTS fact_events_fact ON fact_events (fact_id)",
     # summaries and possible_duplicates: their primary keys start with tenant_key already
 )  # fmt: skip
 

@@ -1,20 +1,21 @@
 """The default graph store: one SQLite file for durability, everything served from memory.
 
-SQLite (WAL) is the source of truth; on open the whole graph is loaded into a networkx
-MultiDiGraph plus per-tenant indexes and lazily built numpy matrices, so reads never touch disk
-and a vector search only scans the rows of the tenants in scope. Writes go to SQLite in one
-transaction first and reach memory only after COMMIT, so a failure leaves both unchanged.
+SQLite (WAL) is the source of truth; a tenant's rows are read into a networkx MultiDiGraph
+plus per-tenant indexes and lazily built numpy matrices the first time a call touches the
+tenant (loading.py), so reads after that never touch disk, opening costs little however many
+tenants the file holds, and a vector search only scans the rows of the tenants in scope.
+Writes go to SQLite in one transaction first and reach memory only after COMMIT, so a failure
+leaves both unchanged.
 The fact memory beside the graph (facts, their history, summaries) lives in the same file and
 the same transactions; its in-memory side is `embedded.facts.FactIndex`.
 
-This module holds the SQLite side (open, load, the write transaction of a plan) and the
-contract's remaining methods; graph.py the in-memory graph and its reads, repairs.py entity
-repair, facts.py the fact memory.
+This module holds the SQLite side (open, the write transaction of a plan) and the
+contract's remaining methods; loading.py what is in memory; graph.py the in-memory graph
+and its reads, repairs.py entity repair, facts.py the fact memory.
 """
 
 from __future__ import annotations
 
-import itertools
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -23,7 +24,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from mem0g.stores.base import (
@@ -36,8 +36,8 @@ from mem0g.stores.base import (
     check_index_kinds,
 )
 from mem0g.stores.embedded import lexical
-from mem0g.stores.embedded.facts import FactIndex
-from mem0g.stores.embedded.graph import GraphIndex, _Bucket, _locked
+from mem0g.stores.embedded.graph import GraphIndex, _locked
+from mem0g.stores.embedded.loading import TakenIds
 from mem0g.stores.embedded.repairs import EntityRepair
 from mem0g.stores.embedded.schema import (
     _DELETE_ALL,
@@ -46,12 +46,9 @@ from mem0g.stores.embedded.schema import (
     _UPSERT,
     SCHEMA_VERSION,
     _detached,
-    _from_row,
     _key,
     _take_turn,
-    _tenant_ids,
     _to_row,
-    _vec_blob,
     _write_entity_event,
     _write_pairs,
 )
@@ -144,56 +141,23 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
             raise StoreError("the store is closed")
         return self._conn
 
-    def _ready(self) -> None:
-        """Fail on a closed store; reload when another connection committed since we looked."""
+    def _ready(self, target: Tenant | str | None = None) -> None:
+        """Fail on a closed store; forget memory when another connection committed since we
+        looked; then have the tenants of `target` (a scope, or an exact key) in memory."""
         version = self._connection().execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:
             self._load()
-
-    def _load(self) -> None:
-        """(Re)build every in-memory structure from the database."""
-        conn = self._connection()
-        self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
-        self._graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
-        self._entities: dict[str, Entity] = {}
-        self._relations: dict[str, Relation] = {}
-        # relation id -> its place in write order (rowid order on load, then each new edge);
-        # a hub's adjacency lists edges by neighbour, which is not write order when one
-        # neighbour has several edges to it
-        self._written: dict[str, int] = {}
-        self._next_written = itertools.count()
-        self._episodes: dict[str, Episode] = {}
-        self._vectors: dict[str, np.ndarray] = {}  # entity/relation id -> raw float32 embedding
-        self._buckets: dict[str, _Bucket] = {}
-        # ("user_id", "alice") -> the tenant keys with that id, in bucket order: a scope's
-        # keys are an intersection of these, not a scan of every tenant of the store
-        self._tenant_index: dict[tuple[str, str], dict[str, None]] = {}
-        for row in conn.execute("SELECT * FROM episodes ORDER BY rowid"):
-            self._add_episode(_from_row("episodes", row))
-        for row in conn.execute("SELECT * FROM entities ORDER BY rowid"):
-            self._add_entity(_from_row("entities", row), _vec_blob(row["embedding"]))
-        for row in conn.execute("SELECT * FROM relations ORDER BY rowid"):
-            self._add_relation(_from_row("relations", row), _vec_blob(row["embedding"]))
-        self._facts = FactIndex()
-        for row in conn.execute("SELECT * FROM facts ORDER BY rowid"):
-            self._facts.add_fact(_from_row("facts", row), _vec_blob(row["embedding"]))
-        for row in conn.execute("SELECT * FROM fact_events ORDER BY rowid"):
-            self._facts.add_event(_from_row("fact_events", row))
-        for row in conn.execute("SELECT * FROM summaries ORDER BY rowid"):
-            self._facts.set_summary(_from_row("summaries", row))
-        for tenant in self._facts.tenants.values():
-            self._bucket(tenant)  # so tenants(), scopes and delete_tenant see fact-only tenants
-        vectors = [*self._vectors.values(), *self._facts.vectors.values()]
-        if self.dims is None and vectors:
-            self.dims = vectors[0].shape[0]
-        if any(v.shape[0] != self.dims for v in vectors):
-            raise StoreError(f"{self.path} holds embeddings that are not {self.dims}-dimensional")
+        if isinstance(target, Tenant):
+            self._ensure_scope(target)
+        elif target is not None:
+            self._ensure([target])
 
     @_locked
     def apply(self, plan: WritePlan) -> None:
         """Validate, write in one SQLite transaction, and only after COMMIT update memory."""
         with self._transaction() as conn:
-            self._ready()  # another process may have committed before we got the write lock
+            # another process may have committed before we got the write lock
+            self._ready(_key(plan.tenant))
             _take_turn(conn, _key(plan.tenant), plan.based_on)
             entities, relations, outcome = self._planned_state(plan)
             renames = self._planned_renames(plan, entities, relations)
@@ -217,7 +181,7 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
                 self._write(conn, "facts", fact, facts.vectors[fact.id])
             for event in facts.events:
                 self._write(conn, "fact_events", event, None)
-            for entity_event in renames:
+            for entity_event in (*plan.entity_events, *renames):
                 _write_entity_event(conn, entity_event)
             _write_pairs(conn, plan.tenant, pairs)
         try:  # the _add_* helpers also take an existing record (its vector is kept)
@@ -251,10 +215,14 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
         after it, and its fact part; raises StoreError on a bad plan (`stores.plan` rules),
         before anything is written."""
         tenant = plan.tenant
+        conn = self._connection()
         existing = Existing(
-            episodes=self._episodes,
-            entities=self._entities,
-            relations=self._relations,
+            episodes=TakenIds(conn, "episodes"),
+            entities=TakenIds(conn, "entities"),
+            relations=TakenIds(conn, "relations"),
+            facts=TakenIds(conn, "facts"),
+            fact_events=TakenIds(conn, "fact_events"),
+            entity_events=TakenIds(conn, "entity_events"),
             own_entities=Owned(self._entities, tenant),
             own_relations=Owned(self._relations, tenant),
             **self._facts.existing(tenant),
@@ -328,7 +296,7 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
     def delete_tenant(self, scope: Tenant) -> int:
         """Delete every record the scope filter matches, in one transaction."""
         with self._transaction() as conn:
-            self._ready()
+            self._ready(scope)
             keys = self._scope_keys(scope)
             for key in keys:
                 for statement in _DELETE_TENANT.values():  # graph, facts, repair records
@@ -337,12 +305,8 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
         self._facts.drop(keys)
         removed = 0
         for key in keys:
-            bucket = self._buckets.pop(key)
-            for pair in _tenant_ids(bucket.tenant):
-                keys_with_id = self._tenant_index.get(pair, {})
-                keys_with_id.pop(key, None)
-                if not keys_with_id:
-                    self._tenant_index.pop(pair, None)
+            bucket = self._buckets[key]
+            self._forget(key)
             removed += len(bucket.entities) + len(bucket.relations)
             for rel_id in bucket.relations:
                 rel = self._relations.pop(rel_id)
@@ -355,6 +319,7 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
                 self._graph.remove_node(entity_id)
             for episode_id in bucket.episodes:
                 del self._episodes[episode_id]
+                del self._episode_rank[episode_id]
         return removed
 
     @_locked
@@ -379,8 +344,9 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
     @_locked
     def episodes(self, scope: Tenant) -> list[Episode]:
         """The scope's episodes in the order they were written."""
-        return [e.model_copy(deep=True) for e in self._episodes.values()
-                if scope.matches(e.tenant)]  # fmt: skip
+        ids = [i for key in self._scope_keys(scope) for i in self._buckets[key].episodes]
+        ids.sort(key=self._episode_rank.__getitem__)
+        return [self._episodes[i].model_copy(deep=True) for i in ids]
 
     @_locked
     def get_facts(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
@@ -432,7 +398,7 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
         """Every fact event of the scope, per fact in write order, with its episode's time."""
         said = self._episodes
         return [(e, said[e.episode_id].timestamp if e.episode_id in said else None)
-                for e in self._facts.events_of(scope)]  # fmt: skip
+                for e in self._facts.events_of(self._scope_keys(scope))]  # fmt: skip
 
     @_locked
     def fact_history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:
@@ -466,7 +432,7 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
         if summary.messages_covered < 0:
             raise StoreError(f"a summary can't cover {summary.messages_covered} messages")
         with self._transaction() as conn:
-            self._ready()
+            self._ready(_key(summary.tenant))
             self._write(conn, "summaries", summary, None)
         self._facts.set_summary(summary.model_copy(deep=True))
         self._bucket(summary.tenant)
@@ -474,11 +440,13 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
     @_locked
     def tenants(self) -> list[Tenant]:
         """Every exact tenant holding at least one record, sorted by key."""
-        return [self._buckets[key].tenant for key in sorted(self._buckets)]
+        return [self._known[key] for key in sorted(self._known)]
 
     @_locked
     def stats(self, scope: Tenant | None = None) -> StoreStats:
-        keys = list(self._buckets) if scope is None else self._scope_keys(scope)
+        if scope is None:
+            self._ensure_all()
+        keys = list(self._known) if scope is None else self._scope_keys(scope)
         buckets = [self._buckets[key] for key in keys]
         relations = [self._relations[i] for b in buckets for i in b.relations]
         valid = sum(r.invalid_at is None for r in relations)

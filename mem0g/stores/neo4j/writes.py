@@ -94,6 +94,9 @@ class PlanWrites(Neo4jSession):
             _, counters = self._run(tx, "create_relations", {"rows": rows["relations"]})
             if counters.relationships_created != len(rows["relations"]):
                 raise StoreError("not every relation was created")
+        if plan.entity_events:  # a restore's histories, before any rename of this plan
+            rows_ = _event_rows(plan.entity_events, time.time_ns())
+            self._run(tx, "create_entity_events", {"rows": rows_, "seq": seq})
         if rows["renames"]:
             self._rename(tx, plan, rows["renames"], seq)
         if rows["pairs"]:
@@ -146,6 +149,7 @@ class PlanWrites(Neo4jSession):
                 "entity_refs": sorted(set(entity_refs) - new_entities),
                 "relation_refs": sorted(set(relation_refs) - new_relations),
                 **_fact_refs(plan),
+                "new_entity_event_ids": [e.id for e in plan.entity_events],
                 "tenant_key": plan.tenant.key,
             },
         )
@@ -155,6 +159,7 @@ class PlanWrites(Neo4jSession):
             relations=set(check["relations_taken"]),
             facts=set(check["facts_taken"]),
             fact_events=set(check["events_taken"]),
+            entity_events=set(check["entity_events_taken"]),
             own_entities=set(check["entities_owned"]),
             own_relations=set(check["relations_owned"]),
             own_facts=set(check["facts_owned"]),
