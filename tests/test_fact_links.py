@@ -231,3 +231,22 @@ def test_search_returns_the_facts_about_the_linked_entities(
     )
     again = dead.search("What did Rex do?", user_id="caroline", limit=5)
     assert [f.id for f in again.facts] == [f.id for f in hits.facts]
+
+
+def test_link_lexical_links_a_first_name_to_a_full_name(make_memory: MemoryFactory) -> None:
+    """`retrieval.link_lexical`: BM25 over entity names links "Caroline" to "Caroline Smith",
+    which the exact n-gram match does not; a possessive still names the entity exactly."""
+    m = make_memory(retrieval={"link_lexical": True})
+    full = entity(A, "Caroline Smith")
+    full.embedding = [float(x) for x in m.embedder.embed(["Caroline Smith"])[0]]
+    rex = entity(A, "Rex")
+    rex.embedding = [float(x) for x in m.embedder.embed(["Rex"])[0]]
+    m.store.apply(plan(A, [full, rex]))
+    found = {e.name: e for e in m.search("Where does Caroline work?", user_id="a").entities}
+    assert found["Caroline Smith"].matched_by == "lexical"
+    assert 0 < found["Caroline Smith"].score < 1
+    exact = {e.name: e for e in m.search("Is Rex's bowl empty?", user_id="a").entities}
+    assert exact["Rex"].matched_by == "name" and exact["Rex"].score == 1.0
+    m.config.retrieval.link_lexical = False  # the retriever reads this config object
+    off = m.search("Where does Caroline work?", user_id="a").entities
+    assert all(e.matched_by != "lexical" for e in off)
