@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from mem0g.embed import CachedEmbedder, configured_name
+from mem0g.resolve.links import plan_links
 from mem0g.stores.archive_reads import entity_events, fact_events
 from mem0g.stores.repair import describe
 from mem0g.types import (
@@ -348,7 +349,7 @@ def _import_tenant(
         possible_duplicates=part.duplicates,
         entity_events=part.entity_events,
     )
-    store.apply(plan)
+    store.apply(plan_links(store, plan))  # links are recomputed (texts and keys decide them)
     if part.summary is not None:  # derived data (the background worker remakes it)
         store.set_summary(part.summary)
     return ImportedTenant(tenant=tenant, counts=part.counts(), merged=exists, reembedded=reembed)

@@ -157,6 +157,9 @@ class FusionWeights(_Section):
     dense_relations: float = Field(default=1.0, ge=0)
     bm25_relations: float = Field(default=1.0, ge=0)
     graph_expansion: float = Field(default=1.0, ge=0)
+    # off by default: on LoCoMo it did not beat the recipe without it (docs/benchmarks.md);
+    # the `hybrid_linked` preset weighs it like the others
+    entity_linked_facts: float = Field(default=0.0, ge=0)
 
 
 class FusionConfig(_Section):
@@ -219,6 +222,11 @@ class RetrievalConfig(_Section):
         default=0.55, description="query/entity-name cosine needed to link by embedding"
     )
     link_top_k: int = 5
+    link_lexical: bool = Field(
+        default=False,
+        description="also link the query to entities by BM25 over their names and aliases "
+        "(a name's word, e.g. a first name for a full name), beside the exact n-gram match",
+    )
     triple_top_k: int = 50
     expansion_limit: int = 500
     fact_top_k: int = Field(default=50, ge=1, description="candidates per fact ranking")

@@ -22,6 +22,7 @@ from mem0g.llm.protocol import Context
 from mem0g.locks import TenantLocks
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.resolve.facts import FactPlan
+from mem0g.resolve.links import plan_links
 from mem0g.retrieve import DualRetriever
 from mem0g.retrieve.context import ContextBlock
 from mem0g.retrieve.context import render as render_context
@@ -281,7 +282,7 @@ class Memory:
             fact_events=facts.events,
             based_on=version,
         )
-        self.store.apply(plan)
+        self.store.apply(plan_links(self.store, plan))
         return AddResult(
             episode_id=episode.id,
             relations=graph.changes,
@@ -339,8 +340,21 @@ class Memory:
                 )
             )
             results.append(FactResult(event="ADD", id=fact.id, text=text))
-        self.store.apply(plan)
+        self._apply_linked(plan)
         return AddResult(episode_id=episode.id, facts=results)
+
+    def _apply_linked(self, plan: WritePlan) -> None:
+        """Apply a plan made without the LLM, with its fact links, from the tenant's version:
+        a name another process's add brings meanwhile would otherwise miss these facts (each
+        add links only the facts it can see), so a moved version means linking again."""
+        for attempt in range(self.config.memory.replans + 1):
+            plan.based_on = self.store.tenant_version(plan.tenant)
+            try:
+                self.store.apply(plan_links(self.store, plan))
+                return
+            except PlanConflict:
+                if attempt == self.config.memory.replans:
+                    raise
 
     def refresh_summary(
         self,
@@ -413,7 +427,7 @@ class Memory:
                     at=now,
                 )
             )
-            self.store.apply(plan)
+            self._apply_linked(plan)
         return FactResult(event="UPDATE", id=old.id, text=text.strip(), previous_text=old.text)
 
     def delete(

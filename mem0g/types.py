@@ -269,6 +269,15 @@ class FactChange(BaseModel):
     embedding: list[float] | None = Field(default=None, repr=False)
 
 
+class FactLink(BaseModel):
+    """A fact names an entity of its tenant (one of the entity's keys is a word n-gram of the
+    fact's text, the match search uses to link a query): entity-centric search reaches the
+    fact through it. Computed by `resolve.links`, written with the plan that makes it true."""
+
+    fact_id: str
+    entity_id: str
+
+
 class Summary(BaseModel):
     """The running summary of one exact tenant's conversation."""
 
@@ -409,6 +418,9 @@ class WritePlan(GraphWrites):
     # a restore's entity histories (merges with their undo records, splits, renames), in
     # write order: only `mem0g import` sets them, so a restored merge can still be split
     entity_events: list[EntityEvent] = Field(default_factory=list)
+    # links added by the plan; every fact the plan creates or changes gets its whole set here
+    # (a changed or deleted fact's stored links are dropped first)
+    fact_links: list[FactLink] = Field(default_factory=list)
     updated_at: datetime = Field(default_factory=utcnow)
     # the tenant's version (`GraphStore.tenant_version`) the plan was computed from: the store
     # refuses it with PlanConflict when another writer changed the tenant since
@@ -532,7 +544,7 @@ class EntityHit(BaseModel):
     type: str
     aliases: list[str] = Field(default_factory=list)
     score: float
-    matched_by: Literal["name", "embedding"]
+    matched_by: Literal["name", "lexical", "embedding"]
 
 
 class FactHit(BaseModel):

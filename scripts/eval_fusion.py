@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -30,7 +31,10 @@ from mem0g import Memory  # noqa: E402
 from mem0g.eval.data import load_locomo  # noqa: E402
 from mem0g.eval.metrics import percentile, recall_at_k  # noqa: E402
 from mem0g.eval.runner import _Baselines  # noqa: E402
+from mem0g.resolve.links import plan_links  # noqa: E402
+from mem0g.resolve.names import normalize_name, token_keys  # noqa: E402
 from mem0g.retrieve.fusion import PRESETS  # noqa: E402
+from mem0g.types import Entity, Tenant, WritePlan  # noqa: E402
 
 KS = (5, 10, 20)
 CATEGORIES = ("1", "2", "3", "4")
@@ -44,6 +48,17 @@ def recipe(spec: str) -> tuple[str, Any]:
     if spec not in PRESETS:
         raise SystemExit(f"unknown preset {spec!r}; presets: {sorted(PRESETS)}")
     return spec, spec
+
+
+def top_level(specs: str) -> list[str]:
+    """The comma-separated recipes (commas inside a recipe's JSON do not separate)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(specs):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(specs[start:i])
+            start = i + 1
+    return [*parts, specs[start:]]
 
 
 def ingest(memory: Memory, unit: Any, tenant: str) -> list[tuple[str, list[str]]]:
@@ -68,6 +83,57 @@ def ingest(memory: Memory, unit: Any, tenant: str) -> list[tuple[str, list[str]]
 REFS: dict[str, list[str]] = {}
 
 
+_CAPITAL = re.compile(r"[A-Z][\w'’&-]*")
+_NOT_NAMES = frozenset(
+    """I January February March April May June July August September October
+    November December Monday Tuesday Wednesday Thursday Friday Saturday Sunday""".split()
+)
+
+
+def proper_names(texts: list[str]) -> list[str]:
+    """Runs of capitalised words (at most 3) that are not a sentence's first word, possessive
+    cut: a crude, LLM-free stand-in for the graph path's entity extraction (benchmark only)."""
+    found: dict[str, None] = {}
+    for text in texts:
+        for sentence in re.split(r"(?<=[.!?])\s+", text):
+            words = sentence.split()
+            run: list[str] = []
+            for i, raw in enumerate([*words, ""]):
+                word = re.sub(r"['’]s$", "", raw.strip(".,;:!?()\"'"))
+                if i > 0 and _CAPITAL.fullmatch(word) and word not in _NOT_NAMES and len(run) < 3:
+                    run.append(word)
+                    continue
+                if run:
+                    found[" ".join(run)] = None
+                run = []
+    return list(found)
+
+
+def given_entities(memory: Memory, unit: Any, tenant: str, kind: str) -> int:
+    """Entities of the tenant given without an LLM (a stand-in for the graph path's
+    extraction, which needs one): the two speakers, and with `names` also the proper names
+    of the facts (`proper_names`). Written after the facts, so they link to the earlier facts
+    naming them (`resolve.links`); returns the links made."""
+    owner = Tenant(user_id=tenant)
+    names = list(dict.fromkeys(unit.speakers))
+    if kind == "names":
+        names = list(dict.fromkeys([*names, *proper_names([ob.text for ob in unit.observations])]))
+    vectors = memory.embedder.embed(names)
+    entities = []
+    keys_seen: set[str] = set()
+    for n, v in zip(names, vectors, strict=True):
+        key = normalize_name(n)
+        if not key or key in keys_seen:
+            continue
+        keys_seen.add(key)
+        entities.append(Entity(tenant=owner, name=n, type="person" if n in unit.speakers
+                               else "entity", embedding=[float(x) for x in v],
+                               keys=[key, *token_keys(n, "person")]))  # fmt: skip
+    plan = plan_links(memory.store, WritePlan(tenant=owner, new_entities=entities))
+    memory.store.apply(plan)
+    return len(plan.fact_links)
+
+
 def row(q: Any, refs: list[list[str]]) -> dict[str, Any]:
     return {"category": q.category, **{f"r@{k}": recall_at_k(refs, q.evidence, k) for k in KS}}
 
@@ -90,10 +156,17 @@ def main() -> None:
     p.add_argument("--recipes", default="dense,dense_bm25,hybrid")
     p.add_argument("--tune", default=None, help="the conversation recipes are chosen on")
     p.add_argument("--store", choices=("embedded", "neo4j"), default="embedded")
+    p.add_argument(
+        "--entities",
+        choices=("none", "speakers", "names"),
+        default="none",
+        help="entities given after ingestion, with no LLM: the two speakers, "
+        "or the speakers and the facts' proper names",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "bench-results" / "fusion.json")
     args = p.parse_args()
     data = load_locomo(args.data)
-    recipes = [recipe(s) for s in args.recipes.split(",") if s]
+    recipes = [recipe(s) for s in top_level(args.recipes) if s]
     graph_store: dict[str, Any] = {"provider": "embedded", "path": tempfile.mkdtemp()}
     if args.store == "neo4j":
         graph_store = {"provider": "neo4j", "url": os.environ["NEO4J_URI"],
@@ -101,20 +174,28 @@ def main() -> None:
     memory = Memory({"graph_store": graph_store, "memory": {"summary": False}})
     if args.store == "neo4j":
         memory.store.reset()
-    results: dict[str, Any] = {"load_before": os.getloadavg(), "store": args.store, "units": {}}
+    results: dict[str, Any] = {"load_before": os.getloadavg(), "store": args.store,
+                               "entities": args.entities, "units": {}}  # fmt: skip
     try:
         for unit in data.units:
             tenant = f"fusion-{unit.id}"
             stored = ingest(memory, unit, tenant)
+            links = 0
+            if args.entities != "none":
+                links = given_entities(memory, unit, tenant, args.entities)
             baselines = _Baselines(memory.embedder, unit, stored)
             questions = [q for q in unit.questions if q.category in CATEGORIES and q.evidence]
             systems: dict[str, list[dict[str, Any]]] = {}
             timings: dict[str, list[float]] = {}
             tokens: list[int] = []
             for name, value in recipes:
-                memory.config.retrieval.fusion = type(memory.config.retrieval)(
-                    fusion=value
-                ).fusion  # the retrievers read the same config object
+                # a recipe of one's own may set retrieval options too: {"retrieval": {...}}
+                body = dict(value) if isinstance(value, dict) else value
+                options = body.pop("retrieval", {}) if isinstance(body, dict) else {}
+                fresh = type(memory.config.retrieval)(fusion=body, **options)
+                for option in ("fusion", "link_lexical", *options):
+                    # the retrievers read the same config object
+                    setattr(memory.config.retrieval, option, getattr(fresh, option))
                 rows, ms = [], []
                 for q in questions:
                     started = time.perf_counter()
@@ -135,6 +216,7 @@ def main() -> None:
                 systems[f"baseline {base}"] = rows
             results["units"][unit.id] = {
                 "facts": len(stored),
+                "fact_links": links,
                 "questions": len(questions),
                 "held_out": args.tune is not None and unit.id != args.tune,
                 "systems": {s: scores(r) for s, r in systems.items()},
@@ -154,7 +236,10 @@ def main() -> None:
     args.out.write_text(json.dumps(results, indent=2))
     for uid, u in results["units"].items():
         role = "held out" if u["held_out"] else ("tuned on" if args.tune else "")
-        print(f"\n{uid} ({u['facts']} facts, {u['questions']} questions) {role}")
+        print(
+            f"\n{uid} ({u['facts']} facts, {u['fact_links']} links, {u['questions']} "
+            f"questions) {role}"
+        )
         print("system | " + " | ".join(f"{c} {NAMES.get(c, '')}" for c in (*CATEGORIES,
                                                                           "overall")))  # fmt: skip
         for system, by in u["systems"].items():

@@ -93,7 +93,7 @@ _V1_TABLES = {"schema_version", "entities", "relations", "episodes"}
 def _downgrade_to_v1(path: Path) -> None:
     """Turn a store file into exactly what v1 wrote: v2 only added the fact memory's tables
     and v3 the entity repair's (and their indexes), v4 the tenant versions, v5 the FTS5
-    tables and their triggers, so v1 is v5 without them, version 1."""
+    tables and their triggers, v6 the fact links, so v1 is v6 without them, version 1."""
     conn = sqlite3.connect(path / "graph.db")
     with conn:
         for (trigger,) in conn.execute(
@@ -109,6 +109,7 @@ def _downgrade_to_v1(path: Path) -> None:
             "entity_events",
             "possible_duplicates",
             "tenant_versions",
+            "fact_links",
         ):
             conn.execute(f"DROP TABLE {table}")
         conn.execute("UPDATE schema_version SET version = 1")
@@ -133,7 +134,7 @@ def test_v1_file_is_upgraded_in_place(tmp_path: Path, rng: np.random.Generator) 
         store.set_summary(Summary(tenant=A, text="s", messages_covered=2))
     conn = sqlite3.connect(path / "graph.db")
     assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
     conn.close()
     with EmbeddedGraphStore(path) as store:
         assert store.facts(A) == [tea] and store.get_summary(A).text == "s"

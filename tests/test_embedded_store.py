@@ -174,11 +174,13 @@ def test_as_of_search_follows_writes(
 
 def test_every_table_has_its_tenant_index_and_deletes() -> None:
     """The SQLite statements are literal text; a table added later must get all of them."""
+    from mem0g.stores.embedded import links
     from mem0g.stores.embedded import schema as embedded
 
-    tables = {*embedded._COLUMNS, *embedded._REPAIR_TABLES}
+    tables = {*embedded._COLUMNS, *embedded._REPAIR_TABLES, *links.TABLES}
     assert set(embedded._DELETE_TENANT) == set(embedded._DELETE_ALL) == tables
-    indexed = {s.split(" ON ")[1].split()[0] for s in embedded._SCHEMA if "CREATE INDEX" in s}
+    statements = (*embedded._SCHEMA, *links.SCHEMA)
+    indexed = {s.split(" ON ")[1].split()[0] for s in statements if "CREATE INDEX" in s}
     assert indexed == tables - {"summaries", "possible_duplicates"}  # keyed by tenant_key
     for table in tables:
         assert embedded._DELETE_TENANT[table] == f"DELETE FROM {table} WHERE tenant_key = ?"

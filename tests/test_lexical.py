@@ -238,7 +238,7 @@ def test_a_v4_store_is_migrated_and_its_rows_indexed(store: EmbeddedGraphStore) 
     try:
         assert set(texts(reopened.lexical_facts(A, ["melanie"], 5))) == {FACTS[2], FACTS[3]}
         conn = sqlite3.connect(path / "graph.db")
-        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 5
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 6
         conn.close()
     finally:
         reopened.close()

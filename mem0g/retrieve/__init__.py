@@ -15,7 +15,6 @@ declared `capabilities`.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, TypeVar
@@ -24,7 +23,8 @@ import numpy as np
 
 from mem0g.config import RetrievalConfig
 from mem0g.embed import CachedEmbedder
-from mem0g.resolve.names import normalize_name
+from mem0g.resolve.links import name_ngrams
+from mem0g.retrieve import linked
 from mem0g.retrieve.facts import FactRetriever
 from mem0g.retrieve.fusion import fuse, ranked
 from mem0g.retrieve.timewin import QueryTime, with_time
@@ -32,29 +32,13 @@ from mem0g.stores.base import EdgeRef, GraphStore
 from mem0g.stores.lexical_query import query_terms, terms
 from mem0g.types import EntityHit, Relation, RelationHit, SearchResult, Tenant, Validity
 
-_STOP = frozenset(
-    """a an and are as at be by did do does for from had has have he her him his how i in is it
-    its me my of on or our she so that the their them they this to was we were what when where
-    which who whom whose why will with you your before after now still ever""".split()
-)
 _T = TypeVar("_T")
-_TOKEN = re.compile(r"[\w'&.-]+", re.UNICODE)
 
 
 def query_ngrams(query: str, max_n: int = 4) -> list[str]:
-    """Normalised word n-grams of the query that could be entity names (no pure stopwords)."""
-    tokens = [t.strip(".'-") for t in _TOKEN.findall(query)]
-    tokens = [t for t in tokens if t]
-    grams: list[str] = []
-    for n in range(min(max_n, len(tokens)), 0, -1):
-        for start in range(len(tokens) - n + 1):
-            words = tokens[start : start + n]
-            if all(w.casefold() in _STOP for w in words):
-                continue
-            key = normalize_name(" ".join(words))
-            if key and key not in grams:
-                grams.append(key)
-    return grams
+    """Normalised word n-grams of the query that could be entity names: the rule that links
+    facts to entities at add time (`resolve.links.name_ngrams`), so both match alike."""
+    return name_ngrams(query, max_n)
 
 
 class DualRetriever:
@@ -102,6 +86,11 @@ class DualRetriever:
                 score=1.0,
                 matched_by="name",
             )
+        if self.config.link_lexical:  # a name's word: "Caroline" for "Caroline Smith"
+            for found in linked.lexical_links(
+                self.store, scope, query, hits, self.config.link_top_k
+            ):
+                hits[found.id] = found
         for entity, score in similar.result():
             if score >= self.config.link_threshold and entity.id not in hits:
                 hits[entity.id] = EntityHit(
@@ -182,7 +171,11 @@ class DualRetriever:
         finish = self.facts.begin(query, qvec, scope, limit, validity, qt) if facts else None
         result = self._relations(query, qvec, scope, limit, validity, qt)
         if finish is not None:
-            result.facts = finish(None)
+            extra = None
+            if linked.wanted(self.store, self.config):  # facts about the linked entities
+                k = max(self.config.fact_top_k, limit)
+                extra = linked.linked_facts(self.store, scope, result.entities, qvec, k)
+            result.facts = finish(extra)
         return result
 
     def _relations(

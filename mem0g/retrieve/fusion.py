@@ -6,6 +6,8 @@ Rankings, all computed without an LLM:
 - `dense_relations` / `bm25_relations`: edges by triple-embedding cosine / by BM25 over
   "source relation destination";
 - `graph_expansion`: edges around the linked entities (score = cosine / hop);
+- `entity_linked_facts`: facts linked at add time to the entities the query names
+  (`retrieve.linked`: most of them named first, then cosine);
 - `time`: facts and edges whose time falls in the query's time window (`retrieve.timewin`),
   in the order the other rankings put them: a boost, never a filter (`as_of` is the filter).
 RRF adds weight / (rrf_k + rank) per ranking (rrf_k = 60, the standard constant);
@@ -47,8 +49,8 @@ def fuse(
 
 # ties of fused scores are broken by these rankings' ranks, in this order, then by id: ids
 # are random, so without this two runs of the same adds could order tied hits differently
-TIE_ORDER = ("dense_facts", "dense_relations", "graph_expansion", "bm25_facts",
-             "bm25_relations", "time")  # fmt: skip
+TIE_ORDER = ("dense_facts", "dense_relations", "graph_expansion", "entity_linked_facts",
+             "bm25_facts", "bm25_relations", "time")  # fmt: skip
 
 
 def _tied_ranks(ranking: Ranking, tied: bool) -> list[tuple[str, float, int]]:
@@ -149,12 +151,20 @@ def diversify(
 PRESETS: dict[str, FusionConfig] = {
     "hybrid": FusionConfig(),
     # plain vector search: what mem0g did before lexical retrieval (facts: cosine only)
-    "dense": FusionConfig(weights=FusionWeights(bm25_facts=0, time=0, bm25_relations=0)),
+    "dense": FusionConfig(
+        weights=FusionWeights(bm25_facts=0, time=0, bm25_relations=0, entity_linked_facts=0)
+    ),
     # the baseline the issue compares with: dense + BM25 RRF, nothing else
-    "dense_bm25": FusionConfig(weights=FusionWeights(time=0, graph_expansion=0)),
+    "dense_bm25": FusionConfig(
+        weights=FusionWeights(time=0, graph_expansion=0, entity_linked_facts=0)
+    ),
+    # the hybrid recipe with the facts linked to the query's entities (`retrieve.linked`)
+    "hybrid_linked": FusionConfig(weights=FusionWeights(entity_linked_facts=1.0)),
     # the hybrid recipe with the near-duplicate cut: a top ten of distinct facts
     "hybrid_distinct": FusionConfig(near_duplicate=0.95),
     "lexical": FusionConfig(
-        weights=FusionWeights(dense_facts=0, time=0, dense_relations=0, graph_expansion=0)
+        weights=FusionWeights(
+            dense_facts=0, time=0, dense_relations=0, graph_expansion=0, entity_linked_facts=0
+        )
     ),
 }

@@ -60,6 +60,8 @@ class StoreCapabilities:
     lexical: bool = False
     # `fact_timeline(scope)`: every fact event with its episode's time, for `as_of` facts
     fact_timeline: bool = False
+    # `linked_facts`: the facts linked at add time to the entities they name (`FactLink`)
+    fact_links: bool = False
 
 
 class StoreStats(BaseModel):
@@ -236,6 +238,19 @@ class GraphStore(Protocol):
         self, scope: Tenant, words: list[str], k: int, *, exact: bool = False
     ) -> list[tuple[Fact, float]]:
         """(`capabilities.lexical`) BM25 top-k current facts for the query words."""
+
+    def lexical_entities(
+        self, scope: Tenant, words: list[str], k: int
+    ) -> list[tuple[Entity, float]]:
+        """(`capabilities.lexical`) BM25 top-k entities by name and aliases, without their
+        embeddings."""
+
+    def linked_facts(
+        self, scope: Tenant, entity_ids: Sequence[str], vector: np.ndarray, k: int
+    ) -> list[tuple[str, float, int]]:
+        """(`capabilities.fact_links`) the scope's current facts linked to any of these
+        entities, as (fact id, cosine with `vector`, how many of the entities it names): most
+        named first, then by cosine, then write order (`vectors.rank_linked`); at most k."""
 
     def fact_timeline(self, scope: Tenant) -> list[tuple[FactEvent, datetime | None]]:
         """(`capabilities.fact_timeline`) every fact event of the scope, per fact in write

@@ -3,7 +3,8 @@
 A plan is refused whole (`StoreError`, nothing written) when one of its records is another
 tenant's, an id it creates is taken (in the plan or in the store), or an id it refers to is
 not the exact tenant's (an alias update's entity, an edge's ends, an invalidated or mentioned
-edge, a possible duplicate's entities, a changed fact, a fact event's fact). The stores differ
+edge, a possible duplicate's entities, a changed fact, a fact event's fact, a fact link's
+ends). The stores differ
 only in how they learn what exists: the embedded store looks in its memory, the Neo4j store
 asks once per transaction (`plan_check` in cypher/write.cypher); each hands the answers over
 as an `Existing`. The fact part's outcome (which texts and embeddings the plan leaves, which
@@ -107,6 +108,7 @@ def is_empty(plan: WritePlan) -> bool:
         plan.fact_changes,
         plan.fact_events,
         plan.entity_events,
+        plan.fact_links,
     )
     return not plan_episodes(plan) and not any(parts)
 
@@ -176,7 +178,16 @@ def check_plan(plan: WritePlan, existing: Existing) -> FactOutcome:
         for entity_id in (pair.entity_id, pair.candidate_id):
             if not entity_known(entity_id):
                 raise StoreError(f"possible duplicate: no entity {entity_id} in {key}")
-    return _facts(plan, existing)
+    facts = _facts(plan, existing)
+    for link in plan.fact_links:  # both ends are the tenant's and exist after the plan
+        if not entity_known(link.entity_id):
+            raise StoreError(f"fact link: no entity {link.entity_id} in {key}")
+        live = link.fact_id in facts.live or (
+            link.fact_id in existing.own_facts and link.fact_id not in facts.deletes
+        )
+        if not live:
+            raise StoreError(f"fact link: no current fact {link.fact_id} in {key}")
+    return facts
 
 
 def _facts(plan: WritePlan, existing: Existing) -> FactOutcome:

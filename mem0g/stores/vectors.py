@@ -169,3 +169,24 @@ class VectorBlock:
         row = self.index.get(record_id)
         if row is not None:
             self._flag(row, False)
+
+
+def rank_linked(
+    counts: dict[str, int],
+    vectors: dict[str, np.ndarray],
+    order: dict[str, int],
+    query: np.ndarray,
+    k: int,
+) -> list[tuple[str, float, int]]:
+    """Both stores' ranking of the facts linked to a search's entities (id -> how many of
+    them it names): most named first, then cosine with the query (`row_scores`), then write
+    order (`order`), so the two stores rank alike. A fact without a vector scores 0."""
+    ids = [i for i in counts if i in vectors]
+    unit, _ = unit_vector(query)
+    scores = dict.fromkeys(counts, 0.0)
+    if ids:
+        matrix = unit_rows([vectors[i] for i in ids], unit.shape[0])
+        scores.update(zip(ids, (float(s) for s in row_scores(matrix, unit)), strict=True))
+    far = 1 << 60
+    ranked = sorted(counts, key=lambda i: (-counts[i], -round(scores[i], 6), order.get(i, far), i))
+    return [(i, scores[i], counts[i]) for i in ranked[:k]]

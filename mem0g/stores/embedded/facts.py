@@ -178,6 +178,10 @@ class FactIndex:
         facts.sort(key=lambda f: f.created_at)
         return [self.out(f.id) for f in facts]
 
+    def current_ids(self, keys: Iterable[str]) -> list[str]:
+        """Ids of the current facts of these tenant keys, per key in write order."""
+        return [i for key in keys for i in self._current.get(key, {})]
+
     def block(self, key: str, dims: int | None) -> VectorBlock:
         """The unit rows of the tenant's current facts that have a vector (flagged; a deleted
         fact's row stays, unflagged), built on first use and then kept in step with writes."""

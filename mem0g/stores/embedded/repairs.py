@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mem0g.stores.embedded import links
+from mem0g.stores.embedded.facts import FactIndex
 from mem0g.stores.embedded.graph import GraphIndex, _locked
 from mem0g.stores.embedded.loading import TakenIds, _Bucket
 from mem0g.stores.embedded.schema import (
@@ -42,6 +44,7 @@ class EntityRepair(GraphIndex):
     """Entity repair (a mixin of `EmbeddedGraphStore`)."""
 
     _lock: threading.RLock
+    _facts: FactIndex
     _entities: dict[str, Entity]
     _relations: dict[str, Relation]
     _buckets: dict[str, _Bucket]
@@ -80,6 +83,7 @@ class EntityRepair(GraphIndex):
                 self._write(conn, "relations", rel, None)
             for rel in change.dropped:
                 conn.execute("DELETE FROM relations WHERE id = ?", (rel.id,))
+            links.merge(conn, keep_id, other_id)  # before other's row (and its links) goes
             conn.execute("DELETE FROM entities WHERE id = ?", (other_id,))
             _write_entity_event(conn, change.event)
             for pair in pairs.deletes:
@@ -131,6 +135,7 @@ class EntityRepair(GraphIndex):
                 self._write(conn, "relations", rel, None)
             for rel in change.recreated:
                 self._write(conn, "relations", rel, _vec(rel.embedding))
+            self._split_links(conn, change.keep, change.restored)
             _write_entity_event(conn, change.event)
         try:
             self._add_entity(_detached(change.restored), restored_vec)
@@ -143,6 +148,16 @@ class EntityRepair(GraphIndex):
             self._load()
             raise
         return change.result
+
+    def _split_links(self, conn: sqlite3.Connection, keep: Entity, restored: Entity) -> None:
+        """The links of keep's facts between keep and the restored entity, recomputed from
+        the texts and the two entities' keys as the split leaves them (`resolve.links`)."""
+        from mem0g.resolve.links import split_links  # the matching rule (a stage's module)
+
+        facts = self._facts.facts
+        texts = {i: facts[i].text for i in links.linked_to(conn, keep.id) if i in facts}
+        found = split_links(texts, keep, restored)
+        links.relink(conn, _key(keep.tenant), list(texts), [keep.id, restored.id], found)
 
     def _events(self, conn: sqlite3.Connection, entity_id: str) -> list[EntityEvent]:
         rows = conn.execute(

@@ -28,12 +28,9 @@ from mem0g.types import (
 )
 
 # v2 added the fact memory's tables, v3 the entity repair's (entity_events,
-# possible_duplicates), v4 tenant_versions, v5 the FTS5 tables (stores/embedded/lexical.py);
-# an older file is upgraded in place when opened.
-# v2 added the fact memory's tables, v3 the entity repair's (entity_events,
-# possible_duplicates), v4 tenant_versions, v5 the FTS5 tables (stores/embedded/lexical.py);
-# an older file is upgraded in place when opened.
-SCHEMA_VERSION = 5
+# possible_duplicates), v4 tenant_versions, v5 the FTS5 tables (stores/embedded/lexical.py),
+# v6 fact_links (stores/embedded/links.py); an older file is upgraded in place when opened.
+SCHEMA_VERSION = 6
 
 
 _TENANT_COLS = ("user_id", "agent_id", "run_id", "tenant_key")
@@ -153,6 +150,7 @@ _DELETE_TENANT = {
     "summaries": "DELETE FROM summaries WHERE tenant_key = ?",
     "entity_events": "DELETE FROM entity_events WHERE tenant_key = ?",
     "possible_duplicates": "DELETE FROM possible_duplicates WHERE tenant_key = ?",
+    "fact_links": "DELETE FROM fact_links WHERE tenant_key = ?",
 }
 
 
@@ -165,6 +163,7 @@ _DELETE_ALL = {
     "summaries": "DELETE FROM summaries",
     "entity_events": "DELETE FROM entity_events",
     "possible_duplicates": "DELETE FROM possible_duplicates",
+    "fact_links": "DELETE FROM fact_links",
 }
 
 

@@ -35,8 +35,9 @@ from mem0g.stores.base import (
     WarmupStatus,
     check_index_kinds,
 )
-from mem0g.stores.embedded import lexical
+from mem0g.stores.embedded import lexical, links
 from mem0g.stores.embedded.graph import GraphIndex, _locked
+from mem0g.stores.embedded.links import LinkReads
 from mem0g.stores.embedded.loading import TakenIds
 from mem0g.stores.embedded.repairs import EntityRepair
 from mem0g.stores.embedded.schema import (
@@ -71,7 +72,7 @@ from mem0g.types import (
 )
 
 
-class EmbeddedGraphStore(EntityRepair, GraphIndex):
+class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
     """Server-less `GraphStore` in a directory (``graph.db``); safe across threads of a process.
 
     A commit by another connection to the same file is noticed (``PRAGMA data_version``) and
@@ -79,7 +80,9 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
     """
 
     # reads are in-process (threads would only add overhead)
-    capabilities = StoreCapabilities(concurrent_reads=False, lexical=True, fact_timeline=True)
+    capabilities = StoreCapabilities(
+        concurrent_reads=False, lexical=True, fact_timeline=True, fact_links=True
+    )
 
     def __init__(self, path: str | Path, dims: int | None = None) -> None:
         self.path = Path(path).expanduser()
@@ -99,17 +102,21 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
             # calls that produced it.
             conn.execute("PRAGMA synchronous=FULL")
             with self._transaction():
-                for statement in (*_SCHEMA, *lexical.SCHEMA):
+                for statement in (*_SCHEMA, *lexical.SCHEMA, *links.SCHEMA):
                     conn.execute(statement)
                 version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
                 if version is None:
                     conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 elif version > SCHEMA_VERSION:
                     raise StoreError(f"{self.path}: schema v{version} is newer than this mem0g")
-                elif version < SCHEMA_VERSION:  # v2-v5 only added tables, created above
+                elif version < SCHEMA_VERSION:  # v2-v6 only added tables, created above
                     conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
                 lexical.sync(conn)  # v5's FTS tables filled from an older store's rows
             self._load()
+            if version is not None and version < 6:  # v6's links, for an older store's facts
+                self._ensure_all()  # once: the links need every tenant's facts and entities
+                with self._transaction():
+                    links.backfill(conn, self._facts.facts.values(), self._entities.values())
         except BaseException:
             self.close()
             raise
@@ -184,6 +191,7 @@ class EmbeddedGraphStore(EntityRepair, GraphIndex):
             for entity_event in (*plan.entity_events, *renames):
                 _write_entity_event(conn, entity_event)
             _write_pairs(conn, plan.tenant, pairs)
+            links.write(conn, plan, _key(plan.tenant))
         try:  # the _add_* helpers also take an existing record (its vector is kept)
             for episode in plan_episodes(plan):
                 self._add_episode(episode.model_copy(deep=True))

@@ -196,6 +196,7 @@ def _fact_refs(plan: WritePlan) -> dict[str, list[str]]:
     """plan_check's fact parameters: the ids the plan creates, and the fact ids it refers to."""
     new_ids = {f.id for f in plan.new_facts}
     refs = {c.fact_id for c in plan.fact_changes} | {e.fact_id for e in plan.fact_events}
+    refs |= {link.fact_id for link in plan.fact_links}
     return {
         "new_fact_ids": sorted(new_ids),
         "new_event_ids": sorted({e.id for e in plan.fact_events}),

@@ -15,6 +15,7 @@ from neo4j import ManagedTransaction
 from neo4j.exceptions import TransientError
 
 from mem0g.stores.base import StoreError
+from mem0g.stores.neo4j import links
 from mem0g.stores.neo4j.entity_vectors import EntityVectors
 from mem0g.stores.neo4j.plan_rows import (
     _ends_rows,
@@ -128,6 +129,7 @@ class EntityRepair(Neo4jSession):
                 )
                 if counters.relationships_deleted != len(change.dropped):
                     raise StoreError("not every dropped relation was deleted")
+            links.merge(self._run, tx, key, keep_id, other_id)  # before other goes
             _, counters = self._run(tx, "delete_entity", {"id": other_id, "tenant_key": key})
             if counters.nodes_deleted < 1:
                 raise StoreError(f"entity {other_id} was not deleted")
@@ -210,6 +212,7 @@ class EntityRepair(Neo4jSession):
                 _, counters = self._run(tx, "create_relations", {"rows": recreated})
                 if counters.relationships_created != len(recreated):
                     raise StoreError("not every dropped relation was restored")
+            links.split(self._run, tx, change.keep, change.restored)
             self._run(
                 tx,
                 "create_entity_events",

@@ -53,6 +53,7 @@ from mem0g.stores.base import EdgeRef, StoreCapabilities, StoreError, StoreStats
 from mem0g.stores.neo4j import lexical
 from mem0g.stores.neo4j.entity_vectors import EntityVectors
 from mem0g.stores.neo4j.indexes import VectorIndexes
+from mem0g.stores.neo4j.links import LinkReads
 from mem0g.stores.neo4j.repairs import EntityRepair
 from mem0g.stores.neo4j.rows import (
     _ALL_ROWS,
@@ -90,7 +91,7 @@ from mem0g.types import (
 )
 
 
-class Neo4jGraphStore(VectorIndexes, VectorSearch, PlanWrites, EntityRepair):
+class Neo4jGraphStore(VectorIndexes, VectorSearch, PlanWrites, EntityRepair, LinkReads):
     """`GraphStore` on a Neo4j server; thread-safe (the driver pools connections).
 
     `driver_or_uri` is a bolt/neo4j URI (the store then owns and closes its driver) or a
@@ -99,7 +100,9 @@ class Neo4jGraphStore(VectorIndexes, VectorSearch, PlanWrites, EntityRepair):
 
     # A read is a round trip to the server: a search may run its independent reads at once
     # (RetrievalConfig.concurrent_reads); the waits overlap, the GIL is free meanwhile.
-    capabilities = StoreCapabilities(concurrent_reads=True, lexical=True, fact_timeline=True)
+    capabilities = StoreCapabilities(
+        concurrent_reads=True, lexical=True, fact_timeline=True, fact_links=True
+    )
 
     def __init__(
         self,

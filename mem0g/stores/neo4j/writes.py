@@ -14,6 +14,7 @@ from neo4j import Driver, ManagedTransaction
 from neo4j.exceptions import TransientError
 
 from mem0g.stores.base import StoreError
+from mem0g.stores.neo4j import links
 from mem0g.stores.neo4j.entity_vectors import EntityVectors
 from mem0g.stores.neo4j.plan_rows import _event_rows, _fact_refs, _fact_rows, _FactRows, _plan_rows
 from mem0g.stores.neo4j.rows import _check_version, _db_time, _scope, _tenant_props, _version
@@ -123,6 +124,7 @@ class PlanWrites(Neo4jSession):
             _, counters = self._run(tx, "create_fact_events", {"rows": facts.events, "seq": seq})
             if counters.nodes_created != len(facts.events):
                 raise StoreError("not every fact event was created")
+        links.write(self._run, tx, plan)
 
     def _check_plan(self, tx: ManagedTransaction, plan: WritePlan, written: int) -> _FactRows:
         """The embedded store's checks, inside the writing transaction: new ids are free, and
@@ -135,6 +137,7 @@ class PlanWrites(Neo4jSession):
             [a.entity_id for a in plan.alias_updates]
             + [end for r in plan.new_relations for end in (r.source_id, r.destination_id)]
             + pair_ends
+            + [link.entity_id for link in plan.fact_links]
         )
         relation_refs = [i.relation_id for i in plan.invalidations] + [
             m.relation_id for m in plan.mentions
