@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, NamedTuple, Protocol, overload, runtime_checkable
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, overload, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
@@ -48,6 +48,9 @@ from mem0g.types import (
     WritePlan,
 )
 
+if TYPE_CHECKING:
+    from mem0g.stores.walk import WalkRequest, WalkResult
+
 
 @dataclass(frozen=True)
 class StoreCapabilities:
@@ -61,6 +64,10 @@ class StoreCapabilities:
     lexical: bool = False
     # `fact_timeline(scope)`: every fact event with its episode's time, for `as_of` facts
     fact_timeline: bool = False
+    # `walk(scope, request)` is one round trip (the walk, siblings, BM25 and the likely hits'
+    # records in one statement), so the retriever calls it instead of the separate reads;
+    # every store has `walk`, and both ways answer the same (mem0g/stores/walk.py)
+    walk_statement: bool = False
 
 
 class StoreStats(BaseModel):
@@ -82,6 +89,8 @@ class WarmupStatus(BaseModel):
     seconds: float = 0.0
     rounds: int = 0
     statements: int = 0
+    shapes: int = 0  # searches per round over the store's own data (0: an empty store)
+    yielded_s: float = 0.0  # seconds it waited for real reads and writes to finish
     error: str | None = None
 
 
@@ -246,6 +255,13 @@ class GraphStore(Protocol):
         edge's relation and direction, and a limit on that walk cuts before the filter, so a
         big hub's other edges crowd out the real siblings. Here the filter comes first and the
         limit counts siblings only."""
+
+    def walk(self, scope: Tenant, request: WalkRequest) -> WalkResult:
+        """The graph half of a search after linking (mem0g/stores/walk.py): `expand` around
+        `request.seeds` with the query vector, then `siblings` at the hubs `sibling_keys`
+        picks, BM25 (`lexical_relations`, when `words` is set and the store has it), and the
+        records (without embeddings) of `wanted_ids`. Exactly what `walk_in_turn` returns
+        from those reads; with `capabilities.walk_statement`, in one round trip."""
 
     @overload
     def similar_relations(
