@@ -144,6 +144,12 @@ class DualRetriever:
         """Only the matching edges of each hub are read (`GraphStore.siblings`)."""
         return self.store.siblings(scope, keys, validity, limit, vector=qvec)
 
+    @property
+    def one_trip(self) -> bool:
+        """Whether the graph half after linking is one `store.walk` call (`walk_statement`)."""
+        chosen = self.config.walk_statement
+        return self.store.capabilities.walk_statement if chosen is None else chosen
+
     def submit(self, fn: Callable[..., _T], /, *args: Any) -> Future[_T]:
         """`fn(*args)` on the read pool when there is one (a store whose reads wait on a
         server: the waits overlap), else now, in this thread."""
@@ -196,15 +202,17 @@ class DualRetriever:
         records: dict[str, Relation] = {}  # the records read (scored reads copy none)
         seeds = [h.id for h in linked] if self.config.hops > 0 else []
         lexical: list[tuple[str, float]] | None  # the BM25 ranking, when the store has one
-        if self.store.capabilities.walk_statement:  # the rest of the graph half in one read
+        if self.one_trip:  # the rest of the graph half in one read
             nearest = nearest_ref.result()  # started first: its best hits' records come along
+            # with a time window, the first 3 x limit fused hits are read for their spans
+            wanted = 3 * limit if qt is not None and qt.window is not None else limit
             walk = self.store.walk(scope, WalkRequest(
                 seeds=seeds, validity=validity, vector=qvec, hops=self.config.hops,
                 limit=self.config.expansion_limit,
                 sibling_hubs=self.config.sibling_hubs if self.config.siblings else 0,
                 sibling_limit=self.config.sibling_limit,
                 words=words if self.store.capabilities.lexical else None, lexical_k=k,
-                rows=[rid for rid, _ in nearest[:limit]], top=limit,
+                rows=[rid for rid, _ in nearest[:wanted]], top=wanted,
             ))  # fmt: skip
             expanded = graph_ranking(walk.walked)
             lexical = [(r.id, float(r.score)) for r in walk.lexical]

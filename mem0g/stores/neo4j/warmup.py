@@ -198,7 +198,7 @@ class Warmup:
 
 MIN_ROUNDS = 30  # a JIT compiles a path after some hundreds of calls; 30 rounds of ~30
 PLAN_ROUNDS = 2  # statement rounds before the searches over real data: plans cached
-SHAPE_MIN_ROUNDS = 12  # rounds of SAMPLES searches: ~100 searches of real rows at least
+SHAPE_MIN_ROUNDS = 25  # rounds of SAMPLES searches: 200 searches over real rows at least
 SETTLED = 1.15  # the last rounds within 15% of the fastest so far: warm
 
 
