@@ -237,6 +237,12 @@ class RetrievalConfig(_Section):
         "fact search) at once; None = when the store's reads are round trips to a server "
         "(Neo4j), not for the in-process embedded store, where threads only add overhead",
     )
+    walk_statement: bool | None = Field(
+        default=None,
+        description="after linking, read the walk, siblings, BM25 and the likely hits' records "
+        "in one store call (`GraphStore.walk`); None = when the store answers it in one round "
+        "trip (Neo4j), False = the separate reads (the same results, more round trips)",
+    )
 
     @field_validator("fusion", mode="before")
     @classmethod

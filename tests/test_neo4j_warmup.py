@@ -1,33 +1,40 @@
-"""The Neo4j store's background warm-up (mem0g/stores/neo4j_warmup.py): it reads every
-search and add read statement against a reserved empty tenant, ends by itself, writes nothing,
+"""The Neo4j store's background warm-up (mem0g/stores/neo4j/warmup.py): it reads every
+search and add read statement against a reserved empty tenant, then searches the store's own
+data (each search scoped to one tenant), yields to real reads, ends by itself, writes nothing,
 and a failure leaves the store usable."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
+from builders import plan
 
 from mem0g import Memory
 from mem0g.config import EmbedderConfig
 from mem0g.embed import make_embedder
 from mem0g.stores.base import StoreError
 from mem0g.stores.neo4j import Neo4jGraphStore, parse_statements
+from mem0g.stores.neo4j.traffic import Traffic
 from mem0g.stores.neo4j.warmup import (
     MIN_ROUNDS,
+    PLAN_ROUNDS,
+    SHAPE_MIN_ROUNDS,
     WARMUP_USER,
     Warmup,
     _settled,
     warmup_params,
     warmup_statements,
 )
+from mem0g.types import Entity, Relation, Tenant
 
 SEARCH_READS = {
     "find_entities", "edges_at", "sibling_edges", "get_relations", "tenant_version",
     "similar_entities_scan", "similar_relations_index", "similar_relations_scan",
     "similar_facts_index", "similar_facts_scan", "recent_episodes", "get_summary",
-    "lexical_facts", "lexical_relations",
+    "lexical_facts", "lexical_relations", "walk",
 }  # fmt: skip
 
 
@@ -67,16 +74,86 @@ def test_a_failing_read_ends_the_warmup_and_is_reported() -> None:
     assert len(calls) == 3  # it stopped at the failure
 
 
+def test_the_warmup_waits_while_real_reads_run() -> None:
+    """It starts a read only when no real read or write is in flight (nor just ended), and
+    the time it waited is reported; its own reads are never counted as real ones."""
+    traffic = Traffic(gap=0.05)
+    real_done = threading.Event()
+    read_at: list[float] = []
+    ended_at: list[float] = []
+    holding = threading.Event()
+
+    def real_search() -> None:
+        with traffic.call():
+            holding.set()
+            time.sleep(0.3)
+        ended_at.append(time.monotonic())
+        real_done.set()
+
+    def read(name: str, params: dict[str, Any]) -> list[Any]:
+        with traffic.call():  # the warm-up's own: not waited for by itself
+            read_at.append(time.monotonic())
+        return []
+
+    searcher = threading.Thread(target=real_search)
+    searcher.start()
+    holding.wait(5)
+    warmup = Warmup(read, lambda: (["a"], {}), budget=5, searches=lambda: [],
+                    quiet=traffic.wait_quiet, background=traffic.mark_background)  # fmt: skip
+    warmup.start()
+    warmup.join(10)
+    searcher.join(5)
+    assert warmup.status.state == "done"
+    assert read_at and min(read_at) >= ended_at[0] + 0.05 - 1e-3  # after the gap
+    assert warmup.status.yielded_s >= 0.2
+    assert traffic.quiet()  # its reads left no count behind
+
+
+def test_searches_over_real_shapes_follow_the_plan_rounds() -> None:
+    done: list[str] = []
+    warmup = Warmup(
+        lambda name, params: done.append(name), lambda: (["a", "b"], {}), budget=10,
+        searches=lambda: [lambda: done.append("s1"), lambda: done.append("s2")],
+    )  # fmt: skip
+    warmup.start()
+    warmup.join(10)
+    status = warmup.status
+    assert status.state == "done" and status.shapes == 2
+    assert done[: 2 * PLAN_ROUNDS] == ["a", "b"] * PLAN_ROUNDS
+    assert set(done[2 * PLAN_ROUNDS :]) == {"s1", "s2"}
+    assert len(done) - 2 * PLAN_ROUNDS >= 2 * SHAPE_MIN_ROUNDS  # until settled
+
+
+def _graph_data(store: Neo4jGraphStore, embedder: Any, user: str) -> None:
+    """A few edges of one user (the `add` path with an LLM would write these)."""
+    tenant = Tenant(user_id=user)
+    names = [f"{user} person", "Acme Corp", "Paris", "chess"]
+    ents = [Entity(tenant=tenant, name=n, keys=[n.lower()], embedding=v.tolist())
+            for n, v in zip(names, embedder.embed(names), strict=True)]  # fmt: skip
+    triples = [(0, "works_at", 1), (0, "lives_in", 2), (0, "plays", 3)]
+    texts = [f"{names[s]} {r} {names[d]}" for s, r, d in triples]
+    rels = [
+        Relation(tenant=tenant, source_id=ents[s].id, source=ents[s].name, relation=r,
+                 destination_id=ents[d].id, destination=ents[d].name, embedding=v.tolist())
+        for (s, r, d), v in zip(triples, embedder.embed(texts), strict=True)
+    ]  # fmt: skip
+    store.apply(plan(tenant, ents, rels))
+
+
 @pytest.mark.neo4j
 def test_warmup_reads_everything_writes_nothing_and_ends(
     neo4j_connect: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """It reads every search and add statement against the reserved empty tenant, then
+    searches the store's own data (each read scoped to the one tenant a sample came from,
+    with rows coming back), writes nothing, and ends by itself."""
     embedder = make_embedder(EmbedderConfig(provider="hashing"))
     store: Neo4jGraphStore = neo4j_connect(dims=embedder.dims)  # an earlier test's dims go
     with Memory({"memory": {"graph": False}}, embedder=embedder, store=store) as memory:
         for user in ("alice", "bob"):  # other tenants' data is present
             memory.add(f"{user} keeps bees", user_id=user, infer=False)
             memory.add(f"{user} likes jazz", user_id=user, infer=False)
+            _graph_data(store, embedder, user)
 
         def census() -> tuple[Any, ...]:
             rows = store._read_tx("census", lambda tx: tx.run(
@@ -86,31 +163,75 @@ def test_warmup_reads_everything_writes_nothing_and_ends(
             return tuple(rows)
 
         before = census()
-        read: list[str] = []
-        real = store._read
+        empty: list[str] = []  # statements read against the reserved tenant
+        real: dict[str, int] = {}  # statement -> rows, read for a sample's own tenant
+        read = store._read
 
         def spy(name: str, params: dict[str, Any]) -> Any:
+            rows = read(name, params)
             if threading.current_thread().name == "mem0g-neo4j-warmup":
-                read.append(name)
-                assert params.get("user_id") == WARMUP_USER  # only the reserved tenant
-            return real(name, params)
+                if params.get("user_id") == WARMUP_USER:
+                    empty.append(name)
+                elif "user_id" in params:  # (not the sample, nor the global marker read)
+                    # one exact tenant that exists, never a wider scope
+                    assert params.get("user_id") in ("alice", "bob"), (name, params)
+                    assert params.get("agent_id") is None and params.get("run_id") is None
+                    walked = rows[0]["hop1"] if name == "walk" else rows
+                    real[name] = real.get(name, 0) + len(walked)
+            return rows
 
         monkeypatch.setattr(store, "_read", spy)
         searching = threading.Thread(
             target=lambda: memory.search("bees", user_id="alice")  # searches work meanwhile
         )
-        warmup = store.start_warmup(budget=60)
+        budget = 150  # a loaded 2-core machine plans each statement in seconds at first
+        warmup = store.start_warmup(budget=budget)
         searching.start()
-        warmup.join(90)
+        warmup.join(budget + 30)
         searching.join(60)
         status = store.warmup_status
         assert status.state == "done", status
-        assert status.rounds >= 1 and status.seconds < 60
-        assert set(read) >= SEARCH_READS, SEARCH_READS - set(read)
+        assert status.rounds >= 1 and status.seconds < budget  # settled: it ended by itself
+        assert set(empty) >= SEARCH_READS, SEARCH_READS - set(empty)
+        assert status.shapes > 0
+        # the searches over real data returned rows: walks, dense hits, facts
+        for name in ("walk", "similar_relations_scan", "similar_facts_scan", "lexical_facts"):
+            assert real.get(name, 0) > 0, (name, real)
         assert census() == before
         assert memory.stats().warmup == status  # Memory.stats reports it
         hits = memory.search("bees", user_id="alice")
         assert [f.text for f in hits.facts][:1] == ["alice keeps bees"]
+
+
+@pytest.mark.neo4j
+def test_a_warmup_whose_server_goes_away_leaves_the_store_usable(
+    neo4j_connect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mid-way through its searches over real data the server "goes away" (every read of
+    the warm-up fails as a dead server's would): the warm-up reports it and ends, and the
+    store still searches."""
+    embedder = make_embedder(EmbedderConfig(provider="hashing"))
+    store: Neo4jGraphStore = neo4j_connect(dims=embedder.dims)
+    _graph_data(store, embedder, "alice")
+    read = store._read
+    calls: list[str] = []
+
+    def dying(name: str, params: dict[str, Any]) -> Any:
+        if threading.current_thread().name == "mem0g-neo4j-warmup":
+            calls.append(name)
+            if name == "walk" and params.get("user_id") == "alice":
+                raise StoreError("read walk failed: ServiceUnavailable: connection refused")
+        return read(name, params)
+
+    monkeypatch.setattr(store, "_read", dying)
+    warmup = store.start_warmup(budget=30)
+    warmup.join(60)
+    assert store.warmup_status.state == "failed"
+    assert "connection refused" in (store.warmup_status.error or "")
+    assert "warmup_sample" in calls  # it had reached the searches over real data
+    with Memory({"memory": {"facts": False}}, embedder=embedder, store=store) as memory:
+        hits = memory.search("where does alice person live", user_id="alice")
+    assert "lives_in" in {h.relation for h in hits.relations}
 
 
 @pytest.mark.neo4j

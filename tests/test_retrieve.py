@@ -49,6 +49,8 @@ class HubWalk(DualRetriever):
     `sibling_limit` edges around the hubs, cut before the relation filter (a big hub's other
     edges could crowd out the siblings). Kept here to show what `siblings` changed."""
 
+    one_trip = False  # its reads are the separate ones, whatever the store offers
+
     def _read_siblings(
         self,
         scope: Tenant,
@@ -368,6 +370,10 @@ def test_siblings_come_from_the_hubs_of_the_best_scoring_edges(
 
     def search(config: RetrievalConfig) -> set[str]:
         calls.clear()
+        one_trip = DualRetriever(store, embedder, config).search(query, A, 10, Validity())
+        # the separate reads, so the sibling keys can be seen (`walk` sends the same ones:
+        # tests/test_store_walk.py), and the same results as the one-statement walk
+        config = config.model_copy(update={"walk_statement": False})
         retriever = DualRetriever(store, embedder, config)
         monkeypatch.setattr(store, "siblings", recording)  # after the retriever checked it
         try:
@@ -375,6 +381,7 @@ def test_siblings_come_from_the_hubs_of_the_best_scoring_edges(
         finally:
             monkeypatch.undo()
         assert [e.name for e in result.entities] == ["Xavier"]
+        assert result == one_trip
         return {h.id for h in result.relations}
 
     found = search(RetrievalConfig(link_threshold=0.99))

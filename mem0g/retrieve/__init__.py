@@ -30,6 +30,7 @@ from mem0g.retrieve.fusion import fuse, ranked
 from mem0g.retrieve.timewin import QueryTime, with_time
 from mem0g.stores.base import EdgeRef, GraphStore
 from mem0g.stores.lexical_query import query_terms, terms
+from mem0g.stores.walk import WalkRequest, graph_ranking, sibling_keys
 from mem0g.types import EntityHit, Relation, RelationHit, SearchResult, Tenant, Validity
 
 _T = TypeVar("_T")
@@ -116,20 +117,10 @@ class DualRetriever:
         Only the hubs of the `sibling_hubs` best-scoring hop-1 edges, best first (a seed such
         as a city has hundreds of edges, and the query names the relation it asks about);
         at most `sibling_limit` edges, hop 2 (the caller divides scores by the hop)."""
-        cap = self.config.sibling_hubs
-        hubs: dict[tuple[str, str, bool], None] = {}
-        # stable sort on rounded scores: near-equal ones (the stores agree to ~1e-7) keep the
-        # walk's order, so both stores pick the same hubs
-        for rel in sorted((r for r in walked if r.hop == 1), key=lambda r: -round(r.score, 5)):
-            if len(hubs) >= cap:
-                break
-            if rel.source_id in seeds:
-                hubs[(rel.destination_id, rel.relation, True)] = None
-            if rel.destination_id in seeds and len(hubs) < cap:
-                hubs[(rel.source_id, rel.relation, False)] = None
-        if not hubs:
+        keys = sibling_keys(walked, seeds, self.config.sibling_hubs)
+        if not keys:
             return []
-        return self._read_siblings(scope, list(hubs), validity, self.config.sibling_limit, qvec)
+        return self._read_siblings(scope, keys, validity, self.config.sibling_limit, qvec)
 
     def _read_siblings(
         self,
@@ -141,6 +132,12 @@ class DualRetriever:
     ) -> list[EdgeRef]:
         """Only the matching edges of each hub are read (`GraphStore.siblings`)."""
         return self.store.siblings(scope, keys, validity, limit, vector=qvec)
+
+    @property
+    def one_trip(self) -> bool:
+        """Whether the graph half after linking is one `store.walk` call (`walk_statement`)."""
+        chosen = self.config.walk_statement
+        return self.store.capabilities.walk_statement if chosen is None else chosen
 
     def submit(self, fn: Callable[..., _T], /, *args: Any) -> Future[_T]:
         """`fn(*args)` on the read pool when there is one (a store whose reads wait on a
@@ -195,38 +192,52 @@ class DualRetriever:
         # in every edge of theirs, would only rank the shortest edges first
         named = {t for h in linked for n in (h.name, *h.aliases) for t in terms(n)}
         words = [t for t in query_terms(query) if t not in named]
-        lexical_ref = (
-            self.submit(self.store.lexical_relations, scope, words, k, validity)
-            if self.store.capabilities.lexical
-            else None
-        )
         records: dict[str, Relation] = {}  # the records read (scored reads copy none)
-
-        expanded = []
-        if linked and self.config.hops > 0:
-            seeds = [h.id for h in linked]
-            walked = self._expand(
-                scope, seeds, self.config.hops, validity, self.config.expansion_limit, qvec
+        seeds = [h.id for h in linked] if self.config.hops > 0 else []
+        lexical: list[tuple[str, float]] | None  # the BM25 ranking, when the store has one
+        if self.one_trip:  # the rest of the graph half in one read
+            nearest = nearest_ref.result()  # started first: its best hits' records come along
+            # with a time window, the first 3 x limit fused hits are read for their spans
+            wanted = 3 * limit if qt is not None and qt.window is not None else limit
+            walk = self.store.walk(scope, WalkRequest(
+                seeds=seeds, validity=validity, vector=qvec, hops=self.config.hops,
+                limit=self.config.expansion_limit,
+                sibling_hubs=self.config.sibling_hubs if self.config.siblings else 0,
+                sibling_limit=self.config.sibling_limit,
+                words=words if self.store.capabilities.lexical else None, lexical_k=k,
+                rows=[rid for rid, _ in nearest[:wanted]], top=wanted,
+            ))  # fmt: skip
+            expanded = graph_ranking(walk.walked)
+            lexical = [(r.id, float(r.score)) for r in walk.lexical]
+            records.update(walk.records)
+        else:
+            lexical_ref = (
+                self.submit(self.store.lexical_relations, scope, words, k, validity)
+                if self.store.capabilities.lexical
+                else None
             )
-            if self.config.siblings:
-                walked += self._siblings(scope, set(seeds), walked, validity, qvec)
-            seen: set[str] = set()
-            for rel in walked:
-                if rel.id in seen:
-                    continue
-                seen.add(rel.id)
-                expanded.append((rel.id, rel.score / rel.hop))
-            expanded.sort(key=lambda item: -item[1])
-
-        nearest = nearest_ref.result()
+            expanded = []
+            if seeds:
+                walked = self._expand(
+                    scope, seeds, self.config.hops, validity, self.config.expansion_limit, qvec
+                )
+                if self.config.siblings:
+                    walked += self._siblings(scope, set(seeds), walked, validity, qvec)
+                expanded = graph_ranking(walked)
+            nearest = nearest_ref.result()
+            lexical = (
+                None
+                if lexical_ref is None
+                else [(r.id, float(r.score)) for r in lexical_ref.result()]
+            )
 
         rankings = {"graph_expansion": expanded, "dense_relations": nearest}
-        if lexical_ref is not None:
-            rankings["bm25_relations"] = [(r.id, float(r.score)) for r in lexical_ref.result()]
+        if lexical is not None:
+            rankings["bm25_relations"] = lexical
         if qt is not None and qt.window is not None:  # edges valid in the query's window
             pool = [rid for rid, _ in ranked(*fuse(rankings, self.config.fusion))][: 3 * limit]
-            unread = [rid for rid in pool if rid not in records]
-            records.update((r.id, r) for r in self.store.get_relations(scope, unread))
+            if unread := [rid for rid in pool if rid not in records]:
+                records.update((r.id, r) for r in self.store.get_relations(scope, unread))
             spans = {rid: (records[rid].valid_from, records[rid].invalid_at)
                      for rid in pool if rid in records}  # fmt: skip
             rankings = with_time(rankings, spans, {}, qt.window_only(), self.config.fusion)

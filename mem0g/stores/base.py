@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
@@ -47,6 +47,9 @@ from mem0g.types import (
     WritePlan,
 )
 
+if TYPE_CHECKING:
+    from mem0g.stores.walk import WalkRequest, WalkResult
+
 
 @dataclass(frozen=True)
 class StoreCapabilities:
@@ -62,6 +65,10 @@ class StoreCapabilities:
     fact_timeline: bool = False
     # `linked_facts`: the facts linked at add time to the entities they name (`FactLink`)
     fact_links: bool = False
+    # `walk(scope, request)` is one round trip (the walk, siblings, BM25 and the likely hits'
+    # records in one statement), so the retriever calls it instead of the separate reads;
+    # every store has `walk`, and both ways answer the same (mem0g/stores/walk.py)
+    walk_statement: bool = False
 
 
 class StoreStats(BaseModel):
@@ -83,6 +90,8 @@ class WarmupStatus(BaseModel):
     seconds: float = 0.0
     rounds: int = 0
     statements: int = 0
+    shapes: int = 0  # searches per round over the store's own data (0: an empty store)
+    yielded_s: float = 0.0  # seconds it waited for real reads and writes to finish
     error: str | None = None
 
 
@@ -222,6 +231,13 @@ class GraphStore(Protocol):
         edge's relation and direction, and a limit on that walk cuts before the filter, so a
         big hub's other edges crowd out the real siblings. Here the filter comes first and the
         limit counts siblings only."""
+
+    def walk(self, scope: Tenant, request: WalkRequest) -> WalkResult:
+        """The graph half of a search after linking (mem0g/stores/walk.py): `expand` around
+        `request.seeds` with the query vector, then `siblings` at the hubs `sibling_keys`
+        picks, BM25 (`lexical_relations`, when `words` is set and the store has it), and the
+        records (without embeddings) of `wanted_ids`. Exactly what `walk_in_turn` returns
+        from those reads; with `capabilities.walk_statement`, in one round trip."""
 
     def similar_relations(
         self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity

@@ -17,6 +17,7 @@ from typing import Any
 
 import bench
 from bench.add import bench_add
+from bench.cypher_profile import profile_searches
 from bench.data import TARGET_USER, UTC, build_graph, make_queries
 from bench.report import TARGET_EDGES, print_report, targets
 from bench.search import bench_search, later_phases, restart_phases, search_all
@@ -168,6 +169,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         default=None,
         help="also cProfile 50 extra queries per size and write the stats here",
+    )
+    p.add_argument(
+        "--cypher-profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="neo4j: PROFILE the statements of N extra searches per size (db hits, rows)",
     )
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--quiet", action="store_true")
@@ -418,6 +426,11 @@ def run(
                 path = args.profile_dir / f"search_{n}.txt"
                 work = functools.partial(search_all, memory, queries[-50:])
                 entry["profile"] = {"file": str(path), "top_tottime": profiled(work, 50, path)}
+            if args.cypher_profile > 0 and stores.kind == "neo4j":
+                extra = queries[-args.cypher_profile :]
+                entry["cypher_profile"] = profile_searches(memory, extra)
+                for name, prof in entry["cypher_profile"].items():
+                    progress.line(f"{label}: PROFILE {name}: {prof}")
             if n == add_size and args.adds > 0:
                 add_profile = args.profile_dir / f"add_{n}.txt" if args.profile_dir else None
                 add_result = bench_add(

@@ -28,6 +28,7 @@ STAGES = (
     "similar_entities",
     "expand",
     "siblings",
+    "walk",  # expand + siblings + BM25 + records in one read (mem0g/stores/walk.py)
     "similar_relations",
     "get_relations",
     "similar_facts",
@@ -315,7 +316,7 @@ def restart_phases(
         }
         if name == "after store warm-up":
             waited = time.perf_counter()
-            while store.warmup_status.state == "running":
+            while store.warmup_status.state in ("waiting", "running"):  # (not yet started)
                 time.sleep(0.2)
             phase["waited_for_warmup_s"] = round(time.perf_counter() - waited, 1)
         timed_phase(phase, memory, inner, timed, 0, stores, progress, label)

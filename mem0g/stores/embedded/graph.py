@@ -20,6 +20,7 @@ from mem0g.stores.base import EdgeRef, StoreError
 from mem0g.stores.embedded.loading import TenantLoader, _Bucket
 from mem0g.stores.embedded.schema import _detached, _key, _tenant_ids
 from mem0g.stores.vectors import VectorBlock, row_scores, top_k, unit_vector
+from mem0g.stores.walk import WalkRequest, WalkResult, walk_in_turn
 from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant, Validity
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -343,6 +344,12 @@ class GraphIndex(TenantLoader):
         return [EdgeRef(rel.id, rel.source_id, rel.relation, rel.destination_id, hop,
                         0.0 if (v := vectors.get(rel.id)) is None else float(dot(v)))
                 for rel, hop in walked]  # fmt: skip
+
+    @_locked
+    def walk(self, scope: Tenant, request: WalkRequest) -> WalkResult:
+        """`GraphStore.walk` by the separate reads (in-process, so no round trips to save),
+        under the store's lock: one snapshot, as the Neo4j store's one statement sees."""
+        return walk_in_turn(self, scope, request)  # type: ignore[arg-type]
 
     @_locked
     def siblings(

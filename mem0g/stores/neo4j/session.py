@@ -25,6 +25,7 @@ from neo4j.exceptions import (
 
 from mem0g.stores.base import StoreError
 from mem0g.stores.neo4j.statements import statements
+from mem0g.stores.neo4j.traffic import Traffic
 
 _T = TypeVar("_T")
 
@@ -55,6 +56,21 @@ class Neo4jSession:
     database: str | None
     _lock: threading.RLock
     _schema_ready: bool
+    _traffic: Traffic  # real calls in flight, which the warm-up waits for (traffic.py)
+    # names of the statements run, while `recording_reads` is on (the round-trip count of
+    # scripts/search_trips.py); None: off, nothing recorded
+    _reads_seen: list[str] | None = None
+
+    @contextmanager
+    def recording_reads(self) -> Iterator[list[str]]:
+        """The names of the reads this store runs meanwhile, one per round trip (a managed
+        read transaction counts once, by its name). For measuring, not for production."""
+        seen: list[str] = []
+        self._reads_seen = seen
+        try:
+            yield seen
+        finally:
+            self._reads_seen = None
 
     if TYPE_CHECKING:  # provided by the store's other mixins
 
@@ -111,9 +127,11 @@ class Neo4jSession:
         idempotent, so transient failures are retried here as execute_read would."""
         driver = self._ready()
         text = statements()[name]
+        if (seen := self._reads_seen) is not None:
+            seen.append(name)  # list.append is atomic: reads of the pool's threads are safe
         for attempt in range(_READ_ATTEMPTS):
             try:
-                with self._session(driver, READ_ACCESS) as session:
+                with self._traffic.call(), self._session(driver, READ_ACCESS) as session:
                     return _rows(session.run(text, params))
             except (TransientError, SessionExpired, ServiceUnavailable) as exc:
                 if attempt + 1 == _READ_ATTEMPTS:
@@ -127,7 +145,13 @@ class Neo4jSession:
         """One managed read transaction, for reads that need more than one statement to see
         the same data."""
         driver = self._ready()
-        with _errors(f"read {what} failed"), self._session(driver, READ_ACCESS) as session:
+        if (seen := self._reads_seen) is not None:
+            seen.append(what)
+        with (
+            _errors(f"read {what} failed"),
+            self._traffic.call(),
+            self._session(driver, READ_ACCESS) as session,
+        ):
             return session.execute_read(work)
 
     def _write(self, name: str, work: Callable[[ManagedTransaction], _T]) -> _T:
@@ -135,6 +159,7 @@ class Neo4jSession:
         driver = self._ready()
         with (
             _errors(f"{name} failed, nothing was written"),
+            self._traffic.call(),
             self._session(driver) as session,
         ):
             return session.execute_write(work)

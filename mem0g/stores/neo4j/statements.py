@@ -10,7 +10,7 @@ from mem0g.resources import read_text
 
 CYPHER_FILES = (
     "schema", "write", "facts", "read", "retrieval", "export", "delete", "entities", "lexical",
-    "archive", "links",
+    "archive", "links", "walk", "warmup",
 )  # fmt: skip
 
 

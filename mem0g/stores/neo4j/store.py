@@ -74,8 +74,16 @@ from mem0g.stores.neo4j.rows import (
 )
 from mem0g.stores.neo4j.session import _rows
 from mem0g.stores.neo4j.statements import CYPHER_FILES, parse_statements, statements
+from mem0g.stores.neo4j.traffic import Traffic
 from mem0g.stores.neo4j.vector_search import VectorSearch
-from mem0g.stores.neo4j.warmup import WARMUP_FILES, Warmup, warmup_params, warmup_statements
+from mem0g.stores.neo4j.walk import OneTripWalk
+from mem0g.stores.neo4j.warmup import (
+    WARMUP_FILES,
+    Warmup,
+    shape_searches,
+    warmup_params,
+    warmup_statements,
+)
 from mem0g.stores.neo4j.writes import PlanWrites
 from mem0g.types import (
     Entity,
@@ -91,7 +99,9 @@ from mem0g.types import (
 )
 
 
-class Neo4jGraphStore(VectorIndexes, VectorSearch, PlanWrites, EntityRepair, LinkReads):
+class Neo4jGraphStore(
+    VectorIndexes, VectorSearch, OneTripWalk, PlanWrites, EntityRepair, LinkReads
+):
     """`GraphStore` on a Neo4j server; thread-safe (the driver pools connections).
 
     `driver_or_uri` is a bolt/neo4j URI (the store then owns and closes its driver) or a
@@ -100,8 +110,13 @@ class Neo4jGraphStore(VectorIndexes, VectorSearch, PlanWrites, EntityRepair, Lin
 
     # A read is a round trip to the server: a search may run its independent reads at once
     # (RetrievalConfig.concurrent_reads); the waits overlap, the GIL is free meanwhile.
+    # `walk`: the walk, siblings, BM25 and the likely hits' records in one statement (walk.py)
     capabilities = StoreCapabilities(
-        concurrent_reads=True, lexical=True, fact_timeline=True, fact_links=True
+        concurrent_reads=True,
+        lexical=True,
+        fact_timeline=True,
+        fact_links=True,
+        walk_statement=True,
     )
 
     def __init__(
@@ -143,6 +158,7 @@ class Neo4jGraphStore(VectorIndexes, VectorSearch, PlanWrites, EntityRepair, Lin
         self._entity_vectors = EntityVectors(entity_vectors)
         # the server's read paths warmed in the background (warmup.py); 0: none
         self._warmup: Warmup | None = None
+        self._traffic = Traffic()  # real reads and writes in flight: the warm-up yields to them
         self._warmup_budget = warmup_seconds
         if warmup_seconds > 0:
             self.start_warmup(warmup_seconds)
@@ -180,7 +196,10 @@ class Neo4jGraphStore(VectorIndexes, VectorSearch, PlanWrites, EntityRepair, Lin
                      for name in WARMUP_FILES if name in CYPHER_FILES}  # fmt: skip
             return warmup_statements(files, params), params
 
-        self._warmup = Warmup(self._read, plan, budget)
+        self._warmup = Warmup(
+            self._read, plan, budget, searches=lambda: shape_searches(self),
+            quiet=self._traffic.wait_quiet, background=self._traffic.mark_background,
+        )  # fmt: skip
         self._warmup.start()
         return self._warmup
 

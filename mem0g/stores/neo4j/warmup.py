@@ -11,18 +11,22 @@ working meanwhile; a failure ends it and is reported, never raised.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
 from mem0g.stores.base import WarmupStatus
-from mem0g.types import Tenant
+from mem0g.stores.lexical_query import query_terms
+from mem0g.stores.walk import WalkRequest
+from mem0g.types import Tenant, Validity
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +35,7 @@ WARMUP_USER = "__mem0g_warmup__"
 and this one is never written), so every read matches nothing."""
 
 # the statement files whose read-only statements search and add run
-WARMUP_FILES = ("read", "retrieval", "facts", "lexical")
+WARMUP_FILES = ("read", "retrieval", "facts", "lexical", "walk")
 _WRITES = re.compile(r"\b(CREATE|MERGE|SET|DELETE|REMOVE|DETACH|FOREACH|LOAD\s+CSV)\b|db\.create")
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -51,6 +55,7 @@ def warmup_params(dims: int | None) -> dict[str, Any]:
         "vector": vector, "zero_query": False, "light": False,
         "want": 13, "fetch": 50, "limit": 10, "row_limit": 10, "max_rows": 1, "k": 10,
         "query": "warmup", "terms": "warmup",
+        "hubs": 8, "sibling_limit": 10, "top": 10, "rows": [],
     }  # fmt: skip
 
 
@@ -68,20 +73,65 @@ def warmup_statements(files: dict[str, dict[str, str]], params: dict[str, Any]) 
     return chosen
 
 
+Search = Callable[[], Any]  # one read-only search of one tenant, its results discarded
+
+
+SAMPLES = 8  # searches per round over real data (half edges, half facts where both exist)
+
+
+def shape_searches(store: Any, samples: int = SAMPLES) -> list[Search]:
+    """Read-only searches over the store's own data, each scoped to the one tenant it came
+    from: the reads a real search sends (dense edges and entities, name lookup, the walk with
+    siblings, BM25, the records, the fact reads), with an edge's or a fact's stored vector as
+    the query and its words as BM25 words, results thrown away. The row-walking, scoring and
+    projection code then runs on real rows, which is what the JIT compiles."""
+    rows = store._read("warmup_sample", {"limit": samples})
+    edges = [r for r in rows if r["kind"] == "edge"]
+    facts = [r for r in rows if r["kind"] == "fact"]
+    picked = [r for pair in itertools.zip_longest(edges, facts) for r in pair if r is not None]
+    return [functools.partial(_search, store, row) for row in picked[:samples]]
+
+
+def _search(store: Any, row: dict[str, Any]) -> None:
+    scope = Tenant(user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"])
+    vector = np.asarray(row["vector"], dtype=np.float32)
+    words = query_terms(row["text"] or "")
+    now = Validity()
+    dense = store.similar_relations(scope, vector, 50, now, refs=True)
+    linked = [e.id for e, _ in store.similar_entities(scope, vector, 5, light=True)]
+    if row["key"]:
+        linked = [e.id for e in store.find_entities(scope, [row["key"]])] + linked
+    seeds = list(dict.fromkeys(([row["seed"]] if row["seed"] else []) + linked))
+    store.walk(scope, WalkRequest(seeds=seeds, validity=now, vector=vector, words=words,
+                                  rows=[r.id for r in dense[:10]]))  # fmt: skip
+    store.similar_facts(scope, vector, 50)
+    store.lexical_facts(scope, words, 50)
+
+
 class Warmup:
-    """Runs `read(name, params)` over the statements, round after round, in a daemon thread,
-    until `budget` seconds are spent or `stop()`."""
+    """In a daemon thread, until `budget` seconds are spent or `stop()`: `PLAN_ROUNDS` rounds
+    of `read(name, params)` over the statements (their plans cached), then rounds of the
+    `searches()` over real data shapes until the rounds stop getting faster (no searches: the
+    statement rounds go on instead, as before). Before each read or search it waits for
+    `quiet` (no real search in flight); that wait counts against the budget."""
 
     def __init__(
         self,
         read: Callable[[str, dict[str, Any]], Any],
         plan: Callable[[], tuple[list[str], dict[str, Any]]],
         budget: float,
+        *,
+        searches: Callable[[], list[Search]] | None = None,
+        quiet: Callable[[threading.Event], float] | None = None,
+        background: Callable[[], None] | None = None,
     ) -> None:
-        """`plan()` is called in the thread: it may connect first (the store's dims are known
-        only then) and returns the statement names and their parameters."""
+        """`plan()` and `searches()` are called in the thread: they may connect first (the
+        store's dims are known only then), and return what the rounds run."""
         self.status = WarmupStatus()
         self._read, self._plan, self._budget = read, plan, budget
+        self._searches = searches
+        self._quiet = quiet
+        self._background = background
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mem0g-neo4j-warmup", daemon=True)
 
@@ -96,24 +146,28 @@ class Warmup:
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
 
+    def _go(self, started: float) -> bool:
+        """Wait for quiet; False once stopped or out of time."""
+        if self._quiet is not None and not self._stop.is_set():
+            self.status.yielded_s += self._quiet(self._stop)
+        return not self._stop.is_set() and time.monotonic() - started < self._budget
+
     def _run(self) -> None:
         started = time.monotonic()
         self.status.state = "running"
-        rounds: list[float] = []
         try:
+            if self._background is not None:
+                self._background()
             names, params = self._plan()
             self.status.statements = len(names)
-            while not self._stop.is_set() and time.monotonic() - started < self._budget:
-                began = time.monotonic()
-                for name in names:
-                    if self._stop.is_set():
-                        break
-                    self._read(name, params)
-                rounds.append(time.monotonic() - began)
-                self.status.rounds = len(rounds)
-                self.status.seconds = time.monotonic() - started
-                if _settled(rounds):
-                    break
+            statements = [functools.partial(self._read, name, params) for name in names]
+            self._rounds(started, statements, PLAN_ROUNDS, min_rounds=None)
+            searches = self._searches() if self._searches is not None else []
+            self.status.shapes = len(searches)
+            if searches:  # real data shapes: the row-walking code gets compiled too
+                self._rounds(started, searches, None, min_rounds=SHAPE_MIN_ROUNDS)
+            else:  # an empty store: what there is to warm are the plans
+                self._rounds(started, statements, None, min_rounds=MIN_ROUNDS)
             self.status.state = "done"
         except Exception as err:  # the store stays usable; the failure is reported, not raised
             self.status.state = "failed"
@@ -121,14 +175,36 @@ class Warmup:
             log.warning("Neo4j warm-up stopped: %s", self.status.error)
         self.status.seconds = time.monotonic() - started
 
+    def _rounds(
+        self, started: float, calls: Sequence[Search], count: int | None, min_rounds: int | None
+    ) -> None:
+        """Rounds over `calls`: `count` of them, or until settled (`min_rounds`); each
+        round's time without the waits for quiet."""
+        rounds: list[float] = []
+        while count is None or len(rounds) < count:
+            spent = 0.0
+            for call in calls:
+                if not self._go(started):
+                    return
+                began = time.monotonic()
+                call()
+                spent += time.monotonic() - began
+            rounds.append(spent)
+            self.status.rounds += 1
+            self.status.seconds = time.monotonic() - started
+            if min_rounds is not None and _settled(rounds, min_rounds):
+                return
+
 
 MIN_ROUNDS = 30  # a JIT compiles a path after some hundreds of calls; 30 rounds of ~30
+PLAN_ROUNDS = 2  # statement rounds before the searches over real data: plans cached
+SHAPE_MIN_ROUNDS = 25  # rounds of SAMPLES searches: 200 searches over real rows at least
 SETTLED = 1.15  # the last rounds within 15% of the fastest so far: warm
 
 
-def _settled(rounds: list[float]) -> bool:
+def _settled(rounds: list[float], min_rounds: int = MIN_ROUNDS) -> bool:
     """Warm when the recent rounds stopped getting faster (plans cached, paths compiled)."""
-    if len(rounds) < MIN_ROUNDS:
+    if len(rounds) < min_rounds:
         return False
     recent = sorted(rounds[-5:])[2]  # their median: one slow round (GC, load) is not a trend
     return recent <= SETTLED * min(rounds)
