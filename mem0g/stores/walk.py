@@ -106,7 +106,7 @@ def walk_in_turn(store: GraphStore, scope: Tenant, request: WalkRequest) -> Walk
             scope, request.seeds, request.hops, request.validity, request.limit,
             vector=request.vector,
         )  # fmt: skip
-        result.walked = list(walked)  # type: ignore[arg-type]  (EdgeRefs: a vector was given)
+        result.walked = list(walked)  # type: ignore[arg-type]  # EdgeRefs: a vector was given
         keys = sibling_keys(result.walked, set(request.seeds), request.sibling_hubs)
         if keys and request.sibling_limit > 0:
             result.walked += store.siblings(

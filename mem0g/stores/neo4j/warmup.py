@@ -17,7 +17,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -176,7 +176,7 @@ class Warmup:
         self.status.seconds = time.monotonic() - started
 
     def _rounds(
-        self, started: float, calls: list[Search], count: int | None, min_rounds: int | None
+        self, started: float, calls: Sequence[Search], count: int | None, min_rounds: int | None
     ) -> None:
         """Rounds over `calls`: `count` of them, or until settled (`min_rounds`); each
         round's time without the waits for quiet."""
