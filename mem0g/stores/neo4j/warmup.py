@@ -97,7 +97,7 @@ def _search(store: Any, row: dict[str, Any]) -> None:
     vector = np.asarray(row["vector"], dtype=np.float32)
     words = query_terms(row["text"] or "")
     now = Validity()
-    dense = store.similar_relations(scope, vector, 50, now, refs=True)
+    dense = store.similar_relations(scope, vector, 50, now)
     linked = [e.id for e, _ in store.similar_entities(scope, vector, 5, light=True)]
     if row["key"]:
         linked = [e.id for e in store.find_entities(scope, [row["key"]])] + linked
