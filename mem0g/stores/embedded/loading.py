@@ -130,6 +130,7 @@ class TenantLoader:
     if TYPE_CHECKING:  # the store's and GraphIndex's (a subclass), which this mixin calls
 
         def _connection(self) -> sqlite3.Connection: ...
+        def _scope_keys(self, scope: Tenant, exact: bool = False) -> list[str]: ...
         def _add_episode(self, episode: Episode, rank: int | None = None) -> None: ...
         def _add_entity(self, entity: Entity, vector: np.ndarray | None) -> None: ...
         def _add_relation(
@@ -222,7 +223,7 @@ class TenantLoader:
         self._ensure(list(self._known))
 
     def _ensure_scope(self, scope: Tenant) -> None:
-        """Load what a filter covers: every known key it matches, and its own exact key."""
-        sets = [self._tenant_index.get(pair, {}) for pair in _tenant_ids(scope)]
-        smallest = min(sets, key=len) if sets else {}
-        self._ensure([scope.key, *(k for k in smallest if all(k in s for s in sets))])
+        """Load what a filter covers: every known key it matches (`_scope_keys` loads the
+        keys it returns), and its own exact key."""
+        self._scope_keys(scope)
+        self._ensure([scope.key])
