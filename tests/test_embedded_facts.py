@@ -134,7 +134,7 @@ def test_v1_file_is_upgraded_in_place(tmp_path: Path, rng: np.random.Generator) 
         store.set_summary(Summary(tenant=A, text="s", messages_covered=2))
     conn = sqlite3.connect(path / "graph.db")
     assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION == 7
     conn.close()
     with EmbeddedGraphStore(path) as store:
         assert store.facts(A) == [tea] and store.get_summary(A).text == "s"

@@ -5,6 +5,7 @@ syntax, atomicity with the add, the v4 -> v5 migration, and parity between the t
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -238,10 +239,101 @@ def test_a_v4_store_is_migrated_and_its_rows_indexed(store: EmbeddedGraphStore) 
     try:
         assert set(texts(reopened.lexical_facts(A, ["melanie"], 5))) == {FACTS[2], FACTS[3]}
         conn = sqlite3.connect(path / "graph.db")
-        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 6
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 7
         conn.close()
     finally:
         reopened.close()
+
+
+@pytest.mark.parametrize("store_kind", ["embedded"])
+def test_a_v6_store_gains_the_scope_column_and_keeps_its_ranking(
+    store: EmbeddedGraphStore,
+) -> None:
+    """v6's FTS tables had no scope column: they are rebuilt on open, with the same scores."""
+    add_facts(store, A, FACTS)
+    add_facts(store, B, FACTS[:3])
+    before = store.lexical_facts(A, ["caroline", "lake"], 5)
+    path = store.path
+    store.close()
+    conn = sqlite3.connect(path / "graph.db")  # back to v6's FTS tables and triggers
+    for (trigger,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%fts%'"
+    ).fetchall():
+        conn.execute(f"DROP TRIGGER {trigger}")
+    for table in ("facts_fts", "relations_fts", "entities_fts"):
+        conn.execute(f"DROP TABLE {table}")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {table} USING fts5(text, id UNINDEXED, tenant_key UNINDEXED)"
+        )
+    conn.execute("UPDATE schema_version SET version = 6")
+    conn.commit()
+    conn.close()
+    reopened = EmbeddedGraphStore(path)
+    try:
+        after = reopened.lexical_facts(A, ["caroline", "lake"], 5)
+        assert [(f.id, pytest.approx(s)) for f, s in after] == [(f.id, s) for f, s in before]
+        assert {f.tenant for f, _ in reopened.lexical_facts(B, ["caroline", "lake"], 5)} == {B}
+        conn = sqlite3.connect(path / "graph.db")
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'facts_fts'").fetchone()[0]
+        conn.close()
+        assert "scope" in sql
+    finally:
+        reopened.close()
+
+
+def _sqlite_steps(store: EmbeddedGraphStore, run: Callable[[], object]) -> int:
+    """SQLite virtual-machine steps (in units of 100) spent by `run`: a deterministic measure
+    of the work a read does, unlike its time."""
+    conn = store._connection()
+    steps = 0
+
+    def tick() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    conn.set_progress_handler(tick, 100)
+    try:
+        run()
+    finally:
+        conn.set_progress_handler(None, 100)
+    return steps
+
+
+@pytest.mark.parametrize("store_kind", ["embedded"])
+def test_fts_work_grows_with_the_scope_not_the_store(store: EmbeddedGraphStore) -> None:
+    """A word every tenant uses: a one-fact tenant's search does the same work beside 20 or
+    400 other tenants, and a big tenant's search grows linearly with its own rows (the form
+    `rowid IN (the scope's rows)` grew quadratically: 730 ms for one 10k-edge tenant)."""
+    small = Tenant(user_id="small")
+    add_facts(store, small, ["the shared word lake is here"])
+
+    def others(first: int, last: int) -> None:
+        for i in range(first, last):
+            add_facts(store, Tenant(user_id=f"u{i}"), [f"lake number {i} in the valley"])
+
+    def small_search() -> None:
+        assert len(store.lexical_facts(small, ["lake"], 10)) == 1
+
+    others(0, 20)
+    few = _sqlite_steps(store, small_search)
+    others(20, 400)
+    many = _sqlite_steps(store, small_search)
+    assert many <= few * 2 + 5, (few, many)
+
+    big = Tenant(user_id="big")
+
+    def big_rows(first: int, last: int) -> None:
+        add_facts(store, big, [f"lake view {i} from hill {i % 7}" for i in range(first, last)])
+
+    def big_search() -> None:
+        assert len(store.lexical_facts(big, ["lake", "hill"], 10)) == 10
+
+    big_rows(0, 300)
+    one = _sqlite_steps(store, big_search)
+    big_rows(300, 600)
+    two = _sqlite_steps(store, big_search)
+    assert two <= one * 3, (one, two)
 
 
 @pytest.mark.parametrize("store_kind", ["embedded"])

@@ -13,6 +13,14 @@ way Lucene's `simple` analyzer does on Neo4j (letter runs, lower-cased), so both
 alike (`stores.lexical_query`); fact texts are also Porter-stemmed (`porter`, as Lucene's
 `english` analyzer on Neo4j's fact index), so "researching" finds "research". Relations and
 names are not stemmed (names are not English words). Scores are FTS5's `bm25()` negated.
+
+Tenant scoping happens inside FTS5: each row's `scope` column holds one letters-only token
+spelling its tenant key (the key's UTF-8 hex with digits mapped to g-p: injective, so two keys
+never share a token, and computed by the triggers in plain SQL). A search matches
+`scope : (its keys' tokens) AND text : (its words)`, so FTS5 merges the scope's posting list
+with the words' and never visits another tenant's rows; `scope` has weight 0 in `bm25()`, so
+the scores are those of the text alone. Schema v7 added the column (older FTS tables are
+dropped and rebuilt when the store opens).
 """
 
 from __future__ import annotations
@@ -41,16 +49,36 @@ _WATCHED = {  # the columns whose change re-indexes a row
 }
 
 
+_DIGITS_AS_LETTERS = str.maketrans("0123456789", "ghijklmnop")
+# beyond this many tenant keys a scope filters on the FTS rows' tenant_key instead (a scope over
+# thousands of keys, e.g. one agent across every user, would make a huge MATCH expression)
+MAX_SCOPE_TOKENS = 64
+_RANK = "bm25(1.0, 0.0, 0.0, 0.0)"  # text counts; scope, id and tenant_key do not
+
+
+def scope_token(tenant_key: str) -> str:
+    """The `scope` column's token of a tenant key, as the triggers' SQL spells it."""
+    return tenant_key.encode("utf-8").hex().translate(_DIGITS_AS_LETTERS)
+
+
+def _scope_sql(row: str) -> str:
+    expr = f"lower(hex({row}.tenant_key))"
+    for digit, letter in zip("0123456789", "ghijklmnop", strict=True):
+        expr = f"replace({expr}, '{digit}', '{letter}')"
+    return expr
+
+
 def _schema() -> tuple[str, ...]:
     statements: list[str] = []
     for table, (fts, expr) in _SOURCES.items():
         new = expr.format(row="new")
         statements += [
-            f"""CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(text, id UNINDEXED,
+            f"""CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(text, scope, id UNINDEXED,
                 tenant_key UNINDEXED, tokenize="{_TOKENIZE[table]}")""",
+            f"INSERT INTO {fts} ({fts}, rank) VALUES ('rank', '{_RANK}')",
             f"""CREATE TRIGGER IF NOT EXISTS {fts}_ai AFTER INSERT ON {table} BEGIN
-                INSERT INTO {fts} (rowid, text, id, tenant_key)
-                VALUES (new.rowid, {new}, new.id, new.tenant_key); END""",
+                INSERT INTO {fts} (rowid, text, scope, id, tenant_key)
+                VALUES (new.rowid, {new}, {_scope_sql("new")}, new.id, new.tenant_key); END""",
             f"""CREATE TRIGGER IF NOT EXISTS {fts}_ad AFTER DELETE ON {table} BEGIN
                 DELETE FROM {fts} WHERE rowid = old.rowid; END""",
             f"""CREATE TRIGGER IF NOT EXISTS {fts}_au AFTER UPDATE OF {_WATCHED[table]}
@@ -71,25 +99,40 @@ _CHECK = {
 _REBUILD = {
     table: (
         f"DELETE FROM {fts}",
-        f"""INSERT INTO {fts} (rowid, text, id, tenant_key)
-            SELECT rowid, {expr.format(row=table)}, id, tenant_key FROM {table}""",
+        f"""INSERT INTO {fts} (rowid, text, scope, id, tenant_key)
+            SELECT rowid, {expr.format(row=table)}, {_scope_sql(table)}, id, tenant_key
+            FROM {table}""",
     )
     for table, (fts, expr) in _SOURCES.items()
 }
-# The scope goes in as the base rows' rowids, found by the base table's tenant index: FTS5
-# then ranks only the scope's matches. Filtering on the FTS table's own (unindexed)
-# tenant_key column ranked every tenant's matches first: 93 ms a search at 20k tenants
-# sharing a word, against 4 ms this way (issue #14: search must not grow with tenants). The
-# tenant_key check stays as a second guard of the tenant boundary.
+# The scope is part of the MATCH expression (see the module docstring): FTS5 ranks only the
+# scope's rows. Two earlier forms were not flat: filtering on the FTS rows' unindexed
+# tenant_key ranked every tenant's matches first (93 ms a search at 20k tenants sharing a
+# word), and `rowid IN (the scope's base rows)` made FTS5 evaluate the MATCH once per row of
+# the scope (730 ms p95 for one 10k-edge tenant). The tenant_key check stays as a second guard
+# of the tenant boundary, and is the whole filter above MAX_SCOPE_TOKENS keys.
 _SEARCH = {
     table: f"""SELECT id, -rank AS score FROM {fts}
-               WHERE {fts} MATCH ?
-                 AND rowid IN (SELECT rowid FROM {table}
-                               WHERE tenant_key IN (SELECT value FROM json_each(?)))
-                 AND tenant_key IN (SELECT value FROM json_each(?))
+               WHERE {fts} MATCH ? AND tenant_key IN (SELECT value FROM json_each(?))
                ORDER BY rank, id LIMIT ? OFFSET ?"""
     for table, (fts, _) in _SOURCES.items()
 }
+
+
+def upgrade(conn: sqlite3.Connection) -> list[str]:
+    """Before SCHEMA runs: drop FTS tables (and their triggers) of a store older than v7,
+    which had no `scope` column; SCHEMA recreates them and `sync` refills them."""
+    dropped = []
+    for fts, _ in _SOURCES.values():
+        row = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (fts,)
+        ).fetchone()
+        if row is not None and "scope" not in row[0]:
+            for suffix in ("ai", "ad", "au"):
+                conn.execute(f"DROP TRIGGER IF EXISTS {fts}_{suffix}")
+            conn.execute(f"DROP TABLE {fts}")
+            dropped.append(fts)
+    return dropped
 
 
 def sync(conn: sqlite3.Connection) -> list[str]:
@@ -119,11 +162,16 @@ def search(
     if expression is None or k <= 0 or not tenant_keys:
         return []
     keys = json.dumps(list(tenant_keys))
+    if len(tenant_keys) <= MAX_SCOPE_TOKENS:
+        scope = " OR ".join('"' + scope_token(key) + '"' for key in tenant_keys)
+        expression = f"scope : ({scope}) AND text : ({expression})"
+    else:
+        expression = f"text : ({expression})"
     found: list[tuple[str, float]] = []
     page = max(k, 50)
     offset = 0
     while len(found) < k:
-        rows = conn.execute(_SEARCH[table], (expression, keys, keys, page, offset)).fetchall()
+        rows = conn.execute(_SEARCH[table], (expression, keys, page, offset)).fetchall()
         found += [(r[0], float(r[1])) for r in rows if accept is None or accept(r[0])]
         if len(rows) < page:
             break

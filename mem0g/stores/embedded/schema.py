@@ -29,8 +29,9 @@ from mem0g.types import (
 
 # v2 added the fact memory's tables, v3 the entity repair's (entity_events,
 # possible_duplicates), v4 tenant_versions, v5 the FTS5 tables (stores/embedded/lexical.py),
-# v6 fact_links (stores/embedded/links.py); an older file is upgraded in place when opened.
-SCHEMA_VERSION = 6
+# v6 fact_links (stores/embedded/links.py), v7 the FTS tables' scope column (lexical.py); an
+# older file is upgraded in place when opened.
+SCHEMA_VERSION = 7
 
 
 _TENANT_COLS = ("user_id", "agent_id", "run_id", "tenant_key")

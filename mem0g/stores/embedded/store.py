@@ -102,6 +102,7 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
             # calls that produced it.
             conn.execute("PRAGMA synchronous=FULL")
             with self._transaction():
+                lexical.upgrade(conn)  # v7: FTS tables gain their scope column
                 for statement in (*_SCHEMA, *lexical.SCHEMA, *links.SCHEMA):
                     conn.execute(statement)
                 version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
@@ -109,9 +110,9 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
                     conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 elif version > SCHEMA_VERSION:
                     raise StoreError(f"{self.path}: schema v{version} is newer than this mem0g")
-                elif version < SCHEMA_VERSION:  # v2-v6 only added tables, created above
+                elif version < SCHEMA_VERSION:  # v2-v6 added tables (created above), v7 a column
                     conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
-                lexical.sync(conn)  # v5's FTS tables filled from an older store's rows
+                lexical.sync(conn)  # FTS tables (re)filled from an older store's rows
             self._load()
             if version is not None and version < 6:  # v6's links, for an older store's facts
                 self._ensure_all()  # once: the links need every tenant's facts and entities
