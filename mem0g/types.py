@@ -2,6 +2,10 @@
 
 Every stage takes and returns these pydantic models, so a stage can be tested alone and a store
 only ever sees a finished :class:`WritePlan`.
+
+(Over 500 lines: this is the single home of the records every room shares, with the small
+methods that belong to them (`Usage.__add__`, `Tenant.key`, `Validity.accepts`); one
+vocabulary read in one place, imported by every room and importing only pydantic.)
 """
 
 from __future__ import annotations
