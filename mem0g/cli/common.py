@@ -28,7 +28,7 @@ from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.llm.client import LLMClient, LLMError
 from mem0g.memory import Memory, make_store
 from mem0g.stores.base import StoreError
-from mem0g.types import Fact, FactHit, to_utc
+from mem0g.types import to_utc
 
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
@@ -268,11 +268,6 @@ def _when(value: datetime | None) -> str:
 
 def _print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
-
-
-def _said(fact: Fact | FactHit) -> datetime:
-    """When a fact was said (its conversation's time), else when it was stored."""
-    return fact.provenance[0].timestamp if fact.provenance else fact.created_at
 
 
 def _unknown_fact(fact_id: str, ids: dict[str, str | None]) -> NoReturn:

@@ -20,7 +20,6 @@ from mem0g.cli.common import (
     _out,
     _parse_time,
     _print_json,
-    _said,
     _say,
     _state,
     _tenant,
@@ -74,7 +73,7 @@ def search(
     if result.facts:
         facts = Table("score", "id", "fact", "said", title="facts")
         for f in result.facts:
-            facts.add_row(f"{f.score:.3f}", f.id, Text(f.text), _when(_said(f)))
+            facts.add_row(f"{f.score:.3f}", f.id, Text(f.text), _when(f.said_at))
         _out().print(_keep_ids(facts))
     elif paths.facts:
         _say(_err(), f"no facts found for {_describe(ids)}")
@@ -123,7 +122,7 @@ def get(
     table = Table("", "", show_header=False)
     table.add_row("id", fact.id)
     table.add_row("text", Text(fact.text))
-    table.add_row("said", _when(_said(fact)))
+    table.add_row("said", _when(fact.said_at))
     table.add_row("stored", _when(fact.created_at))
     table.add_row("updated", _when(fact.updated_at))
     table.add_row("tenant", _describe(fact.tenant.model_dump()))

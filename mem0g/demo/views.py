@@ -186,7 +186,7 @@ def _history_table(ended: list[Relation]) -> Table:
 def _said(fact: Fact | FactHit) -> str:
     """When a memory was first said (its conversation's time), not when it was stored; an
     update keeps this date (the history has the later ones)."""
-    return _date(fact.provenance[0].timestamp if fact.provenance else fact.created_at)
+    return _date(fact.said_at)
 
 
 def _fact_hits_table(result: SearchResult) -> Table:
