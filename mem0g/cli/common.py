@@ -26,7 +26,8 @@ from mem0g.cli.args import rearrange, tidy_help
 from mem0g.config import EmbedderConfig, MemoryConfig
 from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.llm.client import LLMClient, LLMError
-from mem0g.memory import Memory, make_store
+from mem0g.memory import Memory
+from mem0g.stores import make_store
 from mem0g.stores.base import StoreError
 from mem0g.types import to_utc
 

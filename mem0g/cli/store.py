@@ -35,7 +35,7 @@ from mem0g.cli.common import (
 from mem0g.config import MemoryConfig, resolve_setting
 from mem0g.embed import make_embedder
 from mem0g.llm.client import LLMClient, LLMError
-from mem0g.memory import make_store
+from mem0g.stores import make_store
 from mem0g.stores.base import VECTOR_KINDS, GraphStore
 from mem0g.types import Tenant
 

@@ -4,10 +4,11 @@ and the merged plan is applied in one transaction, so an `add` that fails anywhe
 nothing.
 
 What lives here: this module (`Memory`'s wiring, `add` through the LLM, `search`, `context`,
-snapshots and backups; `make_store`, `parse_messages`); `parts.py` (`MemoryPart`: the state
-and helpers every part shares); `facts.py` (verbatim adds and one fact by id); `entities.py`
-(entity reads and repairs); `upkeep.py` (tenants, deletes, counts, index rebuilds). `Memory` is
-one class assembled from those mixins, as the stores are.
+snapshots and backups; `parse_messages`; `make_store` is mem0g.stores', imported here as
+before); `parts.py` (`MemoryPart`: the state and helpers every part shares); `facts.py`
+(verbatim adds and one fact by id); `entities.py` (entity reads and repairs); `upkeep.py`
+(tenants, deletes, counts, index rebuilds). `Memory` is one class assembled from those mixins,
+as the stores are.
 
 Who may import it: users, and the rooms above the stages (the CLI, the service doors, the
 demo, the eval harness; archive.py for its types). Stages, retrievers and stores never do.
@@ -40,6 +41,7 @@ from mem0g.retrieve.context import ContextBlock
 from mem0g.retrieve.context import render as render_context
 from mem0g.retrieve.timeline import as_fact
 from mem0g.retrieve.timewin import query_time
+from mem0g.stores import make_store
 from mem0g.stores.base import GraphStore, PlanConflict
 from mem0g.summary import SummaryWorker
 from mem0g.types import (
@@ -81,20 +83,6 @@ def parse_messages(messages: MessagesIn) -> list[Message]:
     if not parsed:
         raise ValueError("no messages to add")
     return parsed
-
-
-def make_store(config: MemoryConfig, dims: int | None) -> GraphStore:
-    """The configured store. `dims=None` (no embedder loaded): both stores take the size from
-    the data they hold (the embedded store's matrices, Neo4j's vector indexes), so reads,
-    dumps and deletes need no model."""
-    settings = config.graph_store
-    if settings.provider == "neo4j":
-        from mem0g.stores.neo4j import Neo4jGraphStore  # imported lazily: optional server
-
-        return Neo4jGraphStore.from_config(settings, dims=dims)
-    from mem0g.stores.embedded import EmbeddedGraphStore
-
-    return EmbeddedGraphStore(settings.resolved_path(), dims=dims)
 
 
 def _collect(futures: list[Future[Any]]) -> list[Any]:

@@ -16,7 +16,7 @@ What lives here (the store is one class, `store.Neo4jGraphStore`, assembled from
 * ``warmup.py``: the background warm-up of the server's read paths; ``traffic.py``: the real
   reads and writes in flight, which the warm-up yields to.
 
-Who may import it: `mem0g.memory.make_store`, the CLI and the archive reads (lazily: the
+Who may import it: `mem0g.stores.make_store`, the CLI and the archive reads (lazily: the
 driver is an optional dependency, so `mem0g.stores` never imports this package), tests and
 scripts. Outside this package, use only what this module exports.
 """
