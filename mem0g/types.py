@@ -2,6 +2,10 @@
 
 Every stage takes and returns these pydantic models, so a stage can be tested alone and a store
 only ever sees a finished :class:`WritePlan`.
+
+(Over 500 lines: this is the single home of the records every room shares, with the small
+methods that belong to them (`Usage.__add__`, `Fact.said_at`, `Validity.accepts`); one
+vocabulary read in one place, imported by every room and importing only pydantic.)
 """
 
 from __future__ import annotations
@@ -233,6 +237,11 @@ class Fact(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     provenance: list[Provenance] = Field(default_factory=list)
+
+    @property
+    def said_at(self) -> datetime:
+        """When it was said (its first episode's conversation time), else when it was stored."""
+        return self.provenance[0].timestamp if self.provenance else self.created_at
 
 
 class FactEvent(BaseModel):
@@ -560,6 +569,11 @@ class FactHit(BaseModel):
     # it stopped (updated or deleted; None: still true), see `retrieve/timeline.py`
     valid_from: datetime | None = None
     invalid_at: datetime | None = None
+
+    @property
+    def said_at(self) -> datetime:
+        """When it was said (its first episode's conversation time), else when it was stored."""
+        return self.provenance[0].timestamp if self.provenance else self.created_at
 
 
 class SearchResult(BaseModel):

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from mem0g import Memory  # noqa: E402
 from mem0g.eval.data import load_locomo  # noqa: E402
 from mem0g.eval.metrics import percentile, recall_at_k  # noqa: E402
-from mem0g.eval.runner import _Baselines  # noqa: E402
+from mem0g.eval.retrieval import _Baselines  # noqa: E402
 from mem0g.resolve.links import plan_links  # noqa: E402
 from mem0g.resolve.names import normalize_name, token_keys  # noqa: E402
 from mem0g.retrieve.fusion import PRESETS  # noqa: E402

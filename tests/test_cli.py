@@ -1075,7 +1075,7 @@ def test_global_options_after_the_subcommand(cli: Cli, server: ScriptedLLMServer
 def test_demo_keeps_its_own_path_option() -> None:
     import typer
 
-    from mem0g.cli_args import rearrange
+    from mem0g.cli.args import rearrange
 
     root = typer.main.get_command(app)
     ctx = root.make_context("mem0g", ["--help"], resilient_parsing=True)

@@ -157,7 +157,7 @@ def _variants(line: str) -> Iterator[list[str]]:
 
 def _mem0g(args: list[str]) -> None:
     """Parse like the real CLI, down to the leaf subcommand, without running anything."""
-    from mem0g.cli_args import rearrange
+    from mem0g.cli.args import rearrange
 
     command: Any = typer.main.get_command(app)
     ctx = command.make_context("mem0g", rearrange(command, None, args))

@@ -216,3 +216,16 @@ def test_names_that_normalise_to_nothing_are_reported(make_memory) -> None:
     result = m.add("I saw ??? in Berlin", user_id="alice", timestamp=T1)
     assert ("entity", "???", RULE_EMPTY) in [(r.kind, r.text, r.rule) for r in result.rejected]
     assert {e.name for e in m.get_all(user_id="alice").entities} == {"Alice", "Berlin"}
+
+
+@pytest.mark.parametrize("answer", ["resolve_updates", "update_memory"])
+def test_an_operation_is_read_whatever_its_case_and_spacing(answer: str) -> None:
+    from pydantic import ValidationError
+
+    from mem0g.llm.protocol import TASKS
+
+    model = TASKS[answer].answer
+    parsed = model.model_validate({"operations": [{"op": " noop ", "existing_id": "x"}]})
+    assert parsed.operations[0].op == "NOOP"
+    with pytest.raises(ValidationError):  # still one of the task's own choices
+        model.model_validate({"operations": [{"op": "merge"}]})

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from mem0g.types import Usage
+from datetime import datetime, timezone
+
+from mem0g.types import Fact, FactHit, Provenance, Tenant, Usage
 
 
 def test_usage_sums_calls_tokens_tasks_and_modes() -> None:
@@ -17,3 +19,22 @@ def test_usage_sums_calls_tokens_tasks_and_modes() -> None:
     assert graph.calls == 2 and facts.modes == {"json_schema": 1}  # the parts are unchanged
     assert Usage.total([graph, facts, graph]).by_task["extract_entities"] == 2
     assert Usage.total([]) == Usage()
+
+
+def test_a_fact_is_said_when_its_first_episode_was_not_when_it_was_stored() -> None:
+    said = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+    later = datetime(2023, 6, 1, tzinfo=timezone.utc)
+    stored = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    first, second = (
+        Provenance(episode_id="e1", timestamp=said),
+        Provenance(episode_id="e2", timestamp=later),
+    )
+    fact = Fact(tenant=Tenant(user_id="u"), text="t", created_at=stored, provenance=[first, second])
+    assert fact.said_at == said
+    assert (
+        Fact(tenant=Tenant(user_id="u"), text="t", created_at=stored).said_at == stored
+    )  # by hand
+    hit = FactHit(
+        id="f", text="t", score=1.0, created_at=stored, updated_at=stored, provenance=[first]
+    )
+    assert hit.said_at == said and "said_at" not in hit.model_dump()  # not a stored field

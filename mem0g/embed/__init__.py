@@ -2,6 +2,10 @@
 
 `make_embedder(config)` picks the provider and wraps it in an in-process LRU cache, so the
 same name or query is embedded once.
+
+What lives here: this one module (the providers: bundled MiniLM through sentence-transformers,
+OpenAI, hashing for tests; the cache). Who may import it: `Memory`, the stages that embed
+(resolve/, retrieve/, pipeline), archive.py, the CLI and the demo. It imports only config.
 """
 
 from __future__ import annotations

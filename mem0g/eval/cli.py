@@ -1,4 +1,4 @@
-"""`mem0g eval ...`: the harness as a typer sub-app (registered in mem0g/cli.py)."""
+"""`mem0g eval ...`: the harness as a typer sub-app (registered in mem0g/cli/common.py)."""
 
 import json
 from enum import Enum

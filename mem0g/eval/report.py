@@ -32,7 +32,7 @@ MAPPING = (
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    from mem0g.eval.runner import _jsonl
+    from mem0g.eval.rundir import _jsonl
 
     return _jsonl(path)
 

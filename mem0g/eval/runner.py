@@ -17,34 +17,20 @@ it, so an interruption between the two (a kill at that instant) repeats at most 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from string import Template
 from typing import Any
 
-import numpy as np
-
 from mem0g.config import MemoryConfig
-from mem0g.eval.data import (
-    NOT_MENTIONED,
-    Dataset,
-    EvalInputError,
-    Question,
-    Unit,
-    load,
-    parse_categories,
-    select,
-)
+from mem0g.eval.answering import FullMode
+from mem0g.eval.data import Dataset, EvalInputError, Unit, load, parse_categories, select
 from mem0g.eval.llm import (
     CachingOpenAI,
     CallCounter,
@@ -53,13 +39,12 @@ from mem0g.eval.llm import (
     check_reachable,
     openai_client,
 )
-from mem0g.eval.metrics import bleu1, normalize_answer, recall_at_k, token_f1
+from mem0g.eval.progress import _progress
+from mem0g.eval.retrieval import KS, RetrievalMode, _Baselines
+from mem0g.eval.rundir import _Appender, _jsonl
 from mem0g.llm.client import LLMClient, LLMError
-from mem0g.resources import read_text
-from mem0g.stores.vectors import unit_rows, unit_vector
 from mem0g.types import AddResult, Usage
 
-KS = (5, 10, 20)
 MODES = ("full", "retrieval")
 FACTS = ("turns", "observation")
 STORES = ("embedded", "neo4j")
@@ -113,32 +98,6 @@ class _Stop(Exception):
     """Another worker failed: stop at the next step (what is done stays recorded)."""
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut short by a kill
-                continue
-    return rows
-
-
-class _Appender:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-
-    def write(self, row: dict[str, Any]) -> None:
-        line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
-
-
 def _pairs(unit: Unit) -> list[tuple[str, list[Any]]]:
     """Full mode: turns added as message pairs within each session, in order."""
     steps = []
@@ -157,7 +116,7 @@ def _speaker_messages(turns: list[Any]) -> list[dict[str, Any]]:
     return [{"role": t.role, "name": t.speaker, "content": t.text} for t in turns]
 
 
-class Harness:
+class Harness(RetrievalMode, FullMode):
     def __init__(self, options: EvalOptions) -> None:
         self.o = options
         self.stop = threading.Event()
@@ -509,275 +468,12 @@ class Harness:
             }
         )
 
-    # ------------------------------------------------------------------ retrieval mode
-
-    def _retrieve(
-        self,
-        memory: Any,
-        tenant: str,
-        q: Question,
-        fact_refs: dict[str, list[str]],
-        baselines: _Baselines,
-    ) -> dict[str, Any]:
-        k = max(KS)
-        started = time.perf_counter()
-        hits = memory.search(q.text, user_id=tenant, limit=k)
-        ms = (time.perf_counter() - started) * 1000
-        ranked = {
-            "mem0g": [fact_refs.get(f.id, []) for f in hits.facts],
-            "dense": baselines.dense(q.text, k),
-            "bm25": baselines.bm25(q.text, k),
-            "dense+bm25 rrf": baselines.rrf(q.text, k),
-        }
-        block = memory.context_block(
-            q.text, user_id=tenant, limit=self.o.context_limit, max_tokens=self.o.context_tokens
-        )  # what an answer prompt would get at k = context_limit (10)
-        row: dict[str, Any] = {
-            "search_ms": round(ms, 2),
-            "context_tokens": block.tokens,
-            "systems": {},
-        }
-        if self.o.benchmark == "locomo":
-            relevant = {"evidence": q.evidence}
-        else:
-            turns = [t.ref for s in baselines.unit.sessions for t in s.turns if t.has_answer]
-            relevant = {"session": q.answer_sessions, "turn": turns}
-        if q.abstention:
-            row["skipped"] = "abstention (no evidence to retrieve)"
-        for system, refs in ranked.items():
-            scores: dict[str, Any] = {"top": refs[:k]}
-            for kind, wanted in relevant.items():
-                if q.abstention or not wanted:
-                    continue
-                items = (
-                    refs if kind != "session" else [[r.rsplit(":", 1)[0] for r in x] for x in refs]
-                )
-                for kk in KS:
-                    scores[f"{kind}_recall@{kk}"] = recall_at_k(items, wanted, kk)
-            row["systems"][system] = scores
-        return row
-
-    # ------------------------------------------------------------------ full mode
-
-    def _answer(self, memory: Any, tenant: str, q: Question) -> dict[str, Any]:
-        assert self.answer_llm is not None and self.judge_llm is not None
-        started = time.perf_counter()
-        context = memory.context(
-            q.text, user_id=tenant, limit=self.o.context_limit, max_tokens=self.o.context_tokens
-        )
-        # the conversation's own id, not the run's tenant id: the same prompt in every run,
-        # so a shared cache answers it
-        context = context.replace(tenant, q.unit)
-        search_ms = (time.perf_counter() - started) * 1000
-        row: dict[str, Any] = {
-            "question": q.text,
-            "gold": q.answer,
-            "search_ms": round(search_ms, 2),
-            "context_tokens": (len(context) + 3) // 4,
-        }
-        if self.o.benchmark == "locomo" and q.category == "5":
-            options = [NOT_MENTIONED, q.adversarial_answer or "(no answer given)"]
-            if _coin(q.id):
-                options.reverse()
-            text = _render(
-                "eval_answer_adversarial",
-                context=context,
-                question=q.text,
-                option_a=options[0],
-                option_b=options[1],
-            )
-            answer = self.answer_llm.complete("", text)
-            said = normalize_answer(answer["text"])
-            chose_nm = "not mentioned" in said or said.strip() in {
-                "a" if options[0] == NOT_MENTIONED else "b"
-            }
-            row.update(answer=answer["text"], adversarial=float(chose_nm), llm=[_use(answer)])
-        else:
-            date_line = f"(asked on {q.date:%d %B %Y})\n" if q.date else ""
-            text = _render(
-                "eval_answer", context=context, question=q.text, question_date_line=date_line
-            )
-            answer = self.answer_llm.complete("", text)
-            verdicts, uses = [], [_use(answer)]
-            for run in range(self.o.judge_runs):
-                verdict = self._judge(q, answer["text"], run)
-                verdicts.append(verdict["correct"])
-                uses.append(_use(verdict))
-            row.update(answer=answer["text"], judge=verdicts, llm=uses)
-            if self.o.benchmark == "locomo":
-                row.update(
-                    f1=token_f1(answer["text"], q.answer or ""),
-                    bleu1=bleu1(answer["text"], q.answer or ""),
-                )
-        row["question_ms"] = round((time.perf_counter() - started) * 1000, 2)
-        return row
-
-    def _judge(self, q: Question, answer: str, run: int) -> dict[str, Any]:
-        assert self.judge_llm is not None
-        if self.o.benchmark == "locomo":
-            text = _render("eval_judge_locomo", question=q.text, gold=q.answer or "", answer=answer)
-            reply = self.judge_llm.complete("", text, run=run)
-            return {**reply, "correct": _locomo_label(reply["text"])}
-        rules = json.loads(read_text("prompts", "eval_judge_longmemeval_rules.json"))
-        kind = "abstention" if q.abstention else q.category
-        rule = rules.get(kind, rules["default"])
-        gold_label = {"single-session-preference": "Rubric", "abstention": "Explanation"}.get(
-            kind, "Correct answer"
-        )
-        text = _render(
-            "eval_judge_longmemeval",
-            question=q.text,
-            gold=q.answer or "",
-            answer=answer,
-            rule=rule,
-            gold_label=gold_label,
-        )
-        reply = self.judge_llm.complete("", text, run=run)
-        return {**reply, "correct": _yes(reply["text"])}
-
 
 def _memory_client(config: MemoryConfig) -> Any:
     try:
         return LLMClient._make_client(config.llm)
     except LLMError as err:
         raise EvalInputError(f"full mode needs an LLM: {err}") from None
-
-
-def _render(name: str, **values: str) -> str:
-    return Template(read_text("prompts", f"{name}.md")).safe_substitute(values)
-
-
-def _use(reply: dict[str, Any]) -> dict[str, Any]:
-    return {k: reply.get(k) for k in ("prompt_tokens", "completion_tokens", "cached", "ms")}
-
-
-def _coin(key: str) -> bool:
-    """A fixed coin per question (the option order of the forced choice)."""
-    return hashlib.sha256(key.encode()).digest()[0] % 2 == 1
-
-
-def _locomo_label(text: str) -> float:
-    """CORRECT/WRONG from the judge's answer: the JSON label, else the last label word."""
-    upper = text.upper()
-    for marker in ('"LABEL": "CORRECT"', "'LABEL': 'CORRECT'"):
-        if marker in upper.replace(" :", ":"):
-            return 1.0
-    positions = [(upper.rfind("CORRECT"), 1.0), (upper.rfind("WRONG"), 0.0)]
-    pos, value = max(positions)
-    if pos < 0:
-        return 0.0
-    if value == 1.0 and upper[max(0, pos - 2) : pos] == "IN":  # "INCORRECT"
-        return 0.0
-    return value
-
-
-def _yes(text: str) -> float:
-    words = normalize_answer(text).split()
-    return 1.0 if (words and words[0] == "yes") or ("yes" in words and "no" not in words) else 0.0
-
-
-class _Baselines:
-    """Dense retrieval, BM25 and their plain RRF (k = 60) over the texts mem0g stored (the
-    unit's turns, or its observations), with the run's embedding model."""
-
-    def __init__(self, embedder: Any, unit: Unit, stored: list[tuple[str, list[str]]]) -> None:
-        import bm25s
-
-        self.unit = unit
-        self.turns = stored  # (text, refs) of every stored item
-        self.texts = [text for text, _ in stored]
-        self.refs = [list(refs) for _, refs in stored]
-        self.matrix = unit_rows(np.asarray(embedder.embed(self.texts), dtype=np.float32), None)
-        self.embedder = embedder
-        self._tokenize: Callable[[list[str]], list[list[str]]] = lambda texts: bm25s.tokenize(
-            texts, stopwords="en", show_progress=False, return_ids=False
-        )
-        self.bm = bm25s.BM25()
-        self.bm.index(
-            bm25s.tokenize(self.texts, stopwords="en", show_progress=False), show_progress=False
-        )
-
-    def _dense(self, query: str, k: int) -> list[int]:
-        if not self.turns:
-            return []
-        q, _ = unit_vector(self.embedder.embed([query])[0])
-        return [int(i) for i in np.argsort(-(self.matrix @ q), kind="stable")[:k]]
-
-    def _bm25(self, query: str, k: int) -> list[int]:
-        if not self.turns:
-            return []
-        tokens = self._tokenize([query])
-        if not tokens[0]:
-            return []
-        docs, scores = self.bm.retrieve(tokens, k=min(k, len(self.turns)), show_progress=False)
-        return [int(i) for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
-
-    def dense(self, query: str, k: int) -> list[list[str]]:
-        return [self.refs[i] for i in self._dense(query, k)]
-
-    def bm25(self, query: str, k: int) -> list[list[str]]:
-        return [self.refs[i] for i in self._bm25(query, k)]
-
-    def rrf(self, query: str, k: int, depth: int = 100) -> list[list[str]]:
-        """Plain reciprocal-rank fusion of the two above (k = 60, equal weights)."""
-        fused: dict[int, float] = {}
-        for ranking in (self._dense(query, depth), self._bm25(query, depth)):
-            for rank, i in enumerate(ranking, start=1):
-                fused[i] = fused.get(i, 0.0) + 1.0 / (60 + rank)
-        order = sorted(fused, key=lambda i: (-fused[i], i))[:k]
-        return [self.refs[i] for i in order]
-
-
-class _Bar:
-    def __init__(self, progress: Any) -> None:
-        self.p = progress
-        self._lock = threading.Lock()
-
-    def add(self, name: str, total: int) -> Any:
-        if self.p is None:
-            return None
-        with self._lock:
-            return self.p.add_task(name, total=total)
-
-    def advance(self, *tasks: Any) -> None:
-        if self.p is None:
-            return
-        with self._lock:
-            for t in tasks:
-                self.p.advance(t)
-
-    def remove(self, task: Any) -> None:
-        if self.p is None or task is None:
-            return
-        with self._lock:
-            self.p.remove_task(task)
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[_Bar]:
-    if not enabled:
-        yield _Bar(None)
-        return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    columns = (
-        TextColumn("{task.description:>16}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=Console(stderr=True)) as progress:
-        yield _Bar(progress)
 
 
 def run_eval(

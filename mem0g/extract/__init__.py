@@ -1,6 +1,11 @@
 """Node extractor and relation generator: the first two LLM calls of an `add`.
 
 Both are pure functions of (messages, context, time) -> typed answers; they write nothing.
+
+What lives here: this module (the two calls and their payloads) and `checks.py` (the sanity
+rules an answer passes before it reaches the graph). Who may import it: pipeline.py,
+summary.py and `Memory` (the payload messages). It imports llm, types and resolve.names (the
+name normalisation `checks` compares with).
 """
 
 from __future__ import annotations

@@ -210,15 +210,20 @@ class ResolveUpdatesPayload(BaseModel):
     existing: list[ExistingTriple]
 
 
-class UpdateOperation(_Answer):
-    op: Literal["ADD", "UPDATE", "INVALIDATE", "NOOP"]
-    new_index: int | None = None
-    existing_id: str | None = None
+class _Operation(_Answer):
+    """One operation of an update answer (the graph's or the facts'): `op`, declared by each
+    with its own choices, is read whatever its case and spacing (" add" is ADD)."""
 
-    @field_validator("op", mode="before")
+    @field_validator("op", mode="before", check_fields=False)
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.strip().upper() if isinstance(value, str) else value
+
+
+class UpdateOperation(_Operation):
+    op: Literal["ADD", "UPDATE", "INVALIDATE", "NOOP"]
+    new_index: int | None = None
+    existing_id: str | None = None
 
 
 class ResolveUpdatesAnswer(_Answer):
@@ -265,16 +270,11 @@ class UpdateMemoryPayload(BaseModel):
     existing: list[ExistingFact]
 
 
-class MemoryOperation(_Answer):
+class MemoryOperation(_Operation):
     op: Literal["ADD", "UPDATE", "DELETE", "NOOP"]
     new_index: int | None = None
     existing_id: str | None = None
     text: str | None = None
-
-    @field_validator("op", mode="before")
-    @classmethod
-    def _upper(cls, value: object) -> object:
-        return value.strip().upper() if isinstance(value, str) else value
 
     @field_validator("text")
     @classmethod

@@ -11,6 +11,11 @@ merged with a differently written name only when structure links the two: embedd
 merge proper names. Only *descriptive* entities ("vegetarian diet"/"vegetarianism",
 "hiking"/"hikes") may merge on cosine alone, at `DEFAULT_THRESHOLD`. See
 docs/resolver-calibration.md for how the rules and the threshold were measured.
+
+(Over 500 lines: one rule set, kept together because it is read and calibrated as one: the
+normalisation, how two names relate, the merge decision built on both, and the lookup keys
+made by the same normalisation. Pure functions: imported by resolve/ and extract/checks.py,
+importing nothing of mem0g but the default threshold from config.)
 """
 
 from __future__ import annotations

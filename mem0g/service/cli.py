@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Serve the REST API (/v1, OpenAPI at /openapi.json, explorer at /ui)."""
-        from mem0g.cli import _say, _state
+        from mem0g.cli.common import _say, _state
         from mem0g.service.auth import Keyring
         from mem0g.service.settings import check_bind, limit_inference_threads
 
@@ -150,7 +150,7 @@ def register(app: typer.Typer) -> None:
 def _server_memory(ctx: typer.Context) -> Any:
     """The command's `Memory`, for a long-running server: it may start a new embedded store
     (it takes adds), and keeps the config's Neo4j warm-up (one-shot commands switch it off)."""
-    from mem0g.cli import _check_store_path, _state
+    from mem0g.cli.common import _check_store_path, _state
     from mem0g.memory import Memory
 
     config = _state(ctx).config()

@@ -8,6 +8,8 @@ What lives here (the store is one class, `store.EmbeddedGraphStore`, assembled f
 * ``graph.py``: the in-memory graph (per-tenant buckets, vector blocks, a networkx
   MultiDiGraph) and its reads: key lookup, vector search, `expand`, `siblings`, snapshots;
 * ``facts.py``: the fact memory held beside the graph (facts, their history, summaries);
+* ``loading.py``: which tenants the file holds, and reading a tenant in on first use;
+* ``links.py``: the ``fact_links`` table (fact <-> entity links);
 * ``repairs.py``: entity merge/split; ``lexical.py``: BM25 over SQLite's FTS5 tables.
 
 Who may import it: `mem0g.stores` (which exports `EmbeddedGraphStore`), `mem0g.memory`, the

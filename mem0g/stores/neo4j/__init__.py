@@ -12,9 +12,11 @@ What lives here (the store is one class, `store.Neo4jGraphStore`, assembled from
 * ``vector_search.py``: index search with learned over-fetch, exact fallback, held vectors;
 * ``entity_vectors.py``: the held entity-name vectors of recently used tenants;
 * ``repairs.py``: entity merge/split; ``lexical.py``: BM25 over the full-text indexes;
-* ``warmup.py``: the background warm-up of the server's read paths.
+* ``walk.py``: `walk` in one statement; ``links.py``: fact <-> entity links;
+* ``warmup.py``: the background warm-up of the server's read paths; ``traffic.py``: the real
+  reads and writes in flight, which the warm-up yields to.
 
-Who may import it: `mem0g.memory.make_store`, the CLI and the archive reads (lazily: the
+Who may import it: `mem0g.stores.make_store`, the CLI and the archive reads (lazily: the
 driver is an optional dependency, so `mem0g.stores` never imports this package), tests and
 scripts. Outside this package, use only what this module exports.
 """

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from mem0g.cli import (
+from mem0g.cli.common import (
     AgentOpt,
     JsonOpt,
     RunOpt,

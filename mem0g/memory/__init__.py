@@ -1,15 +1,25 @@
 """`Memory`: the one object users, the CLI and the demo talk to. It wires the stages and owns
 the transaction boundary: the graph path and the fact path only read and plan (concurrently),
 and the merged plan is applied in one transaction, so an `add` that fails anywhere writes
-nothing."""
+nothing.
+
+What lives here: this module (`Memory`'s wiring, `add` through the LLM, `search`, `context`,
+snapshots and backups; `parse_messages`; `make_store` is mem0g.stores', imported here as
+before); `parts.py` (`MemoryPart`: the state and helpers every part shares); `facts.py`
+(verbatim adds and one fact by id); `entities.py` (entity reads and repairs); `upkeep.py`
+(tenants, deletes, counts, index rebuilds). `Memory` is one class assembled from those mixins,
+as the stores are.
+
+Who may import it: users, and the rooms above the stages (the CLI, the service doors, the
+demo, the eval harness; archive.py for its types). Stages, retrievers and stores never do.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import IO, Any
 
@@ -20,6 +30,9 @@ from mem0g.extract import payload_messages
 from mem0g.llm.client import LLMClient, ReplayingLLM
 from mem0g.llm.protocol import Context
 from mem0g.locks import TenantLocks
+from mem0g.memory.entities import EntityMethods
+from mem0g.memory.facts import FactMethods
+from mem0g.memory.upkeep import StoreUpkeep
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.resolve.facts import FactPlan
 from mem0g.resolve.links import plan_links
@@ -28,32 +41,17 @@ from mem0g.retrieve.context import ContextBlock
 from mem0g.retrieve.context import render as render_context
 from mem0g.retrieve.timeline import as_fact
 from mem0g.retrieve.timewin import query_time
-from mem0g.stores.base import (
-    GraphStore,
-    IndexRebuild,
-    PlanConflict,
-    StoreStats,
-    UnknownEntityError,
-)
-from mem0g.stores.repair import describe
+from mem0g.stores import make_store
+from mem0g.stores.base import GraphStore, PlanConflict
 from mem0g.summary import SummaryWorker
 from mem0g.types import (
     AddResult,
-    Entity,
-    EntityEvent,
     Episode,
-    Fact,
-    FactChange,
-    FactEvent,
-    FactResult,
     GraphSnapshot,
-    MergeResult,
     Message,
     PossibleDuplicate,
     Provenance,
-    Relation,
     SearchResult,
-    SplitResult,
     Summary,
     Tenant,
     Usage,
@@ -87,20 +85,6 @@ def parse_messages(messages: MessagesIn) -> list[Message]:
     return parsed
 
 
-def make_store(config: MemoryConfig, dims: int | None) -> GraphStore:
-    """The configured store. `dims=None` (no embedder loaded): both stores take the size from
-    the data they hold (the embedded store's matrices, Neo4j's vector indexes), so reads,
-    dumps and deletes need no model."""
-    settings = config.graph_store
-    if settings.provider == "neo4j":
-        from mem0g.stores.neo4j import Neo4jGraphStore  # imported lazily: optional server
-
-        return Neo4jGraphStore.from_config(settings, dims=dims)
-    from mem0g.stores.embedded import EmbeddedGraphStore
-
-    return EmbeddedGraphStore(settings.resolved_path(), dims=dims)
-
-
 def _collect(futures: list[Future[Any]]) -> list[Any]:
     """Wait for every path to finish (none is left running), then raise the first error."""
     wait(futures)
@@ -111,7 +95,7 @@ def _collect(futures: list[Future[Any]]) -> list[Any]:
     return [f.result() for f in futures]
 
 
-class Memory:
+class Memory(FactMethods, EntityMethods, StoreUpkeep):
     """Long-term memory for agents: `add` conversation turns, `search` facts and relations,
     keep history. Graph (Mem0g) and facts (Mem0) side by side, each switchable in config."""
 
@@ -171,17 +155,6 @@ class Memory:
         if self._reads is not None:
             self._reads.shutdown(wait=True)
         self.store.close()
-
-    def _tenant(self, user_id: Any, agent_id: Any, run_id: Any) -> Tenant:
-        return validation.tenant(self.config.limits, user_id, agent_id, run_id)
-
-    def _lock(self, tenant: Tenant) -> AbstractContextManager[None]:
-        """Adds of one tenant are serialised so two of them cannot both create "Alice"."""
-        return self._tenant_locks.hold(tenant.key)
-
-    def _forget(self, scope: Tenant) -> None:
-        """After a delete: no per-tenant state is kept for tenants that are gone."""
-        self.summaries.forget(scope)
 
     # ------------------------------------------------------------------ add
 
@@ -309,53 +282,6 @@ class Memory:
             if p.entity_id != p.candidate_id and {p.entity_id, p.candidate_id} <= known
         ]
 
-    def _import(self, tenant: Tenant, messages: list[Message], when: datetime) -> AddResult:
-        """Messages become facts as they are: no extraction, no LLM."""
-        now = utcnow()
-        episode = Episode(tenant=tenant, messages=messages, timestamp=when, created_at=now)
-        provenance = Provenance(episode_id=episode.id, timestamp=when)
-        texts = [m.content.strip() for m in messages]
-        vectors = self.embedder.embed(texts)
-        plan = WritePlan(tenant=tenant, episode=episode, updated_at=now)
-        results = []
-        for text, vector in zip(texts, vectors, strict=True):
-            fact = Fact(
-                tenant=tenant,
-                text=text,
-                embedding=[float(x) for x in vector],
-                created_at=now,
-                updated_at=now,
-                provenance=[provenance],
-            )
-            plan.new_facts.append(fact)
-            plan.fact_events.append(
-                FactEvent(
-                    fact_id=fact.id,
-                    tenant=tenant,
-                    event="ADD",
-                    new_text=text,
-                    actor="user",
-                    episode_id=episode.id,
-                    at=now,
-                )
-            )
-            results.append(FactResult(event="ADD", id=fact.id, text=text))
-        self._apply_linked(plan)
-        return AddResult(episode_id=episode.id, facts=results)
-
-    def _apply_linked(self, plan: WritePlan) -> None:
-        """Apply a plan made without the LLM, with its fact links, from the tenant's version:
-        a name another process's add brings meanwhile would otherwise miss these facts (each
-        add links only the facts it can see), so a moved version means linking again."""
-        for attempt in range(self.config.memory.replans + 1):
-            plan.based_on = self.store.tenant_version(plan.tenant)
-            try:
-                self.store.apply(plan_links(self.store, plan))
-                return
-            except PlanConflict:
-                if attempt == self.config.memory.replans:
-                    raise
-
     def refresh_summary(
         self,
         *,
@@ -372,233 +298,6 @@ class Memory:
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> Summary | None:
         return self.store.get_summary(self._tenant(user_id, agent_id, run_id))
-
-    # ------------------------------------------------------------------ facts, by id
-
-    def get(
-        self,
-        fact_id: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> Fact | None:
-        """One fact of the tenant, or None (also for another tenant's id)."""
-        scope = self._tenant(user_id, agent_id, run_id)
-        found = self.store.get_facts(scope, [fact_id])
-        return found[0].model_copy(update={"embedding": None}) if found else None
-
-    def _fact_of(self, fact_id: str, scope: Tenant) -> Fact:
-        validation.text(fact_id, "fact_id")
-        found = self.store.get_facts(scope, [fact_id])
-        if not found:
-            raise KeyError(f"no fact {fact_id!r} for this tenant")
-        return found[0]
-
-    def update(
-        self,
-        fact_id: str,
-        text: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> FactResult:
-        """Replace a fact's text (the old text stays in its history)."""
-        validation.text(fact_id, "fact_id")
-        validation.text(text, "text", self.config.limits.max_fact_chars)
-        scope = self._tenant(user_id, agent_id, run_id)
-        with self._lock(scope):
-            old = self._fact_of(fact_id, scope)
-            now = utcnow()
-            vector = self.embedder.embed([text.strip()])[0]
-            plan = WritePlan(tenant=old.tenant, updated_at=now)
-            plan.fact_changes.append(
-                FactChange(fact_id=old.id, text=text.strip(), embedding=[float(x) for x in vector])
-            )
-            plan.fact_events.append(
-                FactEvent(
-                    fact_id=old.id,
-                    tenant=old.tenant,
-                    event="UPDATE",
-                    old_text=old.text,
-                    new_text=text.strip(),
-                    actor="user",
-                    at=now,
-                )
-            )
-            self._apply_linked(plan)
-        return FactResult(event="UPDATE", id=old.id, text=text.strip(), previous_text=old.text)
-
-    def delete(
-        self,
-        fact_id: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> FactResult:
-        """Delete a fact: gone from search and get, kept in its history."""
-        scope = self._tenant(user_id, agent_id, run_id)
-        with self._lock(scope):
-            old = self._fact_of(fact_id, scope)
-            now = utcnow()
-            plan = WritePlan(tenant=old.tenant, updated_at=now)
-            plan.fact_changes.append(FactChange(fact_id=old.id, text=None))
-            plan.fact_events.append(
-                FactEvent(
-                    fact_id=old.id,
-                    tenant=old.tenant,
-                    event="DELETE",
-                    old_text=old.text,
-                    actor="user",
-                    at=now,
-                )
-            )
-            self.store.apply(plan)
-        return FactResult(event="DELETE", id=old.id, text=old.text)
-
-    def history(
-        self,
-        fact_id: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[FactEvent]:
-        """Every change of a fact, oldest first, including after it was deleted."""
-        scope = self._tenant(user_id, agent_id, run_id)
-        return self.store.fact_history(scope, fact_id)
-
-    def episodes(
-        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> list[Episode]:
-        """The scope's episodes (the messages of each add, with the conversation's time), in
-        the order they were written: what every edge and fact points back to."""
-        return self.store.episodes(Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id))
-
-    # ------------------------------------------------------------------ entities and repair
-
-    def list_entities(
-        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> list[Entity]:
-        """Every entity of the scope, in write order, without embeddings."""
-        return self.store.list_entities(self._tenant(user_id, agent_id, run_id))
-
-    def get_entity(
-        self,
-        entity_id: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> Entity | None:
-        """One entity of the scope (None: unknown, merged away, or another tenant's)."""
-        scope = self._tenant(user_id, agent_id, run_id)
-        found = self.store.get_entities(scope, [entity_id])
-        return found[0].model_copy(update={"embedding": None}) if found else None
-
-    def entity_relations(
-        self,
-        entity_id: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        include_invalid: bool = False,
-    ) -> list[Relation]:
-        """The edges at one entity (either end), without embeddings."""
-        scope = self._tenant(user_id, agent_id, run_id)
-        validity = Validity(include_invalid=include_invalid)
-        found = self.store.relations_touching(scope, [entity_id], validity)
-        return [r.model_copy(update={"embedding": None}) for r in found]
-
-    def merge_entities(
-        self,
-        keep_id: str,
-        other_id: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> MergeResult:
-        """Merge `other_id` into `keep_id` (two records of one thing): every edge of other is
-        re-pointed onto keep, other's name, aliases and keys become keep's, other is deleted,
-        and the merge is logged in both entities' history; one transaction. Edges between the
-        two are removed (they would be self-loops) and kept in the log. `split_entity` takes it
-        back. Both entities must be in the scope and of one exact tenant: raises
-        `UnknownEntityError` / `CrossTenantError` (ValueErrors), writing nothing.
-
-        Holds keep's tenant's add lock: an add planned around `other` in this process would
-        otherwise fail at its write (its plan names an entity the merge removed)."""
-        scope = self._tenant(user_id, agent_id, run_id)
-        found = self.store.get_entities(scope, [keep_id])
-        if not found:
-            raise UnknownEntityError(f"no entity {keep_id!r} in {describe(scope)}")
-        with self._lock(found[0].tenant):
-            return self.store.merge_entities(scope, keep_id, other_id)
-
-    def split_entity(
-        self,
-        merge_id: str | None = None,
-        *,
-        entity_id: str | None = None,
-        other_id: str | None = None,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> SplitResult:
-        """Take a merge back, by its event id (`MergeResult.merge_id`, or from
-        `entity_history`) or by (`entity_id`: the kept entity, `other_id`: the merged-away
-        one: the latest such merge not split yet). The other entity returns with its id,
-        name, type, aliases, keys and embedding, and exactly the edges that merge moved go
-        back to it (edges keep gained since stay on keep); logged as SPLIT."""
-        scope = self._tenant(user_id, agent_id, run_id)
-        if merge_id is None:
-            if not (entity_id and other_id):
-                raise ValueError("give a merge id, or the kept entity's id and the other's")
-            events = self.store.entity_history(scope, entity_id)
-            split = {e.merge_id for e in events if e.event == "SPLIT"}
-            merges = [
-                e
-                for e in events
-                if e.event == "MERGE"
-                and (e.entity_id, e.other_id) == (entity_id, other_id)
-                and e.id not in split
-            ]
-            if not merges:
-                raise UnknownEntityError(
-                    f"no merge of {other_id!r} into {entity_id!r} to split in {describe(scope)}"
-                )
-            merge_id = merges[-1].id
-        return self.store.split_entity(scope, merge_id)
-
-    def entity_history(
-        self,
-        entity_id: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> list[EntityEvent]:
-        """MERGE, SPLIT and RENAME events naming the entity (also one merged away), oldest
-        first; a MERGE's undo record comes without embeddings."""
-        scope = self._tenant(user_id, agent_id, run_id)
-        events = self.store.entity_history(scope, entity_id)
-        for event in events:
-            if event.undo is not None:
-                event.undo.other.embedding = None
-                for rel in event.undo.dropped:
-                    rel.embedding = None
-        return events
-
-    def possible_duplicates(
-        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> list[PossibleDuplicate]:
-        """Entity pairs the resolver recorded as maybe one thing, with the reason, oldest
-        first; pairs settled by a merge or naming a deleted entity are gone from the list."""
-        scope = self._tenant(user_id, agent_id, run_id)
-        return self.store.possible_duplicates(scope)
 
     # ------------------------------------------------------------------ read
 
@@ -692,10 +391,6 @@ class Memory:
         )  # fmt: skip
         return render_context(hits, user_id or agent_id or run_id, max_tokens)
 
-    def tenants(self) -> list[Tenant]:
-        """Every exact tenant that has data in the store."""
-        return self.store.tenants()
-
     def get_everything(self, *, include_invalid: bool = True) -> GraphSnapshot:
         """All tenants' graphs in one snapshot: for operators' dumps and backups."""
         entities: dict[str, Any] = {}
@@ -745,52 +440,3 @@ class Memory:
             with open(source, encoding="utf-8") as handle:
                 return import_archive(self, handle, merge=merge)
         return import_archive(self, source, merge=merge)
-
-    def delete_all(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        all_users: bool = False,
-    ) -> int:
-        """Delete every record the filter matches (unset ids match anything, as in reads).
-        Without `user_id` the filter spans users (`agent_id="x"` is agent x with *every*
-        user), so it must be confirmed with `all_users=True`; ValueError otherwise."""
-        scope = self._tenant(user_id, agent_id, run_id)
-        if scope.user_id is None and not all_users:
-            raise ValueError(
-                f"delete_all without user_id deletes the data of {describe(scope)} for every "
-                "user; pass all_users=True (CLI: --all-users) to confirm"
-            )
-        self.summaries.wait_idle()  # a refresh finishing later must not bring a summary back
-        deleted = self.store.delete_tenant(scope)
-        self._forget(scope)
-        return deleted
-
-    def reset(self) -> None:
-        self.summaries.wait_idle()
-        self.store.reset()
-
-    def stats(self, **ids: str | None) -> StoreStats:
-        """Counts for a tenant scope (any ids given) or the whole store, facts included."""
-        scope = Tenant(**ids) if any(ids.values()) else None
-        counts = self.store.stats(scope)
-        scopes = [scope] if scope is not None else self.store.tenants()
-        # a tenant's scope also covers its narrower tenants (user a covers user a + agent x)
-        facts = {fact.id for s in scopes for fact in self.store.facts(s)}
-        warmup = self.store.warmup_status
-        return counts.model_copy(
-            update={"facts": len(facts), "warmup": None if warmup.state == "off" else warmup}
-        )
-
-    def rebuild_indexes(
-        self,
-        kinds: Sequence[str] | None = None,
-        *,
-        progress: Callable[[str, float], None] | None = None,
-    ) -> list[IndexRebuild]:
-        """Maintenance for a store that keeps vector indexes (Neo4j): rebuild them in one pass
-        each, after a bulk load or many small adds; searches stay correct while it runs.
-        Returns [] for the embedded store, which has none."""
-        return self.store.rebuild_vector_indexes(kinds, progress=progress)

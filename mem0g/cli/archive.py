@@ -20,7 +20,7 @@ from rich.progress import (
 )
 
 from mem0g.archive import ImportedTenant, export_archive, import_archive
-from mem0g.cli import AgentOpt, RunOpt, UserOpt, _describe, _err, _out, _say, _state, app
+from mem0g.cli.common import AgentOpt, RunOpt, UserOpt, _describe, _err, _out, _say, _state, app
 from mem0g.stores.repair import describe
 from mem0g.types import Tenant
 

@@ -1,0 +1,124 @@
+"""Retrieval mode: each question's recall@k for mem0g's search and for the baselines (dense,
+BM25 and their RRF over exactly the texts mem0g stored). No LLM."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mem0g.eval.data import Question, Unit
+from mem0g.eval.metrics import recall_at_k
+from mem0g.stores.vectors import unit_rows, unit_vector
+
+if TYPE_CHECKING:
+    from mem0g.eval.runner import EvalOptions
+
+
+KS = (5, 10, 20)
+
+
+class _Baselines:
+    """Dense retrieval, BM25 and their plain RRF (k = 60) over the texts mem0g stored (the
+    unit's turns, or its observations), with the run's embedding model."""
+
+    def __init__(self, embedder: Any, unit: Unit, stored: list[tuple[str, list[str]]]) -> None:
+        import bm25s
+
+        self.unit = unit
+        self.turns = stored  # (text, refs) of every stored item
+        self.texts = [text for text, _ in stored]
+        self.refs = [list(refs) for _, refs in stored]
+        self.matrix = unit_rows(np.asarray(embedder.embed(self.texts), dtype=np.float32), None)
+        self.embedder = embedder
+        self._tokenize: Callable[[list[str]], list[list[str]]] = lambda texts: bm25s.tokenize(
+            texts, stopwords="en", show_progress=False, return_ids=False
+        )
+        self.bm = bm25s.BM25()
+        self.bm.index(
+            bm25s.tokenize(self.texts, stopwords="en", show_progress=False), show_progress=False
+        )
+
+    def _dense(self, query: str, k: int) -> list[int]:
+        if not self.turns:
+            return []
+        q, _ = unit_vector(self.embedder.embed([query])[0])
+        return [int(i) for i in np.argsort(-(self.matrix @ q), kind="stable")[:k]]
+
+    def _bm25(self, query: str, k: int) -> list[int]:
+        if not self.turns:
+            return []
+        tokens = self._tokenize([query])
+        if not tokens[0]:
+            return []
+        docs, scores = self.bm.retrieve(tokens, k=min(k, len(self.turns)), show_progress=False)
+        return [int(i) for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+    def dense(self, query: str, k: int) -> list[list[str]]:
+        return [self.refs[i] for i in self._dense(query, k)]
+
+    def bm25(self, query: str, k: int) -> list[list[str]]:
+        return [self.refs[i] for i in self._bm25(query, k)]
+
+    def rrf(self, query: str, k: int, depth: int = 100) -> list[list[str]]:
+        """Plain reciprocal-rank fusion of the two above (k = 60, equal weights)."""
+        fused: dict[int, float] = {}
+        for ranking in (self._dense(query, depth), self._bm25(query, depth)):
+            for rank, i in enumerate(ranking, start=1):
+                fused[i] = fused.get(i, 0.0) + 1.0 / (60 + rank)
+        order = sorted(fused, key=lambda i: (-fused[i], i))[:k]
+        return [self.refs[i] for i in order]
+
+
+class RetrievalMode:
+    """`Harness`'s per-question work in retrieval mode."""
+
+    o: EvalOptions
+
+    def _retrieve(
+        self,
+        memory: Any,
+        tenant: str,
+        q: Question,
+        fact_refs: dict[str, list[str]],
+        baselines: _Baselines,
+    ) -> dict[str, Any]:
+        k = max(KS)
+        started = time.perf_counter()
+        hits = memory.search(q.text, user_id=tenant, limit=k)
+        ms = (time.perf_counter() - started) * 1000
+        ranked = {
+            "mem0g": [fact_refs.get(f.id, []) for f in hits.facts],
+            "dense": baselines.dense(q.text, k),
+            "bm25": baselines.bm25(q.text, k),
+            "dense+bm25 rrf": baselines.rrf(q.text, k),
+        }
+        block = memory.context_block(
+            q.text, user_id=tenant, limit=self.o.context_limit, max_tokens=self.o.context_tokens
+        )  # what an answer prompt would get at k = context_limit (10)
+        row: dict[str, Any] = {
+            "search_ms": round(ms, 2),
+            "context_tokens": block.tokens,
+            "systems": {},
+        }
+        if self.o.benchmark == "locomo":
+            relevant = {"evidence": q.evidence}
+        else:
+            turns = [t.ref for s in baselines.unit.sessions for t in s.turns if t.has_answer]
+            relevant = {"session": q.answer_sessions, "turn": turns}
+        if q.abstention:
+            row["skipped"] = "abstention (no evidence to retrieve)"
+        for system, refs in ranked.items():
+            scores: dict[str, Any] = {"top": refs[:k]}
+            for kind, wanted in relevant.items():
+                if q.abstention or not wanted:
+                    continue
+                items = (
+                    refs if kind != "session" else [[r.rsplit(":", 1)[0] for r in x] for x in refs]
+                )
+                for kk in KS:
+                    scores[f"{kind}_recall@{kk}"] = recall_at_k(items, wanted, kk)
+            row["systems"][system] = scores
+        return row

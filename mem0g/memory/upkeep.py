@@ -1,0 +1,68 @@
+"""`Memory`'s methods on the store as a whole: its tenants, deletes (a scope, or everything),
+counts, and the vector-index rebuild."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mem0g.memory.parts import MemoryPart
+from mem0g.stores.base import IndexRebuild, StoreStats
+from mem0g.stores.repair import describe
+from mem0g.types import Tenant
+
+
+class StoreUpkeep(MemoryPart):
+    """`Memory`'s tenant list, deletes, counts and index upkeep."""
+
+    def tenants(self) -> list[Tenant]:
+        """Every exact tenant that has data in the store."""
+        return self.store.tenants()
+
+    def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        all_users: bool = False,
+    ) -> int:
+        """Delete every record the filter matches (unset ids match anything, as in reads).
+        Without `user_id` the filter spans users (`agent_id="x"` is agent x with *every*
+        user), so it must be confirmed with `all_users=True`; ValueError otherwise."""
+        scope = self._tenant(user_id, agent_id, run_id)
+        if scope.user_id is None and not all_users:
+            raise ValueError(
+                f"delete_all without user_id deletes the data of {describe(scope)} for every "
+                "user; pass all_users=True (CLI: --all-users) to confirm"
+            )
+        self.summaries.wait_idle()  # a refresh finishing later must not bring a summary back
+        deleted = self.store.delete_tenant(scope)
+        self._forget(scope)
+        return deleted
+
+    def reset(self) -> None:
+        self.summaries.wait_idle()
+        self.store.reset()
+
+    def stats(self, **ids: str | None) -> StoreStats:
+        """Counts for a tenant scope (any ids given) or the whole store, facts included."""
+        scope = Tenant(**ids) if any(ids.values()) else None
+        counts = self.store.stats(scope)
+        scopes = [scope] if scope is not None else self.store.tenants()
+        # a tenant's scope also covers its narrower tenants (user a covers user a + agent x)
+        facts = {fact.id for s in scopes for fact in self.store.facts(s)}
+        warmup = self.store.warmup_status
+        return counts.model_copy(
+            update={"facts": len(facts), "warmup": None if warmup.state == "off" else warmup}
+        )
+
+    def rebuild_indexes(
+        self,
+        kinds: Sequence[str] | None = None,
+        *,
+        progress: Callable[[str, float], None] | None = None,
+    ) -> list[IndexRebuild]:
+        """Maintenance for a store that keeps vector indexes (Neo4j): rebuild them in one pass
+        each, after a bulk load or many small adds; searches stay correct while it runs.
+        Returns [] for the embedded store, which has none."""
+        return self.store.rebuild_vector_indexes(kinds, progress=progress)
