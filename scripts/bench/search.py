@@ -265,9 +265,13 @@ def timed_phase(
     phase["busy"] = busy(
         phase["load_avg_before"], phase["load_avg_during"], others=phase["other_processes_cores"]
     )
+    cpu = phase["server_cpu_per_search_ms"]
     progress.line(
-        f"{name}: search p95 {phase['search']['p95_ms']:.1f} ms, embed p95 "
-        f"{phase['query_embed']['p95_ms']:.1f} ms, ratio {phase['ratio_p95']:.2f}"
+        f"{name}: search p50 {phase['search']['p50_ms']:.1f} / p95 "
+        f"{phase['search']['p95_ms']:.1f} ms, embed p95 {phase['query_embed']['p95_ms']:.1f} ms, "
+        f"ratio {phase['ratio_p95']:.2f}"
+        + ("" if cpu is None else f", server CPU per search {cpu:.1f} ms")
+        + f", load {phase['load_avg_during'][0]:.1f}"
     )
     return phase
 
@@ -321,6 +325,7 @@ def restart_phases(
             phase["waited_for_warmup_s"] = round(time.perf_counter() - waited, 1)
         timed_phase(phase, memory, inner, timed, 0, stores, progress, label)
         phase["store_warmup"] = store.warmup_status.model_dump(mode="json")
+        progress.line(f"{label} {name}: store warm-up {phase['store_warmup']}")
         phases.append(phase)
         if name != RESTART_PHASES[-1]:
             memory.close()
