@@ -108,7 +108,8 @@ class BenchStores:
             dims=dims,
             entity_vectors=self.args.neo4j_entity_vectors,
             warmup_seconds=warmup_seconds,
-            warmup_parallel=self.args.store_warmup_parallel,
+            # (bench_resolver.py's arguments have no warm-up options: the store's default)
+            warmup_parallel=getattr(self.args, "store_warmup_parallel", 2),
             cypher_options=cypher_options,
         )
 
