@@ -87,9 +87,10 @@ SAMPLES = 8  # searches per round over real data (half edges, half facts where b
 def shape_searches(store: Any, samples: int = SAMPLES) -> list[Search]:
     """Read-only searches over the store's own data, each scoped to the one tenant it came
     from: the reads a real search sends (dense edges and entities, name lookup, the walk with
-    siblings, BM25, the records, the fact reads and the entity-linked facts), with an edge's or a fact's stored vector as
-    the query and its words as BM25 words, results thrown away. The row-walking, scoring and
-    projection code then runs on real rows, which is what the JIT compiles."""
+    siblings, BM25, the records, the fact reads and the entity-linked facts), with an edge's
+    or a fact's stored vector as the query and its words as BM25 words, results thrown away.
+    The row-walking, scoring and projection code then runs on real rows, which is what the
+    JIT compiles."""
     rows = store._read("warmup_sample", {"limit": samples})
     edges = [r for r in rows if r["kind"] == "edge"]
     facts = [r for r in rows if r["kind"] == "fact"]
@@ -288,13 +289,14 @@ class Warmup:
             if until is not None and time.monotonic() >= until:
                 return False
             times = self._round(started, calls)
+            if shapes:  # also those of a round cut short
+                self.status.searches += sum(t is not None for t in times)
+            self.status.seconds = time.monotonic() - started
             if any(t is None for t in times):
                 return False
             history.append(sum(t for t in times if t is not None))
             done += 1
             self.status.rounds += 1
-            self.status.searches += len(calls) if shapes else 0
-            self.status.seconds = time.monotonic() - started
             if min_rounds is not None and _settled(history, min_rounds):
                 return True
         return False
