@@ -121,6 +121,19 @@ class GraphStoreConfig(_Section):
         "opens (and after reindex), so the first searches after a restart are not slow",
     )
     warmup_seconds: float = Field(default=30.0, gt=0, description="neo4j: the warm-up's bound")
+    warmup_parallel: int = Field(
+        default=2,
+        ge=1,
+        le=8,
+        description="neo4j: sessions the warm-up reads on at once while the store is idle "
+        "(beside real searches it reads on one)",
+    )
+    cypher_options: str = Field(
+        default="",
+        pattern=r"^([A-Za-z]+=[A-Za-z]+( [A-Za-z]+=[A-Za-z]+)*)?$",
+        description="neo4j: Cypher query options put before every read statement, e.g. "
+        "'expressionEngine=interpreted' (option=value words only)",
+    )
 
     def resolved_path(self) -> Path:
         return Path(self.path).expanduser() if self.path else default_data_dir() / "graph"

@@ -305,6 +305,40 @@ def test_client_cpus_are_checked() -> None:
             bench_stores.parse_cpus(bad)
 
 
+class _Restarts:
+    """BenchStores for the restart phases' logic on the test server: a restart is counted
+    instead of done (Neo4jServer.restart is tested in test_neo4j_server.py), with the JVM
+    flags it was asked for; stores open on the test server with what they were asked."""
+
+    kind = "neo4j"
+
+    def __init__(self, connect: Any) -> None:
+        self._connect = connect
+        self.restarts = 0
+        self.java_opts: list[str | None] = []
+        self.budgets: list[float] = []
+        self.stores: list[Any] = []
+
+    def restart(self, java_opts: str | None = None) -> float:
+        self.restarts += 1
+        self.java_opts.append(java_opts)
+        return 0.0
+
+    def connect(self, dims: int, warmup_seconds: float = 0.0, cypher_options: str = "") -> Any:
+        self.budgets.append(warmup_seconds)
+        store = self._connect(
+            dims=dims, warmup_seconds=warmup_seconds, cypher_options=cypher_options
+        )
+        self.stores.append(store)
+        return store
+
+    def server_cpu(self) -> None:
+        return None
+
+    def others_cpu(self) -> None:
+        return None
+
+
 @pytest.mark.neo4j
 def test_restart_phases_open_cold_then_warming_then_warmed_stores(neo4j_connect: Any) -> None:
     """The restart phases' logic on the test server, the restart itself counted instead of
@@ -318,29 +352,6 @@ def test_restart_phases_open_cold_then_warming_then_warmed_stores(neo4j_connect:
     from mem0g.config import EmbedderConfig
     from mem0g.embed import CachedEmbedder, make_embedder
 
-    class Restarts:
-        kind = "neo4j"
-
-        def __init__(self) -> None:
-            self.restarts = 0
-            self.budgets: list[float] = []
-            self.stores: list[Any] = []
-
-        def restart(self) -> float:
-            self.restarts += 1
-            return 0.0
-
-        def connect(self, dims: int, warmup_seconds: float = 0.0) -> Any:
-            self.budgets.append(warmup_seconds)
-            self.stores.append(neo4j_connect(dims=dims, warmup_seconds=warmup_seconds))
-            return self.stores[-1]
-
-        def server_cpu(self) -> None:
-            return None
-
-        def others_cpu(self) -> None:
-            return None
-
     inner = make_embedder(EmbedderConfig(provider="hashing")).inner
     first = Memory(
         {"memory": {"facts": False}},
@@ -351,7 +362,7 @@ def test_restart_phases_open_cold_then_warming_then_warmed_stores(neo4j_connect:
         ["--store", "neo4j", "--restart-phases", "4", "--store-warmup-seconds", "20"]
     )
     queries = data.make_queries(data.build_graph(100, seed=3), 6, random.Random(2))
-    fake = Restarts()
+    fake = _Restarts(neo4j_connect)
     phases, memory = search.restart_phases(
         args, fake, first, inner, queries, timing.Progress(quiet=True), "t"
     )
@@ -364,6 +375,40 @@ def test_restart_phases_open_cold_then_warming_then_warmed_stores(neo4j_connect:
     assert memory.store is fake.stores[-1] and memory.config.memory.facts is False
     memory.search("who lives in Paris?", user_id=data.TARGET_USER)  # still open
     memory.close()
+
+
+@pytest.mark.neo4j
+def test_restart_variants_restart_with_their_jvm_flags_and_search_with_their_options(
+    neo4j_connect: Any,
+) -> None:
+    """Each --restart-variant restarts the server with its JVM flags (the restart counted,
+    not done), opens a store with its Cypher options and no warm-up, and times the first N
+    searches cold, then again after the untimed warm searches."""
+    from bench import search
+
+    from mem0g.config import EmbedderConfig
+    from mem0g.embed import make_embedder
+
+    inner = make_embedder(EmbedderConfig(provider="hashing")).inner
+    args = cli.parse_args(
+        ["--store", "neo4j", "--restart-phases", "3", "--paths", "graph",
+         "--restart-variant", "interp||expressionEngine=interpreted",
+         "--restart-variant", "c1|-XX:TieredStopAtLevel=1|"]
+    )  # fmt: skip
+    graph = data.build_graph(100, seed=3)
+    queries = data.make_queries(graph, 5, random.Random(2))
+    warm = data.warm_queries(graph, 2, queries, 4)
+    fake = _Restarts(neo4j_connect)
+    phases = search.restart_variants(
+        args, fake, inner, queries, warm, timing.Progress(quiet=True), "t"
+    )
+    assert [p["phase"] for p in phases] == ["cold interp", "warm interp", "cold c1", "warm c1"]
+    assert fake.java_opts == ["", "-XX:TieredStopAtLevel=1"] and fake.budgets == [0.0, 0.0]
+    assert [s._read_texts.get("walk", "")[:7] for s in fake.stores] == ["CYPHER ", ""]
+    assert [p["search"]["n"] for p in phases] == [3, 3, 3, 3]
+    assert phases[1]["server_warmup"]["searches"] == 2 and "server_warmup" not in phases[0]
+    assert phases[2]["java_opts"] == "-XX:TieredStopAtLevel=1"
+    assert phases[0]["cypher_options"] == "expressionEngine=interpreted"
 
 
 def test_phase_targets_judge_the_named_phase_at_its_size() -> None:

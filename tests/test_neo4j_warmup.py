@@ -1,7 +1,7 @@
-"""The Neo4j store's background warm-up (mem0g/stores/neo4j/warmup.py): it reads every
-search and add read statement against a reserved empty tenant, then searches the store's own
-data (each search scoped to one tenant), yields to real reads, ends by itself, writes nothing,
-and a failure leaves the store usable."""
+"""The Neo4j store's background warm-up (mem0g/stores/neo4j/warmup.py): it searches the
+store's own data first (each search scoped to one tenant), then reads every search and add
+read statement those searches did not run against a reserved empty tenant, yields to real
+reads, ends by itself, writes nothing, and a failure leaves the store usable."""
 
 from __future__ import annotations
 
@@ -17,11 +17,13 @@ from mem0g.config import EmbedderConfig
 from mem0g.embed import make_embedder
 from mem0g.stores.base import StoreError
 from mem0g.stores.neo4j import Neo4jGraphStore, parse_statements
+from mem0g.stores.neo4j import warmup as warmup_module
 from mem0g.stores.neo4j.traffic import Traffic
 from mem0g.stores.neo4j.warmup import (
     MIN_ROUNDS,
-    PLAN_ROUNDS,
     SHAPE_MIN_ROUNDS,
+    SHAPE_SHARE,
+    THREAD_NAME,
     WARMUP_USER,
     Warmup,
     _settled,
@@ -109,19 +111,80 @@ def test_the_warmup_waits_while_real_reads_run() -> None:
     assert traffic.quiet()  # its reads left no count behind
 
 
-def test_searches_over_real_shapes_follow_the_plan_rounds() -> None:
+def test_searches_over_real_shapes_come_first_then_the_statements_they_did_not_run() -> None:
     done: list[str] = []
+
+    def search(name: str) -> Any:
+        return lambda: (time.sleep(0.001), done.append(name))  # rounds of a steady length
+
     warmup = Warmup(
-        lambda name, params: done.append(name), lambda: (["a", "b"], {}), budget=10,
-        searches=lambda: [lambda: done.append("s1"), lambda: done.append("s2")],
+        lambda name, params: done.append(name), lambda: (["a", "b", "c"], {}), budget=10,
+        searches=lambda: [search("s1"), search("s2")],
+        covered=lambda: {"a", "c"},  # what the searches read; "b" is read once, apart
     )  # fmt: skip
     warmup.start()
     warmup.join(10)
     status = warmup.status
-    assert status.state == "done" and status.shapes == 2
-    assert done[: 2 * PLAN_ROUNDS] == ["a", "b"] * PLAN_ROUNDS
-    assert set(done[2 * PLAN_ROUNDS :]) == {"s1", "s2"}
-    assert len(done) - 2 * PLAN_ROUNDS >= 2 * SHAPE_MIN_ROUNDS  # until settled
+    assert status.state == "done" and status.shapes == 2 and status.settled
+    assert done.count("b") == 1 and "a" not in done and "c" not in done
+    first = done.index("b")
+    assert set(done[:first]) == {"s1", "s2"} and first >= 2 * SHAPE_MIN_ROUNDS  # until settled
+    assert done[first + 1 :] == []  # settled before: nothing after the statements apart
+    assert status.planned_apart == 1 and status.searches == first
+
+
+def test_statements_apart_are_read_within_the_bound_when_searches_never_settle() -> None:
+    """Searches that keep getting slower never settle: after SHAPE_SHARE of the budget the
+    statements no search ran are still read, then the searches go on until the bound."""
+    done: list[tuple[str, float]] = []
+    slower = [0.0]
+
+    def search() -> None:
+        slower[0] += 0.0005
+        time.sleep(slower[0])
+        done.append(("s", time.monotonic()))
+
+    budget = 1.5
+    began = time.monotonic()
+    warmup = Warmup(lambda name, params: done.append((name, time.monotonic())),
+                    lambda: (["a"], {}), budget=budget, searches=lambda: [search])  # fmt: skip
+    warmup.start()
+    warmup.join(10)
+    assert warmup.status.state == "done" and not warmup.status.settled
+    names = [name for name, _ in done]
+    assert names.count("a") == 1
+    at = dict(done)["a"] - began
+    assert SHAPE_SHARE * budget - 0.01 <= at < budget  # after the share, within the bound
+    assert names[-1] == "s"  # the searches went on after it
+    assert warmup.status.seconds < budget + 0.5
+
+
+@pytest.mark.parametrize("idle", [True, False])
+def test_a_rounds_calls_run_on_parallel_threads_only_while_the_store_is_idle(idle: bool) -> None:
+    """With parallel=2 a round's calls run on two threads while the store is idle, on one
+    beside real traffic; every thread's reads are the warm-up's own (not real traffic, never
+    waited for), and the statements they ran are recorded."""
+    traffic = Traffic(gap=0.05)
+    threads: set[str] = set()
+    busy_seen: list[bool] = []
+
+    def read(name: str, params: dict[str, Any]) -> None:
+        with traffic.call(name):
+            threads.add(threading.current_thread().name)
+            busy_seen.append(not traffic.quiet())
+            time.sleep(0.002)
+
+    warmup = Warmup(read, lambda: (["a", "b", "c", "d"], {}), budget=3, searches=lambda: [],
+                    quiet=traffic.wait_quiet, background=traffic.mark_background,
+                    idle=lambda: idle, parallel=2)  # fmt: skip
+    warmup.start()
+    warmup.join(10)
+    assert warmup.status.state == "done" and warmup.status.rounds >= MIN_ROUNDS
+    assert all(name.startswith(THREAD_NAME) for name in threads)
+    assert len(threads) == (2 if idle else 1)
+    assert not any(busy_seen)  # no thread's reads counted as traffic
+    assert traffic.background_reads() == {"a", "b", "c", "d"}
+    assert warmup.status.yielded_s < 1.0  # they did not wait for each other
 
 
 def _graph_data(store: Neo4jGraphStore, embedder: Any, user: str) -> None:
@@ -144,9 +207,10 @@ def _graph_data(store: Neo4jGraphStore, embedder: Any, user: str) -> None:
 def test_warmup_reads_everything_writes_nothing_and_ends(
     neo4j_connect: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """It reads every search and add statement against the reserved empty tenant, then
-    searches the store's own data (each read scoped to the one tenant a sample came from,
-    with rows coming back), writes nothing, and ends by itself."""
+    """It searches the store's own data (each read scoped to the one tenant a sample came
+    from, with rows coming back), then reads every other search and add statement against the
+    reserved empty tenant, writes nothing, and ends by itself (settled: 5 rounds here, 25 in
+    production, where a loaded machine would take minutes)."""
     embedder = make_embedder(EmbedderConfig(provider="hashing"))
     store: Neo4jGraphStore = neo4j_connect(dims=embedder.dims)  # an earlier test's dims go
     with Memory({"memory": {"graph": False}}, embedder=embedder, store=store) as memory:
@@ -164,12 +228,14 @@ def test_warmup_reads_everything_writes_nothing_and_ends(
 
         before = census()
         empty: list[str] = []  # statements read against the reserved tenant
+        ran: set[str] = set()  # every statement the warm-up read
         real: dict[str, int] = {}  # statement -> rows, read for a sample's own tenant
         read = store._read
 
         def spy(name: str, params: dict[str, Any]) -> Any:
             rows = read(name, params)
-            if threading.current_thread().name == "mem0g-neo4j-warmup":
+            if threading.current_thread().name.startswith(THREAD_NAME):
+                ran.add(name)
                 if params.get("user_id") == WARMUP_USER:
                     empty.append(name)
                 elif "user_id" in params:  # (not the sample, nor the global marker read)
@@ -185,15 +251,19 @@ def test_warmup_reads_everything_writes_nothing_and_ends(
             target=lambda: memory.search("bees", user_id="alice")  # searches work meanwhile
         )
         budget = 150  # a loaded 2-core machine plans each statement in seconds at first
+        monkeypatch.setattr(warmup_module, "SHAPE_MIN_ROUNDS", 5)
         warmup = store.start_warmup(budget=budget)
         searching.start()
         warmup.join(budget + 30)
         searching.join(60)
         status = store.warmup_status
         assert status.state == "done", status
-        assert status.rounds >= 1 and status.seconds < budget  # settled: it ended by itself
-        assert set(empty) >= SEARCH_READS, SEARCH_READS - set(empty)
-        assert status.shapes > 0
+        assert status.settled and status.seconds < budget  # it ended by itself
+        assert ran >= SEARCH_READS, SEARCH_READS - ran  # every one planned
+        assert status.shapes > 0 and status.searches >= status.shapes
+        # the reserved tenant only for what the searches over real data did not run
+        assert not set(empty) & set(real), set(empty) & set(real)
+        assert status.planned_apart == len(set(empty))
         # the searches over real data returned rows: walks, dense hits, facts
         for name in ("walk", "similar_relations_scan", "similar_facts_scan", "lexical_facts"):
             assert real.get(name, 0) > 0, (name, real)
@@ -217,7 +287,7 @@ def test_a_warmup_whose_server_goes_away_leaves_the_store_usable(
     calls: list[str] = []
 
     def dying(name: str, params: dict[str, Any]) -> Any:
-        if threading.current_thread().name == "mem0g-neo4j-warmup":
+        if threading.current_thread().name.startswith(THREAD_NAME):
             calls.append(name)
             if name == "walk" and params.get("user_id") == "alice":
                 raise StoreError("read walk failed: ServiceUnavailable: connection refused")
@@ -254,3 +324,36 @@ def test_a_store_from_config_warms_in_the_background_and_close_stops_it(
     off = Memory({**config, "graph_store": {**config["graph_store"], "warmup": False}})
     assert off.store.warmup_status.state == "off" and off.stats().warmup is None
     off.close()
+
+
+def test_cypher_options_are_option_value_words_only() -> None:
+    """graph_store.cypher_options becomes Cypher text before every read, so anything but
+    option=value words is refused, by the config and by the store, before connecting."""
+    from pydantic import ValidationError
+
+    from mem0g.config import GraphStoreConfig
+
+    bad = "runtime=slotted MATCH (n) DETACH DELETE n //"
+    with pytest.raises(ValueError, match="option=value"):
+        Neo4jGraphStore("bolt://127.0.0.1:9", cypher_options=bad)
+    with pytest.raises(ValidationError):
+        GraphStoreConfig(provider="neo4j", cypher_options=bad)
+    store = Neo4jGraphStore("bolt://127.0.0.1:9", cypher_options="expressionEngine=interpreted")
+    assert store._read_texts["walk"].startswith("CYPHER expressionEngine=interpreted CALL")
+    store.close()
+
+
+@pytest.mark.neo4j
+def test_a_store_with_cypher_options_searches_the_same(neo4j_connect: Any) -> None:
+    embedder = make_embedder(EmbedderConfig(provider="hashing"))
+    store: Neo4jGraphStore = neo4j_connect(dims=embedder.dims)
+    _graph_data(store, embedder, "alice")
+    query = "where does alice person live"
+    with Memory({"memory": {"facts": False}}, embedder=embedder, store=store) as memory:
+        plain = memory.search(query, user_id="alice")
+        store._use_cypher_options("expressionEngine=interpreted")
+        optioned = memory.search(query, user_id="alice")
+    assert "lives_in" in {h.relation for h in plain.relations}
+    assert [(h.id, h.score) for h in optioned.relations] == [
+        (h.id, h.score) for h in plain.relations
+    ]

@@ -91,6 +91,9 @@ class WarmupStatus(BaseModel):
     rounds: int = 0
     statements: int = 0
     shapes: int = 0  # searches per round over the store's own data (0: an empty store)
+    searches: int = 0  # searches over the store's own data run in all
+    planned_apart: int = 0  # statements no such search ran, read once against the empty tenant
+    settled: bool = False  # its rounds stopped getting faster before the bound
     yielded_s: float = 0.0  # seconds it waited for real reads and writes to finish
     error: str | None = None
 

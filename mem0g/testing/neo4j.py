@@ -85,7 +85,7 @@ class Neo4jServer:
     http_url: str | None = None  # e.g. http://127.0.0.1:7474 (no trailing slash)
     home: Path | None = None  # the scripts/neo4j home ("maven" only)
     _stop: Callable[[], None] | None = field(default=None, repr=False)
-    _restart: Callable[[], None] | None = field(default=None, repr=False)
+    _restart: Callable[[dict[str, str]], None] | None = field(default=None, repr=False)
 
     @property
     def credentials(self) -> tuple[str, str, str]:
@@ -95,12 +95,13 @@ class Neo4jServer:
     def browser_url(self) -> str | None:
         return f"{self.http_url}/browser/" if self.http_url else None
 
-    def restart(self) -> None:
+    def restart(self, java_opts: str | None = None) -> None:
         """Stop the server and start it again on the same home, ports and password, its data
-        kept: a fresh JVM, as after a deploy or a crash ("maven" servers only)."""
+        kept: a fresh JVM, as after a deploy or a crash ("maven" servers only). `java_opts`:
+        this start's extra JVM flags instead of the first start's (MEM0G_NEO4J_JAVA_OPTS)."""
         if self._restart is None or self._stop is None:
             raise Neo4jUnavailable(f"a {self.kind} server cannot be restarted from here")
-        self._restart()
+        self._restart({} if java_opts is None else {"MEM0G_NEO4J_JAVA_OPTS": java_opts})
 
     def stop(self) -> None:
         stop, self._stop = self._stop, None
@@ -217,10 +218,11 @@ def start_maven_server(
     # to others (the benchmark's --client-cpus)
     allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
 
-    def start(bolt: int, http: int) -> None:
+    def start(bolt: int, http: int, overrides: dict[str, str] | None = None) -> None:
         ports = ["--bolt-port", str(bolt), "--http-port", str(http)]
         cpu_set = ["--cpus", cpus] if cpus else []
-        _run_script("start", "--home", str(home_path), *ports, *cpu_set, env=env, cpus=allowed)
+        run_env = {**env, **(overrides or {})}
+        _run_script("start", "--home", str(home_path), *ports, *cpu_set, env=run_env, cpus=allowed)
 
     last_error: Neo4jUnavailable | None = None
     for _attempt in range(3):  # free ports can be taken between choosing and binding
@@ -243,9 +245,9 @@ def start_maven_server(
             shutil.rmtree(home_path, ignore_errors=True)
         raise last_error
 
-    def restart() -> None:
+    def restart(overrides: dict[str, str]) -> None:
         _run_script("stop", "--home", str(home_path), timeout=180)
-        start(bolt, http)
+        start(bolt, http, overrides)
 
     def stop() -> None:
         try:

@@ -18,9 +18,15 @@ from typing import Any
 import bench
 from bench.add import bench_add
 from bench.cypher_profile import profile_searches
-from bench.data import TARGET_USER, UTC, build_graph, make_queries
+from bench.data import TARGET_USER, UTC, build_graph, make_queries, warm_queries
 from bench.report import TARGET_EDGES, print_report, targets
-from bench.search import bench_search, later_phases, restart_phases, search_all
+from bench.search import (
+    bench_search,
+    later_phases,
+    restart_phases,
+    restart_variants,
+    search_all,
+)
 from bench.stores import BenchStores, machine_info, parse_cpus
 from bench.timing import Progress, busy, load_average, profiled
 from bench.vectors import VectorSource, borrowed_vectors, graph_vectors, write_graph
@@ -155,6 +161,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=GraphStoreConfig().warmup_seconds,
         metavar="S",
         help="the store's warm-up bound in the restart phases (graph_store.warmup_seconds)",
+    )
+    p.add_argument(
+        "--store-warmup-parallel",
+        type=int,
+        default=2,
+        metavar="N",
+        help="sessions the store's warm-up reads on at once in the restart phases",
+    )
+    p.add_argument(
+        "--restart-variant",
+        action="append",
+        default=[],
+        metavar="NAME|JVM FLAGS|CYPHER OPTIONS[|separate]",
+        help="neo4j, with --restart-phases N: after the other phases, restart the server with "
+        "these JVM flags and search with these Cypher query options (e.g. "
+        "'interpreted||expressionEngine=interpreted', 'c1|-XX:TieredStopAtLevel=1|'; a 4th "
+        "field 'separate': the graph half as separate reads, not the walk statement), no "
+        "store warm-up: phases 'cold NAME' (the first N searches) and 'warm NAME' (after "
+        "--server-warmup untimed ones); repeatable",
     )
     p.add_argument("--embed-batch", type=int, default=256)
     p.add_argument(
@@ -303,6 +328,8 @@ def run(
                 "server_warmup": args.server_warmup,
                 "restart_phases": args.restart_phases,
                 "store_warmup_seconds": args.store_warmup_seconds,
+                "store_warmup_parallel": args.store_warmup_parallel,
+                "restart_variants": args.restart_variant,
                 "neo4j_entity_vectors": (
                     args.neo4j_entity_vectors if args.store == "neo4j" else None
                 ),
@@ -446,8 +473,17 @@ def run(
                 )
                 add_result["load_avg_during"] = load_average()
                 add_result["busy"] = busy(timing_load, add_result["load_avg_during"])
-            results.append(entry)
             memory.close()
+            entry["phases"] += restart_variants(
+                args,
+                stores,
+                inner,
+                queries[: args.queries + args.warmup],
+                warm_queries(graph, args.server_warmup, queries, args.seed + 5),
+                progress,
+                label,
+            )
+            results.append(entry)
             line = (
                 f"{label}: search p95 {timing['search']['p95_ms']:.1f} ms, embed p95 "
                 f"{timing['query_embed']['p95_ms']:.1f} ms, ratio {timing['ratio_p95']:.2f}"

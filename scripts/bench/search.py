@@ -265,9 +265,13 @@ def timed_phase(
     phase["busy"] = busy(
         phase["load_avg_before"], phase["load_avg_during"], others=phase["other_processes_cores"]
     )
+    cpu = phase["server_cpu_per_search_ms"]
     progress.line(
-        f"{name}: search p95 {phase['search']['p95_ms']:.1f} ms, embed p95 "
-        f"{phase['query_embed']['p95_ms']:.1f} ms, ratio {phase['ratio_p95']:.2f}"
+        f"{name}: search p50 {phase['search']['p50_ms']:.1f} / p95 "
+        f"{phase['search']['p95_ms']:.1f} ms, embed p95 {phase['query_embed']['p95_ms']:.1f} ms, "
+        f"ratio {phase['ratio_p95']:.2f}"
+        + ("" if cpu is None else f", server CPU per search {cpu:.1f} ms")
+        + f", load {phase['load_avg_during'][0]:.1f}"
     )
     return phase
 
@@ -321,7 +325,59 @@ def restart_phases(
             phase["waited_for_warmup_s"] = round(time.perf_counter() - waited, 1)
         timed_phase(phase, memory, inner, timed, 0, stores, progress, label)
         phase["store_warmup"] = store.warmup_status.model_dump(mode="json")
+        progress.line(f"{label} {name}: store warm-up {phase['store_warmup']}")
         phases.append(phase)
         if name != RESTART_PHASES[-1]:
             memory.close()
     return phases, memory
+
+
+def restart_variants(
+    args: argparse.Namespace,
+    stores: BenchStores,
+    inner: Embedder,
+    queries: Sequence[str],
+    warm: Sequence[str],
+    progress: Progress,
+    label: str,
+) -> list[dict[str, Any]]:
+    """Server and query settings compared on one built store (`--restart-variant
+    "NAME|JVM FLAGS|CYPHER OPTIONS[|separate]"`): for each, a restart with those JVM flags
+    (instead of MEM0G_NEO4J_JAVA_OPTS), a store with those Cypher query options and no
+    warm-up (`separate`: the graph half as separate reads, retrieval.walk_statement off),
+    the first `--restart-phases` searches timed ('cold NAME'), then `warm` untimed searches and the
+    same searches again ('warm NAME'). What a setting costs warm is measured beside what it
+    buys cold."""
+    count = min(args.restart_phases, len(queries))
+    if count <= 0 or stores.kind != "neo4j" or not args.restart_variant:
+        return []
+    section = {"graph": True, "facts": args.paths == "both"}
+    phases: list[dict[str, Any]] = []
+    for spec in args.restart_variant:
+        name, java_opts, cypher_options, reads = [*spec.split("|"), "", "", ""][:4]
+        restart_s = stores.restart(java_opts.strip())
+        progress.line(f"{label}: server restarted in {restart_s:.1f}s (variant {name})")
+        store = stores.connect(inner.dims, 0.0, cypher_options.strip())
+        walk = {"walk_statement": False} if reads.strip() == "separate" else {}
+        config = {"memory": section, "retrieval": walk}
+        memory = Memory(config, embedder=CachedEmbedder(inner), store=store)
+        settings = {
+            "variant": name,
+            "java_opts": java_opts.strip(),
+            "cypher_options": cypher_options.strip(),
+            "separate_reads": bool(walk),
+        }
+        try:
+            cold = {"phase": f"cold {name}", **settings, "restart_s": round(restart_s, 1)}
+            phases.append(timed_phase(cold, memory, inner, queries[:count], 0, stores,
+                                      progress, label))  # fmt: skip
+            after = {"phase": f"warm {name}", **settings}
+            if warm:
+                after["server_warmup"] = warm_server(
+                    memory, warm, progress, f"{label} variant {name}", stores.server_cpu
+                )
+            phases.append(timed_phase(after, memory, inner, queries[:count], 0, stores,
+                                      progress, label))  # fmt: skip
+        finally:
+            memory.close()
+    return phases

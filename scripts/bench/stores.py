@@ -93,7 +93,9 @@ class BenchStores:
                 raise SystemExit(f"error: cannot reach Neo4j at {self.uri}: {exc}") from exc
         self.progress.line(f"Neo4j {self.info['version']} at {self.uri}")
 
-    def connect(self, dims: int, warmup_seconds: float = 0.0) -> GraphStore:
+    def connect(
+        self, dims: int, warmup_seconds: float = 0.0, cypher_options: str = ""
+    ) -> GraphStore:
         """The Neo4j store on the benchmark's server, its data as it is; `warmup_seconds` > 0
         starts the store's own background warm-up (graph_store.warmup), as `Memory` from a
         config does."""
@@ -106,18 +108,22 @@ class BenchStores:
             dims=dims,
             entity_vectors=self.args.neo4j_entity_vectors,
             warmup_seconds=warmup_seconds,
+            # (bench_resolver.py's arguments have no warm-up options: the store's default)
+            warmup_parallel=getattr(self.args, "store_warmup_parallel", 2),
+            cypher_options=cypher_options,
         )
 
-    def restart(self) -> float:
+    def restart(self, java_opts: str | None = None) -> float:
         """A fresh JVM on the same data, as after a deploy, an upgrade or a crash (the
-        throwaway server only); returns the seconds it took."""
+        throwaway server only; `java_opts`: extra JVM flags for this start instead of
+        MEM0G_NEO4J_JAVA_OPTS); returns the seconds it took."""
         if self.server is None:
             raise SystemExit(
                 "error: --restart-phases restarts the server: it needs the throwaway one "
                 "(leave --neo4j-uri and NEO4J_URI unset)"
             )
         begin = time.perf_counter()
-        self.server.restart()
+        self.server.restart(java_opts)
         self.pid = self._server_pid()
         return time.perf_counter() - begin
 

@@ -7,10 +7,12 @@ managed transactions, and the mapping of driver and server errors to `StoreError
 
 from __future__ import annotations
 
+import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Result, Session
@@ -30,6 +32,7 @@ from mem0g.stores.neo4j.traffic import Traffic
 _T = TypeVar("_T")
 
 
+_CYPHER_OPTIONS = re.compile(r"[A-Za-z]+=[A-Za-z]+( [A-Za-z]+=[A-Za-z]+)*")
 _READ_ATTEMPTS = 3  # auto-commit reads: tries on a transient error (see _read)
 
 
@@ -60,6 +63,9 @@ class Neo4jSession:
     # names of the statements run, while `recording_reads` is on (the round-trip count of
     # scripts/search_trips.py); None: off, nothing recorded
     _reads_seen: list[str] | None = None
+    # every statement with "CYPHER <options> " before it, for the auto-commit reads
+    # (graph_store.cypher_options); empty: the statements as written
+    _read_texts: Mapping[str, str] = MappingProxyType({})
 
     @contextmanager
     def recording_reads(self) -> Iterator[list[str]]:
@@ -71,6 +77,20 @@ class Neo4jSession:
             yield seen
         finally:
             self._reads_seen = None
+
+    def _use_cypher_options(self, options: str) -> None:
+        """Cypher query options (e.g. "expressionEngine=interpreted") before every auto-commit
+        read; they become Cypher text, so only option=value words are accepted."""
+        if not options:
+            return
+        if not _CYPHER_OPTIONS.fullmatch(options):
+            raise ValueError(
+                "cypher_options must be option=value words, e.g. "
+                f"'expressionEngine=interpreted'; got {options!r}"
+            )
+        self._read_texts = MappingProxyType(
+            {name: f"CYPHER {options} {text}" for name, text in statements().items()}
+        )
 
     if TYPE_CHECKING:  # provided by the store's other mixins
 
@@ -126,12 +146,12 @@ class Neo4jSession:
         takes two (BEGIN with RUN, then COMMIT), and a search makes several reads. A read is
         idempotent, so transient failures are retried here as execute_read would."""
         driver = self._ready()
-        text = statements()[name]
+        text = self._read_texts.get(name) or statements()[name]
         if (seen := self._reads_seen) is not None:
             seen.append(name)  # list.append is atomic: reads of the pool's threads are safe
         for attempt in range(_READ_ATTEMPTS):
             try:
-                with self._traffic.call(), self._session(driver, READ_ACCESS) as session:
+                with self._traffic.call(name), self._session(driver, READ_ACCESS) as session:
                     return _rows(session.run(text, params))
             except (TransientError, SessionExpired, ServiceUnavailable) as exc:
                 if attempt + 1 == _READ_ATTEMPTS:
@@ -149,7 +169,7 @@ class Neo4jSession:
             seen.append(what)
         with (
             _errors(f"read {what} failed"),
-            self._traffic.call(),
+            self._traffic.call(what),
             self._session(driver, READ_ACCESS) as session,
         ):
             return session.execute_read(work)

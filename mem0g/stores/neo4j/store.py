@@ -37,6 +37,7 @@ modules (see its __init__).
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Sequence
@@ -74,7 +75,7 @@ from mem0g.stores.neo4j.rows import (
 )
 from mem0g.stores.neo4j.session import _rows
 from mem0g.stores.neo4j.statements import CYPHER_FILES, parse_statements, statements
-from mem0g.stores.neo4j.traffic import Traffic
+from mem0g.stores.neo4j.traffic import IDLE_GAP, Traffic
 from mem0g.stores.neo4j.vector_search import VectorSearch
 from mem0g.stores.neo4j.walk import OneTripWalk
 from mem0g.stores.neo4j.warmup import (
@@ -133,7 +134,10 @@ class Neo4jGraphStore(
         index_check_interval: float = 1.0,
         entity_vectors: int = 250_000,
         warmup_seconds: float = 0.0,
+        warmup_parallel: int = 2,
+        cypher_options: str = "",
     ) -> None:
+        self._use_cypher_options(cypher_options)  # (a bad value is refused before connecting)
         if isinstance(driver_or_uri, str):
             self._driver: Driver | None = GraphDatabase.driver(driver_or_uri, auth=auth)
             self._owns_driver = True
@@ -160,6 +164,7 @@ class Neo4jGraphStore(
         self._warmup: Warmup | None = None
         self._traffic = Traffic()  # real reads and writes in flight: the warm-up yields to them
         self._warmup_budget = warmup_seconds
+        self.warmup_parallel = max(1, warmup_parallel)
         if warmup_seconds > 0:
             self.start_warmup(warmup_seconds)
 
@@ -175,6 +180,7 @@ class Neo4jGraphStore(
         return cls(
             url, auth, database=config.database, dims=dims, entity_vectors=config.entity_vectors,
             warmup_seconds=config.warmup_seconds if config.warmup else 0.0,
+            warmup_parallel=config.warmup_parallel, cypher_options=config.cypher_options,
         )  # fmt: skip
 
     def __enter__(self) -> Neo4jGraphStore:
@@ -188,6 +194,7 @@ class Neo4jGraphStore(
         mem0g.stores.neo4j.warmup); a warm-up already running is stopped first."""
         if self._warmup is not None:
             self._warmup.stop()
+        self._traffic.forget_background_reads()  # this warm-up's own record
 
         def plan() -> tuple[list[str], dict[str, Any]]:
             self._ready()  # the schema, and the dims the data holds
@@ -199,6 +206,8 @@ class Neo4jGraphStore(
         self._warmup = Warmup(
             self._read, plan, budget, searches=lambda: shape_searches(self),
             quiet=self._traffic.wait_quiet, background=self._traffic.mark_background,
+            idle=functools.partial(self._traffic.quiet, IDLE_GAP),
+            covered=self._traffic.background_reads, parallel=self.warmup_parallel,
         )  # fmt: skip
         self._warmup.start()
         return self._warmup

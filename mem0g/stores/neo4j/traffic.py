@@ -22,11 +22,14 @@ class Traffic:
         self._busy = 0
         self._last = -float("inf")  # monotonic time the last real call ended
         self._local = threading.local()
+        self._names: set[str] = set()  # statements the background threads ran
 
     @contextmanager
-    def call(self) -> Iterator[None]:
-        """Around every read and write of the store: counted unless it is the warm-up's."""
+    def call(self, name: str = "") -> Iterator[None]:
+        """Around every read and write of the store (`name`: its statement): counted unless
+        it is the warm-up's, whose statement names are kept instead (`background_reads`)."""
         if getattr(self._local, "background", False):
+            self._names.add(name)  # (set.add is atomic: the warm-up's threads share it)
             yield
             return
         with self._lock:
@@ -42,13 +45,30 @@ class Traffic:
         """This thread's calls are the warm-up's own: never counted, never waited for."""
         self._local.background = True
 
-    def quiet(self) -> bool:
-        with self._lock:
-            return self._busy == 0 and time.monotonic() - self._last >= self.gap
+    def background_reads(self) -> set[str]:
+        """The statements the background threads have run since the last `forget`."""
+        return set(self._names)
 
-    def wait_quiet(self, stop: threading.Event, poll: float = 0.002) -> float:
+    def forget_background_reads(self) -> None:
+        self._names = set()
+
+    def quiet(self, gap: float | None = None) -> bool:
+        """No real call in flight, and none ended in the last `gap` seconds (default: the
+        store's `gap`)."""
+        with self._lock:
+            since = time.monotonic() - self._last
+            return self._busy == 0 and since >= (self.gap if gap is None else gap)
+
+    def wait_quiet(
+        self, stop: threading.Event, poll: float = 0.002, gap: float | None = None
+    ) -> float:
         """Block until no real call is in flight nor just ended (or `stop`); seconds waited."""
         began = time.monotonic()
-        while not self.quiet() and not stop.is_set():
+        while not self.quiet(gap) and not stop.is_set():
             stop.wait(poll)
         return time.monotonic() - began
+
+
+IDLE_GAP = 1.0
+"""Seconds without any real call after which the warm-up also reads on its extra sessions:
+beside searches in progress one warm-up read at a time, on an idle store several."""

@@ -2,11 +2,15 @@
 
 A freshly started JVM plans and compiles each statement the first times it runs: server CPU
 per search was 94 ms over the first 400 searches and about 20 ms later (docs/benchmarks.md).
-Whoever searches first after a deploy should not pay that. So the store runs every read-only
-statement of the search and add paths, round after round, against a reserved tenant that holds
-no data, until a time budget is spent (`graph_store.warmup_seconds`). Reads only, in READ
-sessions (the server refuses a write there), so it cannot change the data; searches keep
-working meanwhile; a failure ends it and is reported, never raised.
+Whoever searches first after a deploy should not pay that. So the store searches its own data
+(read-only, each search scoped to the one tenant a sample came from), round after round, until
+the rounds stop getting faster, and reads the statements of the search and add paths that no
+such search ran once against a reserved tenant that holds no data (their plans get cached),
+all within a time budget (`graph_store.warmup_seconds`). Searches over real rows come first:
+plan rounds over the empty tenant on a cold JVM took the whole 30 s bound before any real-shape
+round ran (docs/benchmarks.md). Reads only, in READ sessions (the server refuses a write
+there), so it cannot change the data; searches keep working meanwhile; a failure ends it and
+is reported, never raised.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
 
@@ -82,9 +87,10 @@ SAMPLES = 8  # searches per round over real data (half edges, half facts where b
 def shape_searches(store: Any, samples: int = SAMPLES) -> list[Search]:
     """Read-only searches over the store's own data, each scoped to the one tenant it came
     from: the reads a real search sends (dense edges and entities, name lookup, the walk with
-    siblings, BM25, the records, the fact reads), with an edge's or a fact's stored vector as
-    the query and its words as BM25 words, results thrown away. The row-walking, scoring and
-    projection code then runs on real rows, which is what the JIT compiles."""
+    siblings, BM25, the records, the fact reads and the entity-linked facts), with an edge's
+    or a fact's stored vector as the query and its words as BM25 words, results thrown away.
+    The row-walking, scoring and projection code then runs on real rows, which is what the
+    JIT compiles."""
     rows = store._read("warmup_sample", {"limit": samples})
     edges = [r for r in rows if r["kind"] == "edge"]
     facts = [r for r in rows if r["kind"] == "fact"]
@@ -104,16 +110,27 @@ def _search(store: Any, row: dict[str, Any]) -> None:
     seeds = list(dict.fromkeys(([row["seed"]] if row["seed"] else []) + linked))
     store.walk(scope, WalkRequest(seeds=seeds, validity=now, vector=vector, words=words,
                                   rows=[r.id for r in dense[:10]]))  # fmt: skip
-    store.similar_facts(scope, vector, 50)
+    facts = store.similar_facts(scope, vector, 50)
     store.lexical_facts(scope, words, 50)
+    store.linked_facts(scope, seeds, vector, 50)
+    store.lexical_entities(scope, words, 10)
+    if facts:  # the records a fused top names beyond what the reads brought
+        store.get_facts(scope, [facts[0][0].id])
+    if dense:
+        store.get_relations(scope, [dense[0].id])
 
 
 class Warmup:
-    """In a daemon thread, until `budget` seconds are spent or `stop()`: `PLAN_ROUNDS` rounds
-    of `read(name, params)` over the statements (their plans cached), then rounds of the
-    `searches()` over real data shapes until the rounds stop getting faster (no searches: the
-    statement rounds go on instead, as before). Before each read or search it waits for
-    `quiet` (no real search in flight); that wait counts against the budget."""
+    """In a daemon thread, until `budget` seconds are spent or `stop()`. With data: rounds of
+    the `searches()` over real data shapes first, until they stop getting faster or
+    `SHAPE_SHARE` of the budget is spent; then one round of the statements no search ran
+    (`covered()`: the names the searches read), read against the empty tenant so that their
+    plans are cached too; then searches again until settled. Without data: rounds of
+    `read(name, params)` over the statements until settled. Before each read or search it
+    waits for `quiet` (no real call in flight); that wait counts against the budget. While
+    the store is `idle()` (no real call for a longer while) the calls of a round run on
+    `parallel` threads (the server's planner and JIT, and the client, then overlap); beside
+    real searches, one at a time."""
 
     def __init__(
         self,
@@ -123,7 +140,10 @@ class Warmup:
         *,
         searches: Callable[[], list[Search]] | None = None,
         quiet: Callable[[threading.Event], float] | None = None,
+        idle: Callable[[], bool] | None = None,
         background: Callable[[], None] | None = None,
+        covered: Callable[[], set[str]] | None = None,
+        parallel: int = 1,
     ) -> None:
         """`plan()` and `searches()` are called in the thread: they may connect first (the
         store's dims are known only then), and return what the rounds run."""
@@ -131,9 +151,13 @@ class Warmup:
         self._read, self._plan, self._budget = read, plan, budget
         self._searches = searches
         self._quiet = quiet
+        self._idle = idle
         self._background = background
+        self._covered = covered
+        self._parallel = max(1, parallel)
+        self._pool: ThreadPoolExecutor | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="mem0g-neo4j-warmup", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -150,7 +174,7 @@ class Warmup:
         """Wait for quiet; False once stopped or out of time."""
         if self._quiet is not None and not self._stop.is_set():
             self.status.yielded_s += self._quiet(self._stop)
-        return not self._stop.is_set() and time.monotonic() - started < self._budget
+        return self._live(started)
 
     def _run(self) -> None:
         started = time.monotonic()
@@ -158,46 +182,129 @@ class Warmup:
         try:
             if self._background is not None:
                 self._background()
+            if self._parallel > 1:
+                self._pool = ThreadPoolExecutor(
+                    self._parallel - 1, thread_name_prefix=THREAD_NAME, initializer=self._background
+                )
             names, params = self._plan()
             self.status.statements = len(names)
-            statements = [functools.partial(self._read, name, params) for name in names]
-            self._rounds(started, statements, PLAN_ROUNDS, min_rounds=None)
+
+            def statements(chosen: Sequence[str]) -> list[Search]:
+                return [functools.partial(self._read, name, params) for name in chosen]
+
             searches = self._searches() if self._searches is not None else []
             self.status.shapes = len(searches)
             if searches:  # real data shapes: the row-walking code gets compiled too
-                self._rounds(started, searches, None, min_rounds=SHAPE_MIN_ROUNDS)
+                history: list[float] = []
+                share = started + SHAPE_SHARE * self._budget
+                settled = self._rounds(
+                    started, searches, history, SHAPE_MIN_ROUNDS, until=share, shapes=True
+                )
+                ran = self._covered() if self._covered is not None else set()
+                rest = [name for name in names if name not in ran]
+                self.status.planned_apart = len(rest)
+                self._rounds(started, statements(rest), [], None, count=1)
+                if not settled:
+                    settled = self._rounds(
+                        started, searches, history, SHAPE_MIN_ROUNDS, shapes=True
+                    )
             else:  # an empty store: what there is to warm are the plans
-                self._rounds(started, statements, None, min_rounds=MIN_ROUNDS)
+                settled = self._rounds(started, statements(names), [], MIN_ROUNDS)
+            self.status.settled = settled
             self.status.state = "done"
         except Exception as err:  # the store stays usable; the failure is reported, not raised
             self.status.state = "failed"
             self.status.error = " ".join(str(err).split())[:300]
             log.warning("Neo4j warm-up stopped: %s", self.status.error)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
         self.status.seconds = time.monotonic() - started
 
-    def _rounds(
-        self, started: float, calls: Sequence[Search], count: int | None, min_rounds: int | None
-    ) -> None:
-        """Rounds over `calls`: `count` of them, or until settled (`min_rounds`); each
-        round's time without the waits for quiet."""
-        rounds: list[float] = []
-        while count is None or len(rounds) < count:
-            spent = 0.0
-            for call in calls:
-                if not self._go(started):
+    def _call(self, started: float, call: Search) -> float | None:
+        """One call after the wait for quiet: its seconds, None when stopped or out of time."""
+        if not self._go(started):
+            return None
+        began = time.monotonic()
+        call()
+        return time.monotonic() - began
+
+    def _live(self, started: float) -> bool:
+        return not self._stop.is_set() and time.monotonic() - started < self._budget
+
+    def _round(self, started: float, calls: Sequence[Search]) -> list[float | None]:
+        """One round: each call's seconds (None: not run, stopped or out of time). This
+        thread takes the calls one by one, each after the wait for quiet; the pool's threads
+        take from the same calls while the store is idle (no real call for IDLE_GAP)."""
+        times: list[float | None] = [None] * len(calls)
+        pending = iter(range(len(calls)))
+        lock = threading.Lock()
+        drained = threading.Event()
+
+        def take() -> int | None:
+            with lock:
+                index = next(pending, None)
+            if index is None:
+                drained.set()
+            return index
+
+        def extra() -> None:
+            while self._live(started) and not drained.is_set():
+                if self._idle is not None and not self._idle():
+                    self._stop.wait(0.005)
+                    continue
+                if (index := take()) is None:
                     return
                 began = time.monotonic()
-                call()
-                spent += time.monotonic() - began
-            rounds.append(spent)
-            self.status.rounds += 1
+                calls[index]()
+                times[index] = time.monotonic() - began
+
+        pool = self._pool
+        helpers = [pool.submit(extra) for _ in range(self._parallel - 1)] if pool else []
+        while (index := take()) is not None:
+            times[index] = self._call(started, calls[index])
+            if times[index] is None:
+                break
+        drained.set()
+        for helper in helpers:
+            helper.result()  # a failure there ends the warm-up as one here does
+        return times
+
+    def _rounds(
+        self,
+        started: float,
+        calls: Sequence[Search],
+        history: list[float],
+        min_rounds: int | None,
+        *,
+        count: int | None = None,
+        until: float | None = None,
+        shapes: bool = False,
+    ) -> bool:
+        """Rounds over `calls`: `count` of them, or until settled (`min_rounds` and
+        `history`, each round's time without the waits for quiet), or until the monotonic
+        time `until`. True once settled."""
+        done = 0
+        while count is None or done < count:
+            if until is not None and time.monotonic() >= until:
+                return False
+            times = self._round(started, calls)
+            if shapes:  # also those of a round cut short
+                self.status.searches += sum(t is not None for t in times)
             self.status.seconds = time.monotonic() - started
-            if min_rounds is not None and _settled(rounds, min_rounds):
-                return
+            if any(t is None for t in times):
+                return False
+            history.append(sum(t for t in times if t is not None))
+            done += 1
+            self.status.rounds += 1
+            if min_rounds is not None and _settled(history, min_rounds):
+                return True
+        return False
 
 
+THREAD_NAME = "mem0g-neo4j-warmup"  # its pool's threads: this, then _0, _1, ...
+SHAPE_SHARE = 0.7  # of the budget for the first searches, then the statements no search ran
 MIN_ROUNDS = 30  # a JIT compiles a path after some hundreds of calls; 30 rounds of ~30
-PLAN_ROUNDS = 2  # statement rounds before the searches over real data: plans cached
 SHAPE_MIN_ROUNDS = 25  # rounds of SAMPLES searches: 200 searches over real rows at least
 SETTLED = 1.15  # the last rounds within 15% of the fastest so far: warm
 
