@@ -46,11 +46,24 @@ browser:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
-# The whole suite: tests without Neo4j first, then the Neo4j ones on one real server (each
-# phase announced with its duration); the 10 slowest tests are listed at the end.
-test: lint browser
-	@echo "[mem0g] tests: the whole suite (a real Neo4j 5.26 is started for the second phase)"
-	$(BIN)/python -m pytest -q -ra --durations=10
+# The whole suite on TEST_WORKERS parallel pytest-xdist workers: tests without Neo4j first, then
+# the Neo4j ones, each worker on a real Neo4j server of its own (a single database each, so
+# no test ever sees another's data); phases, server starts and their durations are announced,
+# and the 10 slowest tests listed at the end. Ruff first; mypy --strict runs beside the tests
+# at a lower priority (it takes spare CPU while tests wait on Neo4j), its verdict after them.
+TEST_WORKERS ?= 2
+MYPY_LOG := $(VENV)/mypy-beside-tests.log
+
+test: install browser
+	@echo "[mem0g] lint: ruff check + ruff format --check (mypy --strict runs beside the tests)"
+	$(BIN)/ruff check mem0g tests scripts
+	$(BIN)/ruff format --check mem0g tests scripts
+	@echo "[mem0g] tests: the whole suite on $(TEST_WORKERS) workers, each starting a real Neo4j 5.26 for its Neo4j tests"
+	@nice -n 10 $(BIN)/mypy > $(MYPY_LOG) 2>&1 & types=$$!; trap 'kill $$types 2>/dev/null' INT TERM; \
+	$(BIN)/python -m pytest -q -ra --durations=10 -n $(TEST_WORKERS); tests=$$?; \
+	wait $$types; typed=$$?; \
+	echo "[mem0g] lint: mypy --strict over mem0g/ (pyproject.toml), run beside the tests:"; \
+	cat $(MYPY_LOG); [ $$tests -eq 0 ] || exit $$tests; exit $$typed
 
 # The quick loop: everything but the Neo4j tests (no server started).
 unit: install

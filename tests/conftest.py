@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +40,16 @@ def pytest_configure(config: pytest.Config) -> None:
     # Neo4j phase slower: 764 s with it, 540 s without, on the quiet 2-core machine
     # (2026-12-01). MEM0G_NEO4J_JAVA_OPTS still reaches the test servers.
     _temp_in_ram(config)
+    _one_inference_thread_per_worker(config)
+
+
+def _one_inference_thread_per_worker(config: pytest.Config) -> None:
+    """With pytest-xdist workers (`make test`), each worker and the CLI processes its tests
+    start run MiniLM on one OpenMP thread: the workers already keep the cores busy, and a
+    team of threads per worker would only contend for them. Set before the workers start
+    (they inherit it) and before torch is loaded; an OMP_NUM_THREADS of the caller wins."""
+    if int(config.getoption("numprocesses", 0) or 0) > 1 or _worker(config) is not None:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def _temp_in_ram(config: pytest.Config) -> None:
@@ -87,13 +98,27 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
         yield server
 
 
+def _worker(config: pytest.Config) -> str | None:
+    """This process's pytest-xdist worker id ("gw0"), or None when it runs the tests itself."""
+    workerinput = getattr(config, "workerinput", None)
+    return None if workerinput is None else str(workerinput["workerid"])
+
+
 def _say(config: pytest.Config, line: str) -> None:
-    """A progress line on the terminal, between the dots (not captured, not buffered)."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    """A progress line on the terminal, between the dots (not captured, not buffered). A
+    pytest-xdist worker's terminal output goes nowhere, but its stderr is the terminal's: the
+    line goes there, tagged with the worker's id."""
     capture = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None:
-        return
+    worker = _worker(config)
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        if worker is not None:
+            tagged = line.replace("[mem0g tests]", f"[mem0g tests {worker}]", 1)
+            sys.stderr.write(f"\n{tagged}\n")
+            sys.stderr.flush()
+            return
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
         if getattr(reporter._tw, "width_of_current_line", 0):  # after a row of dots
             reporter.write("\n")
         reporter.write_line(line, bold=True)
@@ -105,32 +130,87 @@ def _say(config: pytest.Config, line: str) -> None:
 _SMALL_VECTORS = frozenset({"store", "open_store"})
 
 
-def _phase_order(item: pytest.Item) -> tuple[bool, bool]:
+def _phase_order(item: pytest.Item) -> tuple[bool, bool, bool]:
     neo4j = item.get_closest_marker("neo4j") is not None
     fixtures = getattr(item, "fixturenames", ())
-    return neo4j, neo4j and not _SMALL_VECTORS.intersection(fixtures)
+    later = item.get_closest_marker("long") is None
+    return neo4j, later, neo4j and not _SMALL_VECTORS.intersection(fixtures)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Under pytest-xdist (`--dist loadgroup`, as `make test` runs it), the tests that share a
+    module- or class-scoped fixture run on one worker, one after the other: the fixture is
+    built once, and a fixture that holds a Neo4j graph for its module (test_browser_queries)
+    is not emptied by another test between two of its own. Items that share one node id
+    (schemathesis gives each API operation's test its function's id) get their own, the name
+    they are shown with: pytest-xdist keys its work by node id, and ran 1 of 24 such items."""
+    if item.nodeid.rsplit("::", 1)[-1] != item.name and item.parent is not None:
+        _rename(item, f"{item.parent.nodeid}::{item.name}")  # schemathesis: one id, many items
+    info = getattr(item, "_fixtureinfo", None)
+    shared = sorted(
+        f"{item.path.name}::{name}"
+        for name, defs in (info.name2fixturedefs.items() if info else ())
+        if defs and defs[-1].scope in ("module", "class", "package")
+    )
+    if shared:
+        item.add_marker(pytest.mark.xdist_group(shared[0]))
+
+
+def _rename(item: pytest.Item, nodeid: str) -> None:
+    """Give an item another node id. pytest 9 keeps it in `_id` (pytest-xdist 3.8, which sets
+    `_nodeid` for its groups, predates that: its loadgroup suffix is set again below)."""
+    if hasattr(item, "_id"):
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(nodeid)
+    else:
+        item._nodeid = nodeid
+
+
+def _group_suffixes(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest-xdist's `--dist loadgroup` schedules by the "@group" suffix of node ids."""
+    if not config.getoption("loadgroup", False):
+        return
+    for item in items:
+        marker = item.get_closest_marker("xdist_group")
+        if marker is not None and "@" not in item.nodeid.rsplit("]", 1)[-1]:
+            _rename(item, f"{item.nodeid}@{marker.args[0]}")
 
 
 @pytest.hookimpl(trylast=True)  # after -k/-m deselection: count what will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests without Neo4j run first (a quick failure shows early), then the Neo4j ones on
-    one server, the store-level ones (8-dim vectors) before the rest; otherwise the order is
-    the files' own."""
+    """Tests without Neo4j run first (a quick failure shows early), then the Neo4j ones;
+    within each phase the `long` ones first (so parallel workers finish together), and in the
+    Neo4j phase the store-level ones (8-dim vectors) before the rest; otherwise the order is
+    the files' own. Each test carries its phase and the phases' sizes to the pytest-xdist
+    controller, which announces the phases (a worker sees only its own share)."""
     items.sort(key=_phase_order)
-    config.stash[_PHASES] = {
+    _group_suffixes(config, items)
+    phases = {
         "local": sum(1 for i in items if i.get_closest_marker("neo4j") is None),
         "neo4j": sum(1 for i in items if i.get_closest_marker("neo4j") is not None),
     }
+    config.stash[_PHASES] = phases
+    for item in items:
+        phase = "neo4j" if item.get_closest_marker("neo4j") is not None else "local"
+        item.user_properties.append((_PHASE_PROPERTY, (phase, phases["local"], phases["neo4j"])))
 
 
 _PHASES = pytest.StashKey[dict[str, int]]()
 _STARTED = pytest.StashKey[tuple[str, float]]()
+_PHASE_PROPERTY = "mem0g_phase"
+_WHAT = {
+    "local": "tests without Neo4j (embedded store, CLI, eval, ...)",
+    "neo4j": "tests on a real Neo4j 5.26 server (the server starts first)",
+}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    phase = "neo4j" if item.get_closest_marker("neo4j") is not None else "local"
     config = item.config
+    if _worker(config) is not None:  # the controller announces the phases (_Phases)
+        return
+    phase = "neo4j" if item.get_closest_marker("neo4j") is not None else "local"
     previous = config.stash.get(_STARTED, None)
     if previous is not None and previous[0] == phase:
         return
@@ -138,15 +218,71 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if previous is not None:
         _say(config, f"[mem0g tests] {previous[0]} phase done in {now - previous[1]:.0f} s")
     count = config.stash.get(_PHASES, {}).get(phase, 0)
-    what = {
-        "local": "tests without Neo4j (embedded store, CLI, eval, ...)",
-        "neo4j": "tests on a real Neo4j 5.26 server (the server starts first)",
-    }[phase]
-    _say(config, f"[mem0g tests] phase {phase}: {count} {what}")
+    _say(config, f"[mem0g tests] phase {phase}: {count} {_WHAT[phase]}")
     config.stash[_STARTED] = (phase, now)
 
 
+class _Phases:
+    """The phases of a pytest-xdist run, told by its controller from the workers' reports:
+    the workers share the tests out in the sorted order, so the local tests end (mostly)
+    before the Neo4j ones begin, but the two overlap while the last local tests finish."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.workers = int(config.getoption("numprocesses") or 0)
+        self.total: dict[str, int] = {}
+        self.begun: dict[str, float] = {}
+        self.done: dict[str, int] = {"local": 0, "neo4j": 0}
+        self.ended: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        found = dict(report.user_properties).get(_PHASE_PROPERTY)
+        if found is None:
+            return
+        phase, local, neo4j = found
+        now = time.monotonic()
+        if not self.total:
+            self.total = {"local": local, "neo4j": neo4j}
+            self.say(
+                f"[mem0g tests] {local + neo4j} tests on {self.workers} workers: {local} "
+                f"without Neo4j first, then {neo4j} on Neo4j (each worker starts a Neo4j "
+                "server of its own when it gets its first Neo4j test)"
+            )
+        if report.when == "setup" and phase not in self.begun:
+            self.begun[phase] = now - report.duration
+            self.say(f"[mem0g tests] phase {phase}: {self.total[phase]} {_WHAT[phase]}")
+        if report.when == "teardown":
+            self.done[phase] += 1
+            if self.done[phase] == self.total[phase]:
+                self.ended[phase] = now
+                self.say(self.summary(phase))
+
+    def summary(self, phase: str) -> str:
+        took = self.ended.get(phase, time.monotonic()) - self.begun[phase]
+        count = f"{self.done[phase]} of {self.total[phase]}"
+        return f"[mem0g tests] {phase} phase done: {count} tests in {took:.0f} s"
+
+    def say(self, line: str) -> None:
+        _say(self.config, line)
+
+
+_CONTROLLER = pytest.StashKey[_Phases]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if config.pluginmanager.hasplugin("dsession"):  # a pytest-xdist controller
+        phases = _Phases(config)
+        config.stash[_CONTROLLER] = phases
+        config.pluginmanager.register(phases, "mem0g-phases")
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    phases = config.stash.get(_CONTROLLER, None)
+    if phases is not None:
+        for phase in phases.begun:
+            terminalreporter.write_line(phases.summary(phase))
+        return
     started = config.stash.get(_STARTED, None)
     if started is not None:
         took = time.monotonic() - started[1]

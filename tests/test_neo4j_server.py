@@ -195,7 +195,7 @@ def test_a_populated_vector_index_is_one_segment(server: Neo4jServer) -> None:
     assert _segments_of_a_populated_index(server) == ["_0.si"]
 
 
-def _segments_of_a_populated_index(server: Neo4jServer) -> list[str]:
+def _segments_of_a_populated_index(server: Neo4jServer, home: Path | None = None) -> list[str]:
     """Segment files of a vector index populated from 8,000 stored 384-dim vectors, after
     checking that it answers (dropped again afterwards)."""
     import neo4j
@@ -220,8 +220,9 @@ def _segments_of_a_populated_index(server: Neo4jServer) -> list[str]:
             index=index,
             q=vectors[7].tolist(),
         ).value()
-        assert server.home is not None
-        folder = server.home / "data" / "databases" / "neo4j" / "schema" / "index"
+        home = home or server.home
+        assert home is not None
+        folder = home / "data" / "databases" / "neo4j" / "schema" / "index"
         (index_dir,) = folder.glob(f"vector-*/{record['id']}")
         segments = sorted(p.name for p in index_dir.rglob("*.si"))
         s.run(f"DROP INDEX {index}").consume()
@@ -239,14 +240,9 @@ def compose_settings(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return fake_docker.image_settings(service["environment"])
 
 
-@pytest.mark.neo4j
-def test_compose_settings_start_a_neo4j_5_26_and_index_in_one_segment(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """No Docker engine here, so the Docker route's settings are checked on the same Neo4j
-    5.26 from Maven: strict validation (on by default) refuses any setting it does not
-    declare, internal ones too (a misspelt internal setting was refused, checked by hand).
-    And with them a populated vector index is one HNSW segment."""
+def test_compose_settings_are_what_scripts_neo4j_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docker/compose.yml gives the official image the vector-index settings and the JVM flag
+    scripts/neo4j uses; test_docker_route_through_pytest_docker starts Neo4j 5.26 with them."""
     settings = compose_settings(monkeypatch)
     assert settings["internal.dbms.index.vector.standard_merge_factor"] == "4"
     assert settings["internal.dbms.index.vector.population_ram_buffer_size"] == "64"
@@ -255,15 +251,6 @@ def test_compose_settings_start_a_neo4j_5_26_and_index_in_one_segment(
     assert settings["server.jvm.additional"] == flag  # what scripts/neo4j passes the JVM
     image = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["neo4j"]["image"]
     assert re.fullmatch(r"\$\{NEO4J_IMAGE:-neo4j:5\.26-community\}", image)
-    srv = start_maven_server(settings=[f"{key}={value}" for key, value in settings.items()])
-    try:
-        assert srv.home is not None
-        conf = (srv.home / "conf" / "neo4j.conf").read_text().splitlines()
-        assert {f"{key}={value}" for key, value in settings.items()} <= set(conf)
-        assert not any("strict_validation" in line for line in conf)  # on, by default
-        assert _segments_of_a_populated_index(srv) == ["_0.si"]
-    finally:
-        srv.stop()
 
 
 def test_bad_cpus_are_refused_before_anything_starts(tmp_path: Path) -> None:
@@ -374,13 +361,19 @@ def test_docker_route_through_pytest_docker(
     """The Docker route's own code, run against tests/fake_docker.py: a TEST DOUBLE for the
     Docker engine that answers `docker info` and the compose commands pytest-docker runs with
     the Maven-assembled Neo4j on the ports and password compose would be given. With no
-    NEO4J_URI, start_neo4j() takes Docker before Maven, and stop() leaves nothing behind."""
+    NEO4J_URI, start_neo4j() takes Docker before Maven, and stop() leaves nothing behind.
+
+    The server runs with docker/compose.yml's settings, as the image would: Neo4j 5.26's
+    strict validation (on by default) refuses any setting it does not declare, internal ones
+    too (a misspelt internal setting was refused, checked by hand), and with them a populated
+    vector index is one HNSW segment."""
     shim = tmp_path / "bin" / "docker"
     shim.parent.mkdir()
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake_docker.__file__}" "$@"\n')
     shim.chmod(0o755)
     monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("MEM0G_FAKE_DOCKER_STATE", str(tmp_path / "state"))
+    settings = compose_settings(monkeypatch)  # every ${VAR} of the compose file at its default
     for name in ("NEO4J_URI", "MEM0G_NEO4J_NO_DOCKER", "NEO4J_PASSWORD", "NEO4J_BOLT_PORT"):
         monkeypatch.delenv(name, raising=False)
     import neo4j
@@ -398,6 +391,10 @@ def test_docker_route_through_pytest_docker(
             assert [r["value"] for r in records] == ["false"]  # from the compose file
         status, _, _ = _get(f"{server.browser_url}")
         assert status == 200
+        conf = (home / "conf" / "neo4j.conf").read_text().splitlines()
+        assert {f"{key}={value}" for key, value in settings.items()} <= set(conf)
+        assert not any("strict_validation" in line for line in conf)  # on, by default
+        assert _segments_of_a_populated_index(server, home) == ["_0.si"]
         bolt_port = int(server.uri.rsplit(":", 1)[1])
     finally:
         server.stop()

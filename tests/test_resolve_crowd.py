@@ -227,6 +227,7 @@ TARGETS = ("merge_precision >= 0.995", "merge_recall >= 0.95", "final_state_accu
 
 
 @pytest.mark.model
+@pytest.mark.long
 @pytest.mark.parametrize("store", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
 def test_a_crowded_tenant_reaches_the_targets(
     store: str, tmp_path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch

@@ -104,6 +104,7 @@ def walk_ids(store: Store, rng: np.random.Generator) -> dict[str, Any]:
     return ids
 
 
+@pytest.mark.long
 def test_walk_answers_what_the_separate_reads_answer(
     store: Store, walk_ids: dict[str, Any], rng: np.random.Generator
 ) -> None:
