@@ -173,6 +173,8 @@ def test_statements_compile_and_scan_tenants_through_indexes(
         whole_store |= {"schema_version", "backfill_entity_keys", "set_schema_version"}
         whole_store |= {"rebuilding_kinds"}  # :Mem0gRebuild, at most one node per index kind
         whole_store |= {"warmup_sample"}  # the warm-up's samples: the first $limit rows met
+        # schema v3: which tenants' rows lack scope terms (once, on an older database)
+        whole_store |= {f"scope_terms_missing_{k}" for k in ("facts", "entities", "relations")}
         if name not in whole_store:
             assert not ops & full_scans, (name, sorted(ops))
     assert checked >= 20
@@ -347,7 +349,7 @@ def test_entities_of_an_older_database_get_their_key_nodes_once(
 ) -> None:
     store = neo4j_connect(dims=DIMS)
     store.stats()  # a new database: schema applied, layout version recorded
-    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": 2}]
+    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": 3}]
     # what an earlier mem0g wrote: keys on the entity, no :EntityKey nodes, no version
     cypher(
         driver,
@@ -364,7 +366,7 @@ def test_entities_of_an_older_database_get_their_key_nodes_once(
     assert ids(reopened.find_entities(A, ["olga"], exact=True)) == ["old1"]
     keys = "MATCH (k:EntityKey)-[:KEY_OF]->(:Entity {id: 'old1'}) RETURN k.key AS key ORDER BY key"
     assert cypher(driver, keys) == [{"key": "olga"}, {"key": "olya"}]
-    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": 2}]
+    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": 3}]
     neo4j_connect(dims=DIMS).stats()  # the version is current: nothing is added again
     assert cypher(driver, keys) == [{"key": "olga"}, {"key": "olya"}]
 
