@@ -57,6 +57,7 @@ from mem0g.config import EmbedderConfig, GraphStoreConfig
 from mem0g.embed import make_embedder
 from mem0g.export import to_cypher
 from mem0g.stores import EmbeddedGraphStore, StoreError
+from mem0g.stores.lexical_query import scope_terms
 from mem0g.stores.neo4j import Neo4jGraphStore, parse_statements, statements
 from mem0g.stores.neo4j import rows as neo4j_rows
 from mem0g.stores.neo4j import writes as neo4j_writes
@@ -1386,9 +1387,11 @@ def test_fact_memory_data_model(
             "written",
             "pos",
             "seq",
+            "lex_scope",
         ]
     )
     assert (node["id"], node["episode_ids"], node["seq"]) == (tea.id, ["ep1"], 1)
+    assert node["lex_scope"] == scope_terms(A)  # what scopes its full-text index reads
     assert node["provenance_at"][0].to_native() == T0 and row["same_type"]
     assert node["embedding"] == tea.embedding  # float32 values, as the embedded store keeps
     events = cypher(
