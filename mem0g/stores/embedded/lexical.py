@@ -12,8 +12,7 @@ Tokenizer: `unicode61` with digits as separators and diacritics kept, which spli
 way Lucene's `simple` analyzer does on Neo4j (letter runs, lower-cased), so both stores rank
 alike (`stores.lexical_query`); fact texts are also Porter-stemmed (`porter`, as Lucene's
 `english` analyzer on Neo4j's fact index), so "researching" finds "research". Relations and
-names are not stemmed (names are not English words). Scores are FTS5's `bm25()` negated,
-ordered by SQLite over the scope's matches only (see _SEARCH).
+names are not stemmed (names are not English words). Scores are FTS5's `bm25()` negated.
 """
 
 from __future__ import annotations
@@ -78,22 +77,17 @@ _REBUILD = {
     for table, (fts, expr) in _SOURCES.items()
 }
 # The scope goes in as the base rows' rowids, found by the base table's tenant index: FTS5
-# then matches only the scope's rows. Filtering on the FTS table's own (unindexed)
+# then ranks only the scope's matches. Filtering on the FTS table's own (unindexed)
 # tenant_key column ranked every tenant's matches first: 93 ms a search at 20k tenants
 # sharing a word, against 4 ms this way (issue #14: search must not grow with tenants). The
-# tenant_key check stays as a second guard of the tenant boundary. The order is SQLite's over
-# `bm25()` of the scope's matches, not FTS5's `ORDER BY rank`, whose sorter scores every
-# row matching the words, of every tenant, before the rowid filter (6.0 ms against 1.5 ms at
-# 20k one-fact tenants sharing two words; the same scores). What still grows with the store:
-# `bm25()` counts the rows of the whole table holding each word (its document frequency, the
-# store-wide statistics docs/architecture.md describes), walking each word's posting list.
+# tenant_key check stays as a second guard of the tenant boundary.
 _SEARCH = {
-    table: f"""SELECT id, -bm25({fts}) AS score FROM {fts}
+    table: f"""SELECT id, -rank AS score FROM {fts}
                WHERE {fts} MATCH ?
                  AND rowid IN (SELECT rowid FROM {table}
                                WHERE tenant_key IN (SELECT value FROM json_each(?)))
                  AND tenant_key IN (SELECT value FROM json_each(?))
-               ORDER BY bm25({fts}), id LIMIT ? OFFSET ?"""
+               ORDER BY rank, id LIMIT ? OFFSET ?"""
     for table, (fts, _) in _SOURCES.items()
 }
 
