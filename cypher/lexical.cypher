@@ -2,25 +2,26 @@
 // (mem0g/stores/neo4j/lexical.py). Relations and names: the `simple` analyzer (letter runs,
 // lower-cased), which splits text as the embedded store's FTS5 tokenizer does; facts: the
 // `english` analyzer (Porter stemming, as FTS5's `porter` there), so both stores rank alike.
-// $query is built in Python from letter-only terms, each escaped and quoted
-// (stores/lexical_query.py): no user text reaches Lucene's query syntax.
-// An index returns its best hits over every tenant; the reads filter the scope (and an
-// edge's validity) after, from $fetch hits, and report how many the index returned, so the
-// caller can ask again with a larger $fetch when a shared index held too few of the scope's.
+// $query is built in Python from letter-only terms, each escaped and quoted, and requires the
+// scope's terms in `lex_scope` at boost 0 (stores/lexical_query.py: digests of the ids,
+// consonants only): no user text reaches Lucene's query syntax, and the index returns only
+// the scope's rows, scored by the words alone. The reads still check the scope's ids (a
+// second guard) and an edge's validity, and report how many hits the index returned, so the
+// caller can ask again with a larger $fetch when the validity filter left too few.
 
 // name: fulltext_index_facts
 CREATE FULLTEXT INDEX mem0g_fact_text IF NOT EXISTS
-FOR (f:Fact) ON EACH [f.text]
+FOR (f:Fact) ON EACH [f.text, f.lex_scope]
 OPTIONS {indexConfig: {`fulltext.analyzer`: 'english', `fulltext.eventually_consistent`: false}};
 
 // name: fulltext_index_relations
 CREATE FULLTEXT INDEX mem0g_relation_text IF NOT EXISTS
-FOR ()-[r:RELATES]-() ON EACH [r.source, r.name, r.destination]
+FOR ()-[r:RELATES]-() ON EACH [r.source, r.name, r.destination, r.lex_scope]
 OPTIONS {indexConfig: {`fulltext.analyzer`: 'simple', `fulltext.eventually_consistent`: false}};
 
 // name: fulltext_index_entities
 CREATE FULLTEXT INDEX mem0g_entity_text IF NOT EXISTS
-FOR (e:Entity) ON EACH [e.name, e.aliases]
+FOR (e:Entity) ON EACH [e.name, e.aliases, e.lex_scope]
 OPTIONS {indexConfig: {`fulltext.analyzer`: 'simple', `fulltext.eventually_consistent`: false}};
 
 // name: lexical_facts

@@ -234,3 +234,96 @@ CALL (e) {
 // name: set_schema_version
 MERGE (m:Mem0gSchema)
 SET m.version = $version;
+
+// Version 3 scopes the full-text indexes (lexical.cypher): indexes made before it lack
+// `lex_scope` and are dropped and made again; rows written before it get their scope terms,
+// a chunk of tenants ($groups: the ids and the terms Python computed) per call, committed
+// $batch rows at a time. Idempotent: only rows without terms are touched. The scans find the
+// tenants; the sets seek by the id indexes. (Kept here, not in lexical.cypher: the warm-up
+// runs that file's read statements.)
+// name: show_fulltext_indexes
+SHOW FULLTEXT INDEXES YIELD name, properties
+WHERE name IN ['mem0g_fact_text', 'mem0g_relation_text', 'mem0g_entity_text']
+RETURN name, properties;
+
+// name: drop_fulltext_index_facts
+DROP INDEX mem0g_fact_text IF EXISTS;
+
+// name: drop_fulltext_index_relations
+DROP INDEX mem0g_relation_text IF EXISTS;
+
+// name: drop_fulltext_index_entities
+DROP INDEX mem0g_entity_text IF EXISTS;
+
+// name: scope_terms_missing_facts
+MATCH (f:Fact)
+WHERE f.lex_scope IS NULL
+RETURN f.user_id AS user_id, f.agent_id AS agent_id, f.run_id AS run_id, count(*) AS rows;
+
+// name: scope_terms_missing_entities
+MATCH (e:Entity)
+WHERE e.lex_scope IS NULL
+RETURN e.user_id AS user_id, e.agent_id AS agent_id, e.run_id AS run_id, count(*) AS rows;
+
+// name: scope_terms_missing_relations
+MATCH ()-[r:RELATES]->()
+WHERE r.lex_scope IS NULL
+RETURN r.user_id AS user_id, r.agent_id AS agent_id, r.run_id AS run_id, count(*) AS rows;
+
+// name: backfill_scope_terms_facts
+UNWIND $groups AS g
+CALL (g) {
+  MATCH (f:Fact) WHERE f.user_id = g.user_id RETURN f
+  UNION
+  MATCH (f:Fact) WHERE g.user_id IS NULL AND f.agent_id = g.agent_id RETURN f
+  UNION
+  MATCH (f:Fact) WHERE g.user_id IS NULL AND g.agent_id IS NULL AND f.run_id = g.run_id
+  RETURN f
+}
+WITH g, f
+WHERE f.lex_scope IS NULL
+  AND (f.user_id = g.user_id OR (f.user_id IS NULL AND g.user_id IS NULL))
+  AND (f.agent_id = g.agent_id OR (f.agent_id IS NULL AND g.agent_id IS NULL))
+  AND (f.run_id = g.run_id OR (f.run_id IS NULL AND g.run_id IS NULL))
+CALL (f, g) {
+  SET f.lex_scope = g.terms
+} IN TRANSACTIONS OF $batch ROWS;
+
+// name: backfill_scope_terms_entities
+UNWIND $groups AS g
+CALL (g) {
+  MATCH (e:Entity) WHERE e.user_id = g.user_id RETURN e
+  UNION
+  MATCH (e:Entity) WHERE g.user_id IS NULL AND e.agent_id = g.agent_id RETURN e
+  UNION
+  MATCH (e:Entity) WHERE g.user_id IS NULL AND g.agent_id IS NULL AND e.run_id = g.run_id
+  RETURN e
+}
+WITH g, e
+WHERE e.lex_scope IS NULL
+  AND (e.user_id = g.user_id OR (e.user_id IS NULL AND g.user_id IS NULL))
+  AND (e.agent_id = g.agent_id OR (e.agent_id IS NULL AND g.agent_id IS NULL))
+  AND (e.run_id = g.run_id OR (e.run_id IS NULL AND g.run_id IS NULL))
+CALL (e, g) {
+  SET e.lex_scope = g.terms
+} IN TRANSACTIONS OF $batch ROWS;
+
+// name: backfill_scope_terms_relations
+UNWIND $groups AS g
+CALL (g) {
+  MATCH ()-[r:RELATES]->() WHERE r.user_id = g.user_id RETURN r
+  UNION
+  MATCH ()-[r:RELATES]->() WHERE g.user_id IS NULL AND r.agent_id = g.agent_id RETURN r
+  UNION
+  MATCH ()-[r:RELATES]->()
+  WHERE g.user_id IS NULL AND g.agent_id IS NULL AND r.run_id = g.run_id
+  RETURN r
+}
+WITH g, r
+WHERE r.lex_scope IS NULL
+  AND (r.user_id = g.user_id OR (r.user_id IS NULL AND g.user_id IS NULL))
+  AND (r.agent_id = g.agent_id OR (r.agent_id IS NULL AND g.agent_id IS NULL))
+  AND (r.run_id = g.run_id OR (r.run_id IS NULL AND g.run_id IS NULL))
+CALL (r, g) {
+  SET r.lex_scope = g.terms
+} IN TRANSACTIONS OF $batch ROWS;

@@ -7,7 +7,10 @@ TEST DOUBLE server, embeddings the offline hashing embedder, so only mem0g's own
    400, 1000 by default) and whose establish_relations answer links each to the first; the
    time of that add per N (the names cap, `limits.max_names`, is raised to N for it);
 2. tenants per store: one store filled with one-fact tenants (`infer=False`, no LLM) up to
-   each checkpoint (10 ... 20,000); at each, the search p50/p95 of random one-fact tenants;
+   each checkpoint (10 ... 20,000); at each, the search p50/p95 of random one-fact tenants,
+   and the CPU time per search: this process's, and on Neo4j the server's (/proc); the
+   query's words are in every tenant's fact (`--words shared`, the worst case for BM25:
+   every tenant's rows hold them) or only in the one tenant's (`--words own`);
 3. reopen: the time to open the 20k-tenant store and answer its first search.
 
 `--store neo4j` runs 2 and 3 on a throwaway Neo4j server (mem0g.testing.neo4j), `--names ""`
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -75,12 +79,36 @@ def names_per_add(sizes: list[int], work: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _own_word(n: int) -> str:
+    """A letters-only word no other tenant's fact holds (BM25 drops digits)."""
+    letters = "bcdfghjklmnpqrstvwxz"
+    word = ""
+    while True:
+        n, digit = divmod(n, len(letters))
+        word += letters[digit]
+        if not n:
+            return "qu" + word
+
+
+def _cpu_of(pid: int | None) -> float | None:
+    """CPU seconds process `pid` has used (Linux /proc), None without one."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def tenants_per_store(
     checkpoints: list[int],
     searches: int,
     work: Path,
     seed: int,
     store: dict[str, Any] | None = None,
+    words: str = "shared",
+    server_pid: int | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Grow one store tenant by tenant; at each checkpoint time searches of random tenants.
     Then close it and time the reopen (open + first search)."""
@@ -96,24 +124,40 @@ def tenants_per_store(
         for checkpoint in checkpoints:
             while made < checkpoint:
                 memory.add(
-                    f"tenant {made} keeps locker code {made * 7919 % 10000}",
+                    f"tenant {made} keeps locker code {made * 7919 % 10000} {_own_word(made)}",
                     user_id=f"user-{made}",
                     infer=False,
                 )
                 made += 1
-            times = []
+            times, cpu_times = [], []
+            server_before = _cpu_of(server_pid)
             for _ in range(searches):
                 who = rng.randrange(made)
-                started = time.perf_counter()
-                hits = memory.search("locker code", user_id=f"user-{who}", limit=5)
+                query = "locker code" if words == "shared" else _own_word(who)
+                started, started_cpu = time.perf_counter(), time.process_time()
+                hits = memory.search(query, user_id=f"user-{who}", limit=5)
                 times.append(time.perf_counter() - started)
+                cpu_times.append(time.process_time() - started_cpu)
                 assert len(hits.facts) == 1  # one tenant's fact, never another's
-            row = {"tenants": made, "search": summary(times)}
+                assert "bm25_facts" in hits.facts[0].sources  # BM25 found it too
+            server_after = _cpu_of(server_pid)
+            row = {
+                "tenants": made,
+                "search": summary(times),
+                "client_cpu": summary(cpu_times),
+                "server_cpu_per_search_ms": None
+                if server_before is None or server_after is None
+                else round((server_after - server_before) * 1000 / searches, 3),
+                "load": load_average(),
+            }
             rows.append(row)
+            server = row["server_cpu_per_search_ms"]
             print(
                 f"tenants {made:>6}: search p50 {row['search']['p50_ms']:7.3f} ms, "
-                f"p95 {row['search']['p95_ms']:7.3f} ms "
-                f"(filled in {time.perf_counter() - fill_started:.1f} s)"
+                f"p95 {row['search']['p95_ms']:7.3f} ms; CPU p50 "
+                f"{row['client_cpu']['p50_ms']:7.3f} ms"
+                + ("" if server is None else f", server CPU {server:7.3f} ms/search")
+                + f" (filled in {time.perf_counter() - fill_started:.1f} s, load {row['load']})"
             )
         memory.close()
         started, cpu = time.perf_counter(), time.process_time()
@@ -153,30 +197,41 @@ def main(argv: list[str] | None = None) -> int:
         help="store of the tenants measurement (neo4j: a throwaway server via "
         "mem0g.testing.neo4j; names per add always runs embedded)",
     )
+    parser.add_argument(
+        "--words",
+        choices=("shared", "own"),
+        default="shared",
+        help="the searched words: in every tenant's fact (the worst case) or one tenant's",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-results/scale.json"))
     args = parser.parse_args(argv)
     load_before = load_average()
     server = None
     store = None
+    server_pid = None
     if args.store == "neo4j":
         from mem0g.testing.neo4j import start_maven_server
 
         server = start_maven_server()
         store = {"provider": "neo4j", "url": server.uri, "username": server.user,
                  "password": server.password}  # fmt: skip
+        pid_file = server.home / "run" / "neo4j.pid" if server.home is not None else None
+        if pid_file is not None and pid_file.exists():  # the server's CPU time is read
+            server_pid = int(pid_file.read_text().split()[0])
     try:
         with tempfile.TemporaryDirectory(prefix="mem0g-scale-") as tmp:
             work = Path(tmp)
             names = names_per_add([int(x) for x in args.names.split(",") if x], work)
             tenants, reopen = tenants_per_store(
                 [int(x) for x in args.tenants.split(",") if x], args.searches, work,
-                args.seed, store,
+                args.seed, store, args.words, server_pid,
             )  # fmt: skip
     finally:
         if server is not None:
             server.stop()
     result = {
         "store": args.store,
+        "words": args.words,
         "embedder": "hashing",
         "names_per_add": names,
         "tenants_per_store": tenants,

@@ -4,6 +4,8 @@ syntax, atomicity with the add, the v4 -> v5 migration, and parity between the t
 
 from __future__ import annotations
 
+import logging
+import re
 import sqlite3
 from collections.abc import Callable
 from datetime import timedelta
@@ -11,17 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import DIMS, T0, A, B, Store, entity, episode, fact, relation, texts
+from builders import DIMS, T0, A, B, Store, entity, episode, fact, relation, texts, unit
 
 from mem0g.stores import EmbeddedGraphStore, StoreError
 from mem0g.stores.lexical_query import (
     fts5_query,
     lucene_escape,
     lucene_query,
+    lucene_scoped,
     query_terms,
+    scope_terms,
     stems,
     terms,
 )
+from mem0g.stores.neo4j.lexical import MIN_FETCH
+from mem0g.stores.walk import WalkRequest
 from mem0g.types import (
     Fact,
     FactChange,
@@ -91,6 +97,24 @@ def test_engine_queries_quote_and_escape_every_term() -> None:
         'a\\+b\\-c\\"d\\\\e\\:f\\*g\\?h\\~i\\^j\\(k\\)l\\[m\\]n\\{o\\}p\\!q\\/r\\&s\\|t'
     )
     assert lucene_query(["and", 'x"']) == '"and" OR "x\\""'
+
+
+def test_scope_terms_are_consonant_digests_and_the_scope_is_required_at_boost_zero() -> None:
+    hostile = Tenant(user_id='a" OR lex_scope:*', agent_id="+x -y ^0", run_id="zqw*\\")
+    stored = scope_terms(hostile).split()
+    assert len(stored) == 4  # user, agent, run and the exact tenant
+    assert all(re.fullmatch("[bcdfghjklmnpqrtvwxz]{35}", t) for t in stored), stored
+    assert len(set(stored)) == 4
+    assert scope_terms(Tenant(user_id="a")) != scope_terms(Tenant(user_id="b"))
+    assert len(scope_terms(Tenant(user_id="a", run_id="r")).split()) == 3
+    query = lucene_scoped(["locker"], Tenant(user_id="a"))
+    (user_term,) = scope_terms(Tenant(user_id="a")).split()[:1]
+    assert query == f'+("locker") +lex_scope:"{user_term}"^0'
+    exact = lucene_scoped(["locker"], Tenant(user_id="a"), exact=True)
+    assert exact == f'+("locker") +lex_scope:"{scope_terms(Tenant(user_id="a")).split()[1]}"^0'
+    assert lucene_scoped([], hostile) is None
+    for text in (query, lucene_scoped(["x"], hostile)):  # no id text reaches the query
+        assert text is not None and "OR lex_scope" not in text and "*" not in text
 
 
 # ---------------------------------------------------------------- both stores
@@ -215,6 +239,85 @@ def test_hostile_queries_are_words_never_syntax(store: Store) -> None:
         store.lexical_facts(A, ["text", "caroline"], 10)
     )
     assert store.lexical_facts(A, query_terms("*"), 10) == []
+
+
+@pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_bm25_statistics_are_the_whole_stores(store: Store) -> None:
+    """The documented side channel (docs/architecture.md, "Full-text (BM25) reads and
+    tenants"): word weights come from every tenant's rows, so another tenant's texts can
+    reorder a tenant's own hits; the hits stay the tenant's own."""
+    others = ["Alice reads books", "Alice bakes bread", "Alice owns a bike", "Alice sings"]
+    short, long, *_ = add_facts(
+        store, A, ["Alice's locker", "Alice swims in the lake every day", *others]
+    )
+    words = ["locker", "lake"]
+    before = store.lexical_facts(A, words, 5)
+    assert [f.id for f, _ in before] == [short.id, long.id]  # equal weights: the shorter first
+    add_facts(store, B, [f"a locker, locker number {n}" for n in ("one", "two", "three")] * 7)
+    after = store.lexical_facts(A, words, 5)
+    assert [f.id for f, _ in after] == [long.id, short.id]  # "locker" is common: it weighs less
+    score = {f.id: s for f, s in before}[short.id]
+    assert {f.id: s for f, s in after}[short.id] < score
+    assert all(f.tenant == A for f, _ in after)
+
+
+# Tenant ids a Lucene query could trip on, were they spliced into it
+HOSTILE_TENANTS = [
+    Tenant(user_id='mallory" OR lex_scope:* OR "', agent_id="+lex_scope:* -x", run_id="*"),
+    Tenant(user_id="zqw\\^0 (", run_id='"; MATCH (n) DETACH DELETE n //'),
+    Tenant(agent_id="Zürich café ∑ \U0001f600"),
+]
+
+
+@pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_a_small_tenant_is_found_among_many_sharing_its_words(
+    store_kind: str, open_store: Any
+) -> None:
+    """Many tenants hold better matches of the words than the small tenants' one each. On
+    Neo4j the store may read only the index's first fetch (`max_fetch` = MIN_FETCH): before
+    the scope terms, those were all the crowd's, and the small tenants' hits were missed."""
+    store = open_store(dims=DIMS, **({"max_fetch": MIN_FETCH} if store_kind == "neo4j" else {}))
+    try:
+        for i in range(26):  # 78 facts, 52 edges and 78 entities that match better
+            crowd = Tenant(user_id=f"crowd-{i}")
+            ents = [entity(crowd, f"Locker Code {x}") for x in ("Alpha", "Beta", "Gamma")]
+            rels = [relation(crowd, ents[j], "locker_code", ents[j + 1]) for j in range(2)]
+            facts = [fact(crowd, f"locker code, locker code {x}", created_at=T0, updated_at=T0)
+                     for x in ("one", "two", "three")]  # fmt: skip
+            store.apply(
+                WritePlan(tenant=crowd, episode=episode(crowd), new_entities=ents,
+                          new_relations=rels, new_facts=facts)
+            )  # fmt: skip
+        words = query_terms("the locker code?")
+        mine: dict[Tenant, tuple[str, str, str]] = {}
+        for small in HOSTILE_TENANTS:
+            alice, gym = entity(small, "Alice"), entity(small, "Gym Locker")
+            rel = relation(small, alice, "keeps_things_in", gym)
+            note = fact(small, "Alice said her gym locker has a code she keeps forgetting",
+                        created_at=T0, updated_at=T0)  # fmt: skip
+            store.apply(
+                WritePlan(tenant=small, episode=episode(small), new_entities=[alice, gym],
+                          new_relations=[rel], new_facts=[note])
+            )  # fmt: skip
+            mine[small] = (note.id, rel.id, gym.id)
+        for small, (note_id, rel_id, gym_id) in mine.items():
+            for exact in (False, True):
+                hits = store.lexical_facts(small, words, 5, exact=exact)
+                assert [f.id for f, _ in hits] == [note_id], (small, exact)
+            assert [r.id for r in store.lexical_relations(small, words, 5, Validity())] == [rel_id]
+            assert [e.id for e, _ in store.lexical_entities(small, words, 5)] == [gym_id]
+            request = WalkRequest(seeds=[], validity=Validity(), vector=unit(0), words=words,
+                                  lexical_k=5)  # fmt: skip
+            assert [r.id for r in store.walk(small, request).lexical] == [rel_id]
+        # a filter scope (one id of a small tenant) finds it too, and never the crowd's
+        only_agent = Tenant(agent_id=HOSTILE_TENANTS[0].agent_id)
+        assert [f.id for f, _ in store.lexical_facts(only_agent, words, 5)] == [
+            mine[HOSTILE_TENANTS[0]][0]
+        ]
+        crowd_hits = store.lexical_facts(Tenant(user_id="crowd-3"), words, 10)
+        assert len(crowd_hits) == 3 and all(f.tenant.user_id == "crowd-3" for f, _ in crowd_hits)
+    finally:
+        store.close()
 
 
 # ---------------------------------------------------------------- the embedded store only
@@ -352,6 +455,66 @@ def test_renumbered_rowids_are_repaired_on_open(store: EmbeddedGraphStore) -> No
         assert [f.id for f, _ in hits] == [facts[1].id]
     finally:
         reopened.close()
+
+
+@pytest.mark.neo4j
+def test_an_older_neo4j_database_gets_scope_terms_once(
+    neo4j_connect: Any, neo4j_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    import neo4j
+
+    from mem0g.stores.neo4j import statements
+
+    store = neo4j_connect(dims=DIMS)
+    add_facts(store, A, FACTS)
+    add_facts(store, B, ["Caroline support group, Caroline"])
+    alice, lake = entity(A, "Alice"), entity(A, "Lake")
+    swims = relation(A, alice, "swims_in", lake)
+    store.apply(WritePlan(tenant=A, episode=episode(A), new_entities=[alice, lake],
+                          new_relations=[swims]))  # fmt: skip
+    before = {(f.id, round(s, 5)) for f, s in store.lexical_facts(A, ["caroline"], 5)}
+    store.close()
+    auth = (neo4j_server.user, neo4j_server.password)
+    with neo4j.GraphDatabase.driver(neo4j_server.uri, auth=auth) as driver:
+        # what mem0g wrote before schema v3: no scope terms, indexes without them, version 2
+        driver.execute_query("MATCH (n) WHERE n:Fact OR n:Entity REMOVE n.lex_scope")
+        driver.execute_query("MATCH ()-[r:RELATES]->() REMOVE r.lex_scope")
+        for kind, prop in (("facts", "f"), ("relations", "r"), ("entities", "e")):
+            driver.execute_query(statements()[f"drop_fulltext_index_{kind}"])
+            old = statements()[f"fulltext_index_{kind}"].replace(f", {prop}.lex_scope", "")
+            driver.execute_query(old)
+        driver.execute_query("CALL db.awaitIndexes(60)")
+        driver.execute_query("MATCH (m:Mem0gSchema) SET m.version = 2")
+        with caplog.at_level(logging.INFO, logger="mem0g.stores.neo4j.lexical"):
+            reopened = neo4j_connect(dims=DIMS)
+            after = {(f.id, round(s, 5)) for f, s in reopened.lexical_facts(A, ["caroline"], 5)}
+        assert after == before  # the same hits, the same scores
+        assert "scope terms of facts: 7 of 7 rows" in caplog.text  # 6 of A's, 1 of B's
+        assert [r.id for r in reopened.lexical_relations(A, ["swims"], 5, Validity())] == [swims.id]
+        assert [e.id for e, _ in reopened.lexical_entities(A, ["lake"], 5)] == [lake.id]
+        # the scope clause (boost 0) leaves Lucene's scores as they were without it
+        raw = ("CALL db.index.fulltext.queryNodes('mem0g_fact_text', $q) YIELD node, score "
+               "WHERE node.user_id = 'a' RETURN node.id AS id, score")  # fmt: skip
+        plain, _, _ = driver.execute_query(raw, q=lucene_query(["caroline", "lake"]))
+        scoped, _, _ = driver.execute_query(raw, q=lucene_scoped(["caroline", "lake"], A))
+        assert len(plain) == 5  # FACTS 0, 1, 2, 4, 5
+        assert {r["id"]: r["score"] for r in scoped} == {r["id"]: r["score"] for r in plain}
+        records, _, _ = driver.execute_query(
+            "SHOW FULLTEXT INDEXES YIELD name, properties, state "
+            "WHERE name STARTS WITH 'mem0g_' RETURN name, properties, state"
+        )
+        assert len(records) == 3
+        assert all("lex_scope" in r["properties"] and r["state"] == "ONLINE" for r in records)
+        missing, _, _ = driver.execute_query(
+            "MATCH (n) WHERE (n:Fact OR n:Entity) AND n.lex_scope IS NULL RETURN count(n) AS n"
+        )
+        assert missing[0]["n"] == 0
+        version, _, _ = driver.execute_query("MATCH (m:Mem0gSchema) RETURN m.version AS v")
+        assert [r["v"] for r in version] == [3]
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="mem0g.stores.neo4j.lexical"):
+            neo4j_connect(dims=DIMS).stats()  # current: nothing is done again
+        assert "scope terms" not in caplog.text
 
 
 # ---------------------------------------------------------------- parity

@@ -57,6 +57,7 @@ from mem0g.config import EmbedderConfig, GraphStoreConfig
 from mem0g.embed import make_embedder
 from mem0g.export import to_cypher
 from mem0g.stores import EmbeddedGraphStore, StoreError
+from mem0g.stores.lexical_query import scope_terms
 from mem0g.stores.neo4j import Neo4jGraphStore, parse_statements, statements
 from mem0g.stores.neo4j import rows as neo4j_rows
 from mem0g.stores.neo4j import writes as neo4j_writes
@@ -173,6 +174,8 @@ def test_statements_compile_and_scan_tenants_through_indexes(
         whole_store |= {"schema_version", "backfill_entity_keys", "set_schema_version"}
         whole_store |= {"rebuilding_kinds"}  # :Mem0gRebuild, at most one node per index kind
         whole_store |= {"warmup_sample"}  # the warm-up's samples: the first $limit rows met
+        # schema v3: which tenants' rows lack scope terms (once, on an older database)
+        whole_store |= {f"scope_terms_missing_{k}" for k in ("facts", "entities", "relations")}
         if name not in whole_store:
             assert not ops & full_scans, (name, sorted(ops))
     assert checked >= 20
@@ -347,7 +350,7 @@ def test_entities_of_an_older_database_get_their_key_nodes_once(
 ) -> None:
     store = neo4j_connect(dims=DIMS)
     store.stats()  # a new database: schema applied, layout version recorded
-    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": 2}]
+    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": 3}]
     # what an earlier mem0g wrote: keys on the entity, no :EntityKey nodes, no version
     cypher(
         driver,
@@ -364,7 +367,7 @@ def test_entities_of_an_older_database_get_their_key_nodes_once(
     assert ids(reopened.find_entities(A, ["olga"], exact=True)) == ["old1"]
     keys = "MATCH (k:EntityKey)-[:KEY_OF]->(:Entity {id: 'old1'}) RETURN k.key AS key ORDER BY key"
     assert cypher(driver, keys) == [{"key": "olga"}, {"key": "olya"}]
-    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": 2}]
+    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": 3}]
     neo4j_connect(dims=DIMS).stats()  # the version is current: nothing is added again
     assert cypher(driver, keys) == [{"key": "olga"}, {"key": "olya"}]
 
@@ -1384,9 +1387,11 @@ def test_fact_memory_data_model(
             "written",
             "pos",
             "seq",
+            "lex_scope",
         ]
     )
     assert (node["id"], node["episode_ids"], node["seq"]) == (tea.id, ["ep1"], 1)
+    assert node["lex_scope"] == scope_terms(A)  # what scopes its full-text index reads
     assert node["provenance_at"][0].to_native() == T0 and row["same_type"]
     assert node["embedding"] == tea.embedding  # float32 values, as the embedded store keeps
     events = cypher(

@@ -8,14 +8,24 @@ text goes through the same rule in Python first, so what reaches an engine is a 
 letter-only terms, each quoted and escaped for that engine's query syntax: no operator,
 wildcard, field name or parenthesis a user types can reach the parser (tests feed it hostile
 queries). English function words are dropped from queries only (they match everything).
+
+Neo4j's full-text indexes rank over every tenant, so each indexed row also carries its scope
+terms (`scope_terms`, the `lex_scope` property) and a Lucene query requires the scope's terms
+with a zero boost (`lucene_scoped`): Lucene then returns only the scope's rows, scored as
+before. A scope term is a digest of one id, spelled in 16 consonants (no s, no y, no vowel):
+letters only, so both analyzers keep it whole, and the Porter stemmer of the `english`
+analyzer leaves it as it is (its rules need a vowel or a final s). No id text reaches Lucene.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import cache
 
 import Stemmer  # PyStemmer: the Snowball project's C stemmers
+
+from mem0g.types import Tenant
 
 # letters only: [^\W\d_] is \w without digits and underscore (Unicode-aware)
 _TERM = re.compile(r"[^\W\d_]+", re.UNICODE)
@@ -80,3 +90,46 @@ def lucene_query(words: list[str]) -> str | None:
     if not words:
         return None
     return " OR ".join('"' + lucene_escape(w) + '"' for w in words)
+
+
+SCOPE_FIELD = "lex_scope"  # the property holding a row's scope terms (Neo4j)
+_SCOPE_LETTERS = "bcdfghjklmnpqrtv"  # 16 consonants: one per half byte
+_SCOPE_KINDS = {"user_id": "zqw", "agent_id": "zqx", "run_id": "zqz", "tenant": "zqk"}
+
+
+def _scope_term(kind: str, value: str) -> str:
+    """The term of one id: 128 bits of SHA-256 over (kind, id), two consonants a byte."""
+    raw = f"{kind}\x00{value}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(raw).digest()[:16]
+    return _SCOPE_KINDS[kind] + "".join(
+        _SCOPE_LETTERS[b >> 4] + _SCOPE_LETTERS[b & 15] for b in digest
+    )
+
+
+def _required_terms(scope: Tenant, exact: bool) -> list[str]:
+    if exact:
+        return [_scope_term("tenant", scope.key)]
+    return [
+        _scope_term(kind, value)
+        for kind, value in (
+            ("user_id", scope.user_id), ("agent_id", scope.agent_id), ("run_id", scope.run_id)
+        )
+        if value is not None
+    ]  # fmt: skip
+
+
+def scope_terms(tenant: Tenant) -> str:
+    """A stored row's scope terms: one per id it has, and one for its exact tenant."""
+    return " ".join(_required_terms(tenant, False) + _required_terms(tenant, True))
+
+
+def lucene_scoped(words: list[str], scope: Tenant, exact: bool = False) -> str | None:
+    """`lucene_query(words)` required, and the scope's terms required at boost 0: a hit must
+    be in the scope (the filter's ids, or with `exact` its exact tenant), and its score is
+    the words' alone. None when there is no term."""
+    query = lucene_query(words)
+    if query is None:
+        return None
+    required = _required_terms(scope, exact)
+    clauses = " ".join(f'+{SCOPE_FIELD}:"{lucene_escape(t)}"^0' for t in required)
+    return f"+({query}) {clauses}"

@@ -17,6 +17,7 @@ from neo4j import Driver
 from neo4j.exceptions import ClientError
 
 from mem0g.stores.base import VECTOR_KINDS, IndexRebuild, StoreError, check_index_kinds
+from mem0g.stores.neo4j import lexical
 from mem0g.stores.neo4j.rows import _check_dims
 from mem0g.stores.neo4j.session import Neo4jSession, _errors
 from mem0g.stores.neo4j.statements import statements
@@ -43,7 +44,9 @@ _INDEX_ERROR_PAUSE = 30.0
 _INDEX_DOWN = ("no such vector schema index", "come online", "failed state")
 
 
-SCHEMA_VERSION = 2  # the data layout (cypher/schema.cypher): 2 = with :EntityKey nodes
+# the data layout (cypher/schema.cypher): 2 = with :EntityKey nodes, 3 = full-text indexes
+# scoped by each row's `lex_scope` terms (lexical.py)
+SCHEMA_VERSION = lexical.SCOPED_VERSION
 
 
 def _index_down(exc: StoreError) -> bool:
@@ -78,8 +81,17 @@ class VectorIndexes(Neo4jSession):
             if name.startswith(("constraint_", "index_", "fulltext_index_")):
                 self._ddl(driver, name)
         (row,) = self._auto(driver, "schema_version")
-        if (row["version"] or 0) < SCHEMA_VERSION:  # an empty or older database
+        version = row["version"] or 0  # 0: an empty database, or one of an early mem0g
+        if version < 2:
             self._auto(driver, "backfill_entity_keys", {"batch": self.reset_batch})
+        if version < lexical.SCOPED_VERSION:
+            lexical.backfill_scope_terms(
+                lambda name, params: self._auto(driver, name, params),
+                lambda name: self._ddl(driver, name),
+                self.reset_batch,
+            )
+            self._auto(driver, "await_indexes", {"seconds": 300})
+        if version < SCHEMA_VERSION:
             self._auto(driver, "set_schema_version", {"version": SCHEMA_VERSION})
         found = {r["name"]: r["dims"] for r in self._auto(driver, "vector_index_dims")}
         if self.dims is None and found:

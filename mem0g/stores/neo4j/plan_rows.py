@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mem0g.stores.lexical_query import SCOPE_FIELD, scope_terms
 from mem0g.stores.neo4j.rows import _db_time, _tenant_props, _vector
 from mem0g.stores.plan import FactOutcome
 from mem0g.stores.repair import pair_key
@@ -77,6 +78,7 @@ def _entity_row(e: Entity, written: int, pos: int) -> dict[str, Any]:
     props = {
         "id": e.id,
         **_tenant_props(e.tenant),
+        SCOPE_FIELD: scope_terms(e.tenant),
         "name": e.name,
         "type": e.type,
         "aliases": list(e.aliases),
@@ -96,6 +98,7 @@ def _relation_row(r: Relation, written: int, pos: int) -> dict[str, Any]:
     props = {
         "id": r.id,
         **_tenant_props(r.tenant),
+        SCOPE_FIELD: scope_terms(r.tenant),
         "name": r.relation,
         "source": r.source,
         "destination": r.destination,
@@ -217,6 +220,7 @@ def _fact_rows(plan: WritePlan, outcome: FactOutcome, written: int) -> _FactRows
         props = {
             "id": f.id,
             **_tenant_props(f.tenant),
+            SCOPE_FIELD: scope_terms(f.tenant),
             "text": state.text,
             "created_at": _db_time(f.created_at),
             "updated_at": _db_time(updated),

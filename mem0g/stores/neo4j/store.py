@@ -385,7 +385,7 @@ class Neo4jGraphStore(
         """BM25 top-k current facts for query terms (lexical.py)."""
         self._ready()
         hits = lexical.search(self._read, "lexical_facts", _scope(scope, exact), words, k,
-                              self.max_fetch)  # fmt: skip
+                              self.max_fetch, scope, exact)  # fmt: skip
         return [(_fact(h["fact"]), float(h["score"])) for h in hits]
 
     def lexical_relations(
@@ -393,7 +393,9 @@ class Neo4jGraphStore(
     ) -> list[EdgeRef]:
         self._ready()
         params = {**_scope(scope), **_validity(validity)}
-        hits = lexical.search(self._read, "lexical_relations", params, words, k, self.max_fetch)
+        hits = lexical.search(
+            self._read, "lexical_relations", params, words, k, self.max_fetch, scope
+        )
         return lexical.edge_refs(hits)
 
     def lexical_entities(
@@ -401,7 +403,7 @@ class Neo4jGraphStore(
     ) -> list[tuple[Entity, float]]:
         self._ready()
         hits = lexical.search(self._read, "lexical_entities", _scope(scope), words, k,
-                              self.max_fetch)  # fmt: skip
+                              self.max_fetch, scope)  # fmt: skip
         return [(_entity(h["entity"]), float(h["score"])) for h in hits]
 
     def fact_timeline(self, scope: Tenant) -> list[tuple[FactEvent, datetime | None]]:

@@ -4,7 +4,8 @@ separate reads took four round trips, three of them in sequence (mem0g/stores/wa
 
 One statement answers `hops == 1` (the default); deeper walks take the separate reads
 (`walk_in_turn`). When the full-text index returned all it was asked for and too few of them
-survived the scope, BM25 is asked again by `lexical_relations` (its growing fetch).
+survived (the index returns the scope's rows only, stores/neo4j/lexical.py; the validity
+filter may drop some), BM25 is asked again by `lexical_relations` (its growing fetch).
 
 `OneTripWalk` is a mixin of `Neo4jGraphStore`; only the store's own modules use it."""
 
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from mem0g.stores.base import EdgeRef
-from mem0g.stores.lexical_query import lucene_query
+from mem0g.stores.lexical_query import lucene_scoped
 from mem0g.stores.neo4j import lexical
 from mem0g.stores.neo4j.rows import _relation, _scope, _validity
 from mem0g.stores.walk import WalkRequest, WalkResult, walk_in_turn
@@ -39,7 +40,8 @@ class OneTripWalk:
             return walk_in_turn(self, scope, request)  # type: ignore[arg-type]
         self._ready()  # type: ignore[attr-defined]
         limit = max(request.limit, 0) if request.seeds else 0
-        query = lucene_query(list(request.words)) if request.words is not None else None
+        words = list(request.words) if request.words is not None else None
+        query = lucene_scoped(words, scope) if words is not None else None
         k = max(request.lexical_k, 0)
         fetch = max(lexical.MIN_FETCH, 4 * k)
         params = {
