@@ -46,19 +46,19 @@ browser:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
-# The whole suite on TEST_WORKERS parallel pytest-xdist workers: tests without Neo4j first, then
+# The whole suite, in one process (TEST_WORKERS=0) or on TEST_WORKERS pytest-xdist workers: tests without Neo4j first, then
 # the Neo4j ones, each worker on a real Neo4j server of its own (a single database each, so
 # no test ever sees another's data); phases, server starts and their durations are announced,
 # and the 10 slowest tests listed at the end. Ruff first; mypy --strict runs beside the tests
 # at a lower priority (it takes spare CPU while tests wait on Neo4j), its verdict after them.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 0
 MYPY_LOG := $(VENV)/mypy-beside-tests.log
 
 test: install browser
 	@echo "[mem0g] lint: ruff check + ruff format --check (mypy --strict runs beside the tests)"
 	$(BIN)/ruff check mem0g tests scripts
 	$(BIN)/ruff format --check mem0g tests scripts
-	@echo "[mem0g] tests: the whole suite on $(TEST_WORKERS) workers, each starting a real Neo4j 5.26 for its Neo4j tests"
+	@echo "[mem0g] tests: the whole suite ($(TEST_WORKERS) xdist workers; 0 = one process), a real Neo4j 5.26 per process for the Neo4j tests"
 	@nice -n 10 $(BIN)/mypy > $(MYPY_LOG) 2>&1 & types=$$!; trap 'kill $$types 2>/dev/null' INT TERM; \
 	$(BIN)/python -m pytest -q -ra --durations=10 -n $(TEST_WORKERS); tests=$$?; \
 	wait $$types; typed=$$?; \

@@ -41,6 +41,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # (2026-12-01). MEM0G_NEO4J_JAVA_OPTS still reaches the test servers.
     _temp_in_ram(config)
     _one_inference_thread_per_worker(config)
+    if config.getoption("dist", "no") == "load":  # -n alone: keep the fixture groups together
+        config.option.dist = "loadgroup"
 
 
 def _one_inference_thread_per_worker(config: pytest.Config) -> None:
