@@ -30,8 +30,9 @@ from mem0g.stores.lexical_query import fts5_query
 
 _SCOPE = "rowid IN (SELECT rowid FROM facts WHERE tenant_key IN (SELECT value FROM json_each(?)))"
 FORMS = {
-    "scope_in_match": "SELECT id, -rank FROM facts_fts WHERE facts_fts MATCH ? AND tenant_key IN "
-    "(SELECT value FROM json_each(?)) ORDER BY rank, id LIMIT 50",
+    "scope_in_match": "SELECT id, -rank FROM facts_fts WHERE facts_fts MATCH ? AND rank MATCH "
+    "'bm25(1, 0, 0, 0)' AND tenant_key IN (SELECT value FROM json_each(?)) "
+    "ORDER BY rank, id LIMIT 50",
     "order_by_rank": f"SELECT id, -rank FROM facts_fts WHERE facts_fts MATCH ? AND {_SCOPE} "
     "ORDER BY rank, id LIMIT 50",
     "order_by_bm25": f"SELECT id, -bm25(facts_fts) FROM facts_fts WHERE facts_fts MATCH ? "
@@ -49,7 +50,6 @@ def build(n: int) -> sqlite3.Connection:
         "CREATE VIRTUAL TABLE facts_fts USING fts5(text, scope, id UNINDEXED, tenant_key "
         "UNINDEXED, tokenize=\"porter unicode61 remove_diacritics 0 separators '0123456789'\")"
     )
-    conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('rank', 'bm25(1, 0, 0, 0)')")
     for i in range(n):
         key = json.dumps([f"user-{i}", None, None])
         text = f"tenant {i} keeps locker code {i * 7919 % 10000}"

@@ -53,7 +53,10 @@ _DIGITS_AS_LETTERS = str.maketrans("0123456789", "ghijklmnop")
 # beyond this many tenant keys a scope filters on the FTS rows' tenant_key instead (a scope over
 # thousands of keys, e.g. one agent across every user, would make a huge MATCH expression)
 MAX_SCOPE_TOKENS = 64
-_RANK = "bm25(1.0, 0.0, 0.0, 0.0)"  # text counts; scope, id and tenant_key do not
+# text counts; scope, id and tenant_key do not. Given per query (`rank MATCH`), not as the
+# table's stored rank setting: SQLite 3.40 fails a connection's next ranked read with "SQL logic
+# error" after another connection rewrote that setting (every open would rewrite it).
+_RANK = "bm25(1.0, 0.0, 0.0, 0.0)"
 
 
 def scope_token(tenant_key: str) -> str:
@@ -75,7 +78,6 @@ def _schema() -> tuple[str, ...]:
         statements += [
             f"""CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(text, scope, id UNINDEXED,
                 tenant_key UNINDEXED, tokenize="{_TOKENIZE[table]}")""",
-            f"INSERT INTO {fts} ({fts}, rank) VALUES ('rank', '{_RANK}')",
             f"""CREATE TRIGGER IF NOT EXISTS {fts}_ai AFTER INSERT ON {table} BEGIN
                 INSERT INTO {fts} (rowid, text, scope, id, tenant_key)
                 VALUES (new.rowid, {new}, {_scope_sql("new")}, new.id, new.tenant_key); END""",
@@ -113,7 +115,8 @@ _REBUILD = {
 # of the tenant boundary, and is the whole filter above MAX_SCOPE_TOKENS keys.
 _SEARCH = {
     table: f"""SELECT id, -rank AS score FROM {fts}
-               WHERE {fts} MATCH ? AND tenant_key IN (SELECT value FROM json_each(?))
+               WHERE {fts} MATCH ? AND rank MATCH '{_RANK}'
+                 AND tenant_key IN (SELECT value FROM json_each(?))
                ORDER BY rank, id LIMIT ? OFFSET ?"""
     for table, (fts, _) in _SOURCES.items()
 }
