@@ -111,6 +111,14 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         self._llm = llm
         self.embedder = embedder or make_embedder(self.config.embedder)
         self.store = store or make_store(self.config, self.embedder.dims)
+        if self.store.dims is not None and self.store.dims != self.embedder.dims:
+            # said now, not at the first write after its LLM calls
+            raise ValueError(
+                f"the store holds {self.store.dims}-dimensional embeddings and the embedder "
+                f"makes {self.embedder.dims}-dimensional ones: use the embedder the store was "
+                "written with, or move the data with `mem0g export` / `mem0g import`, "
+                "which re-embeds"
+            )
         concurrent = self.config.retrieval.concurrent_reads
         if concurrent is None:
             concurrent = self.store.capabilities.concurrent_reads

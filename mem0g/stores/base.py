@@ -168,6 +168,8 @@ def edge_ref(rel: Relation, hop: int, score: float) -> EdgeRef:
 @runtime_checkable
 class GraphStore(Protocol):
     capabilities: StoreCapabilities
+    # the size of the embeddings the store holds or was opened for; None while it holds none
+    dims: int | None
 
     def apply(self, plan: WritePlan) -> None:
         """Write the whole plan in one transaction, or nothing (then raise). With
