@@ -1,15 +1,23 @@
 """Where the embedded store's scoped BM25 read spends its time as tenants grow (issue #14).
 
-One FTS5 table made as the embedded store makes its fact index (porter unicode61, digits as
-separators, rowids paired with a base table indexed by tenant), N one-fact tenants whose
-facts all hold the searched words (the worst case), and the store's scoped query for one
-tenant in five forms: the store's read (`scope_in_match`: the tenant's scope token inside the
-MATCH, `stores/embedded/lexical.py`), and four earlier or partial forms over the scope's rowids:
-FTS5's `ORDER BY rank`, `bm25()` ordered by SQLite, the match without a score, and the count
-of the rows holding the words (what `bm25()` needs for its store-wide document frequencies).
-Prints p50/p95 and writes JSON.
+A real embedded store's file (its tables, FTS5 indexes and triggers), filled with plain SQL
+inserts into `facts` (the triggers index each row and keep its BM25 counts), and the store's
+scoped read of one tenant in four forms:
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_fts5_scope.py --tenants 10,1000,20000
+- `counted`: the store's read (`lexical.search`: the scope inside the MATCH, bm25()'s formula
+  from the counts its writes keep, stores/embedded/bm25.py);
+- `bm25`: the same MATCH ranked by FTS5's bm25() (the store's read before the counts; it
+  counts each word's rows over the whole table per search);
+- `match_only`: the same MATCH without a score;
+- `word_row_count`: the count of the rows of the whole table holding the words.
+
+Two shapes: `--tenants 10,1000,20000` one-fact tenants whose facts all hold the searched words
+(the worst case for store-wide counts), and `--big 10000`: one tenant of that many facts, all
+holding the words, beside 10 one-fact tenants (the scope's own size). `--write-ab` also times
+the inserts with and without the count statements in the triggers (what the counts cost a
+write). Prints p50/p95 and writes JSON.
+
+    PYTHONPATH=. .venv/bin/python scripts/bench_fts5_scope.py --tenants 10,1000,20000 --big 10000
 """
 
 from __future__ import annotations
@@ -18,81 +26,151 @@ import argparse
 import json
 import sqlite3
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/: the bench package
 
 from bench.timing import load_average, summary
 
-from mem0g.stores.embedded.lexical import scope_token
-from mem0g.stores.lexical_query import fts5_query
+from mem0g.stores import EmbeddedGraphStore
+from mem0g.stores.embedded import lexical
+from mem0g.types import Tenant
 
-_SCOPE = "rowid IN (SELECT rowid FROM facts WHERE tenant_key IN (SELECT value FROM json_each(?)))"
-FORMS = {
-    "scope_in_match": "SELECT id, -rank FROM facts_fts WHERE facts_fts MATCH ? AND rank MATCH "
-    "'bm25(1, 0, 0, 0)' AND tenant_key IN (SELECT value FROM json_each(?)) "
-    "ORDER BY rank, id LIMIT 50",
-    "order_by_rank": f"SELECT id, -rank FROM facts_fts WHERE facts_fts MATCH ? AND {_SCOPE} "
-    "ORDER BY rank, id LIMIT 50",
-    "order_by_bm25": f"SELECT id, -bm25(facts_fts) FROM facts_fts WHERE facts_fts MATCH ? "
-    f"AND {_SCOPE} ORDER BY bm25(facts_fts), id LIMIT 50",
-    "match_only": f"SELECT id FROM facts_fts WHERE facts_fts MATCH ? AND {_SCOPE}",
-    "word_row_count": "SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ? AND ? IS NOT NULL",
-}
+WORDS = ["locker", "code"]
+_INSERT = (
+    "INSERT INTO facts (id, user_id, agent_id, run_id, tenant_key, text, embedding, created_at, "
+    "updated_at, provenance) VALUES (?, ?, NULL, NULL, ?, ?, NULL, '2024-01-01T00:00:00+00:00', "
+    "'2024-01-01T00:00:00+00:00', '[]')"
+)
 
 
-def build(n: int) -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE facts (id TEXT, tenant_key TEXT, text TEXT)")
-    conn.execute("CREATE INDEX facts_tenant ON facts (tenant_key)")
+def _uncounted(conn: sqlite3.Connection) -> None:
+    """The facts insert trigger as it was before the counts (the FTS row only)."""
+    fts, expr = lexical._SOURCES["facts"]
+    conn.execute(f"DROP TRIGGER {fts}_ai")
     conn.execute(
-        "CREATE VIRTUAL TABLE facts_fts USING fts5(text, scope, id UNINDEXED, tenant_key "
-        "UNINDEXED, tokenize=\"porter unicode61 remove_diacritics 0 separators '0123456789'\")"
+        f"""CREATE TRIGGER {fts}_ai AFTER INSERT ON facts BEGIN
+            INSERT INTO {fts} (rowid, text, scope, id, tenant_key) VALUES (new.rowid,
+            {expr.format(row="new")}, {lexical._scope_sql("new")}, new.id, new.tenant_key); END"""
     )
-    for i in range(n):
-        key = json.dumps([f"user-{i}", None, None])
-        text = f"tenant {i} keeps locker code {i * 7919 % 10000}"
-        conn.execute("INSERT INTO facts VALUES (?, ?, ?)", (f"f{i}", key, text))
-        conn.execute(
-            "INSERT INTO facts_fts (rowid, text, scope, id, tenant_key) "
-            "VALUES (last_insert_rowid(), ?, ?, ?, ?)",
-            (text, scope_token(key), f"f{i}", key),
-        )
-    conn.commit()
-    return conn
+
+
+def fill(conn: sqlite3.Connection, tenants: list[tuple[str, int]]) -> float:
+    """Facts for (user id, count) pairs, all holding WORDS; returns the seconds it took."""
+    started = time.perf_counter()
+    conn.execute("BEGIN IMMEDIATE")
+    n = 0
+    for user, count in tenants:
+        key = Tenant(user_id=user).key
+        for _ in range(count):
+            text = f"tenant {user} keeps locker code {n * 7919 % 10000} near hill {n % 13}"
+            conn.execute(_INSERT, (f"f{n}", user, key, text))
+            n += 1
+    conn.execute("COMMIT")
+    return time.perf_counter() - started
+
+
+def forms(conn: sqlite3.Connection) -> dict[str, Callable[[str], Any]]:
+    """The four reads of one tenant's key."""
+
+    def counted(key: str) -> Any:
+        return lexical.search(conn, "facts", [key], WORDS, 10)
+
+    def ranked(key: str) -> Any:
+        expression = lexical.match_expression([key], WORDS)
+        return conn.execute(lexical._SEARCH["facts"], (expression, json.dumps([key]), 50, 0))
+
+    def match_only(key: str) -> Any:
+        return conn.execute(
+            "SELECT id FROM facts_fts WHERE facts_fts MATCH ? AND tenant_key = ?",
+            (lexical.match_expression([key], WORDS), key),
+        ).fetchall()
+
+    def word_row_count(key: str) -> Any:
+        return conn.execute(
+            "SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", ('"locker" OR "code"',)
+        ).fetchall()
+
+    return {"counted": counted, "bm25": lambda k: ranked(k).fetchall(),
+            "match_only": match_only, "word_row_count": word_row_count}  # fmt: skip
+
+
+def measure(conn: sqlite3.Connection, users: list[str], repeats: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"load": load_average()}
+    for name, read in forms(conn).items():
+        times = []
+        for r in range(repeats):
+            key = Tenant(user_id=users[(r * 37) % len(users)]).key
+            started = time.perf_counter()
+            read(key)
+            times.append(time.perf_counter() - started)
+        row[name] = summary(times)
+    counted = forms(conn)["counted"](Tenant(user_id=users[0]).key)
+    expression = lexical.match_expression([Tenant(user_id=users[0]).key], WORDS)
+    ranked = conn.execute(
+        lexical._SEARCH["facts"], (expression, json.dumps([Tenant(user_id=users[0]).key]), 10, 0)
+    ).fetchall()
+    row["same_ranking"] = [i for i, _ in counted] == [r[0] for r in ranked]
+    return row
+
+
+def _line(label: str, row: dict[str, Any]) -> str:
+    cells = ", ".join(f"{name} p50 {row[name]['p50_ms']:.3f} ms"
+                      for name in ("counted", "bm25", "match_only", "word_row_count"))  # fmt: skip
+    return f"{label}: {cells}; same ranking: {row['same_ranking']} (load {row['load']})"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tenants", default="10,1000,20000")
+    parser.add_argument("--tenants", default="10,1000,20000", help="one-fact tenant counts")
+    parser.add_argument("--big", type=int, default=0, help="facts of one big tenant (0: skip)")
+    parser.add_argument("--write-ab", action="store_true", help="time inserts with/without counts")
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--out", type=Path, default=Path("bench-results/fts5-scope.json"))
     args = parser.parse_args(argv)
-    query = fts5_query(["locker", "code"])
-    rows = []
-    for n in [int(x) for x in args.tenants.split(",") if x]:
-        conn = build(n)
-        row: dict[str, object] = {"tenants": n, "load": load_average()}
-        for name, sql in FORMS.items():
-            times = []
-            for r in range(args.repeats):
-                key = json.dumps([f"user-{(r * 37) % n}", None, None])
-                scope = json.dumps([key])
-                match = query
-                if name == "scope_in_match":  # as lexical.search builds it
-                    match = f'scope : ("{scope_token(key)}") AND text : ({query})'
-                started = time.perf_counter()
-                conn.execute(sql, (match, scope)).fetchall()
-                times.append(time.perf_counter() - started)
-            row[name] = summary(times)
-        rows.append(row)
-        print(f"tenants {n:>6}: " + ", ".join(
-            f"{name} p50 {row[name]['p50_ms']:.3f} ms" for name in FORMS  # type: ignore[index]
-        ))  # fmt: skip
-        conn.close()
+    result: dict[str, Any] = {"tenants": [], "big": None, "writes": None}
+    with tempfile.TemporaryDirectory(prefix="mem0g-fts5-") as tmp:
+        for n in [int(x) for x in args.tenants.split(",") if x]:
+            with EmbeddedGraphStore(Path(tmp) / f"t{n}") as store:
+                conn = store._connection()
+                users = [f"user-{i}" for i in range(n)]
+                seconds = fill(conn, [(u, 1) for u in users])
+                row = {
+                    "tenants": n,
+                    "fill_s": round(seconds, 3),
+                    **measure(conn, users, args.repeats),
+                }
+            result["tenants"].append(row)
+            print(_line(f"tenants {n:>6} (filled in {seconds:.1f} s)", row))
+        if args.big:
+            with EmbeddedGraphStore(Path(tmp) / "big") as store:
+                conn = store._connection()
+                others = [(f"user-{i}", 1) for i in range(10)]
+                seconds = fill(conn, [("big", args.big), *others])
+                row = {"facts": args.big, "fill_s": round(seconds, 3),
+                       **measure(conn, ["big"], args.repeats)}  # fmt: skip
+            result["big"] = row
+            print(_line(f"one tenant of {args.big} facts", row))
+        if args.write_ab:
+            writes = {}
+            for name in ("with_counts", "without_counts"):
+                with EmbeddedGraphStore(Path(tmp) / f"w-{name}") as store:
+                    conn = store._connection()
+                    if name == "without_counts":
+                        _uncounted(conn)
+                    seconds = fill(conn, [(f"user-{i}", 1) for i in range(5000)])
+                writes[name] = {"rows": 5000, "s": round(seconds, 3),
+                                "us_per_row": round(seconds / 5000 * 1e6, 1)}  # fmt: skip
+            result["writes"] = {**writes, "load": load_average()}
+            print(f"5000 fact inserts: {writes['with_counts']['us_per_row']} us/row with the "
+                  f"counts, {writes['without_counts']['us_per_row']} us/row without "
+                  f"(load {result['writes']['load']})")  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"rows": rows}, indent=2) + "\n", encoding="utf-8")
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
 

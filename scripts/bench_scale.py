@@ -7,10 +7,13 @@ TEST DOUBLE server, embeddings the offline hashing embedder, so only mem0g's own
    400, 1000 by default) and whose establish_relations answer links each to the first; the
    time of that add per N (the names cap, `limits.max_names`, is raised to N for it);
 2. tenants per store: one store filled with one-fact tenants (`infer=False`, no LLM) up to
-   each checkpoint (10 ... 20,000); at each, the search p50/p95 of random one-fact tenants,
-   and the CPU time per search: this process's, and on Neo4j the server's (/proc); the
-   query's words are in every tenant's fact (`--words shared`, the worst case for BM25:
-   every tenant's rows hold them) or only in the one tenant's (`--words own`);
+   each checkpoint (10 ... 20,000); at each, random one-fact tenants not searched before get
+   their first search (on the embedded store it may read the tenant's rows into memory, and
+   the query is embedded once), then as many repeated searches of them, timed apart,
+   p50/p95 of wall and CPU time: this process's, and on Neo4j the server's (/proc, per
+   search of both kinds); the query's words are in every tenant's fact (`--words shared`,
+   the worst case for BM25: every tenant's rows hold them) or only in the one tenant's
+   (`--words own`); `--fill-workers N` adds the tenants on N threads (Neo4j);
 3. reopen: the time to open the 20k-tenant store and answer its first search.
 
 `--store neo4j` runs 2 and 3 on a throwaway Neo4j server (mem0g.testing.neo4j), `--names ""`
@@ -31,6 +34,7 @@ import random
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,7 @@ from bench.timing import load_average, summary
 
 from mem0g import Memory
 from mem0g.testing import ScriptedLLMServer
+from mem0g.types import Tenant
 
 
 def _config(
@@ -101,6 +106,44 @@ def _cpu_of(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _fill(memory: Memory, first: int, last: int, workers: int) -> None:
+    """Tenants first..last-1, one fact each (`infer=False`: no LLM), on `workers` threads
+    (a Neo4j server takes writes of different tenants side by side; 1 on the embedded store,
+    which has one writer)."""
+
+    def one(i: int) -> None:
+        memory.add(
+            f"tenant {i} keeps locker code {i * 7919 % 10000} {_own_word(i)}",
+            user_id=f"user-{i}",
+            infer=False,
+        )
+
+    if workers <= 1:
+        for i in range(first, last):
+            one(i)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        for _ in pool.map(one, range(first, last)):
+            pass
+
+
+def _timed_search(memory: Memory, query: str, who: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of one search; asserts it found the tenant's fact, by BM25 too."""
+    started, started_cpu = time.perf_counter(), time.process_time()
+    hits = memory.search(query, user_id=f"user-{who}", limit=5)
+    wall, cpu = time.perf_counter() - started, time.process_time() - started_cpu
+    assert len(hits.facts) == 1  # one tenant's fact, never another's
+    assert "bm25_facts" in hits.facts[0].sources  # BM25 found it too
+    return wall, cpu
+
+
+def _loaded(memory: Memory, who: int) -> bool | None:
+    """Whether the embedded store holds the tenant's rows in memory already (None: another
+    store). A diagnostic: the first search of a tenant not loaded reads its rows then."""
+    buckets = getattr(memory.store, "_buckets", None)
+    return None if buckets is None else Tenant(user_id=f"user-{who}").key in buckets
+
+
 def tenants_per_store(
     checkpoints: list[int],
     searches: int,
@@ -109,12 +152,16 @@ def tenants_per_store(
     store: dict[str, Any] | None = None,
     words: str = "shared",
     server_pid: int | None = None,
+    fill_workers: int = 1,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Grow one store tenant by tenant; at each checkpoint time searches of random tenants.
-    Then close it and time the reopen (open + first search)."""
+    """Grow one store tenant by tenant; at each checkpoint, up to `searches` tenants never
+    searched before get their first search (which may read the tenant's rows, and embeds the
+    query once), then `searches` repeated searches of those tenants (nothing left to load),
+    timed apart. Then close the store and time the reopen (open + first search)."""
     rng = random.Random(seed)
     rows: list[dict[str, Any]] = []
     path = work / "tenants"
+    searched: set[int] = set()
     with ScriptedLLMServer() as server:
         config = _config(server, path, store)
         config["memory"]["facts"] = True
@@ -122,43 +169,49 @@ def tenants_per_store(
         made = 0
         fill_started = time.perf_counter()
         for checkpoint in checkpoints:
-            while made < checkpoint:
-                memory.add(
-                    f"tenant {made} keeps locker code {made * 7919 % 10000} {_own_word(made)}",
-                    user_id=f"user-{made}",
-                    infer=False,
-                )
-                made += 1
-            times, cpu_times = [], []
+            _fill(memory, made, checkpoint, fill_workers)
+            made = checkpoint
+            fresh = [i for i in range(made) if i not in searched]
+            chosen = rng.sample(fresh, min(searches, len(fresh)))
+            searched.update(chosen)
+            timed: dict[str, list[float]] = {"first": [], "first_cpu": [], "repeat": [],
+                                             "repeat_cpu": []}  # fmt: skip
+            loaded_before = 0
             server_before = _cpu_of(server_pid)
-            for _ in range(searches):
-                who = rng.randrange(made)
+            plan = [("first", who) for who in chosen]
+            plan += [("repeat", rng.choice(chosen)) for _ in range(searches)]
+            for kind, who in plan:
                 query = "locker code" if words == "shared" else _own_word(who)
-                started, started_cpu = time.perf_counter(), time.process_time()
-                hits = memory.search(query, user_id=f"user-{who}", limit=5)
-                times.append(time.perf_counter() - started)
-                cpu_times.append(time.process_time() - started_cpu)
-                assert len(hits.facts) == 1  # one tenant's fact, never another's
-                assert "bm25_facts" in hits.facts[0].sources  # BM25 found it too
+                if kind == "first":
+                    loaded_before += bool(_loaded(memory, who))
+                wall, cpu = _timed_search(memory, query, who)
+                timed[kind].append(wall)
+                timed[f"{kind}_cpu"].append(cpu)
             server_after = _cpu_of(server_pid)
             row = {
                 "tenants": made,
-                "search": summary(times),
-                "client_cpu": summary(cpu_times),
+                "searched_tenants": len(chosen),
+                "loaded_before_first_search": loaded_before
+                if _loaded(memory, 0) is not None
+                else None,
+                **{kind: summary(times) for kind, times in timed.items()},
                 "server_cpu_per_search_ms": None
                 if server_before is None or server_after is None
-                else round((server_after - server_before) * 1000 / searches, 3),
+                else round((server_after - server_before) * 1000 / len(plan), 3),
                 "load": load_average(),
             }
             rows.append(row)
-            server = row["server_cpu_per_search_ms"]
+            server_cpu = row["server_cpu_per_search_ms"]
             print(
-                f"tenants {made:>6}: search p50 {row['search']['p50_ms']:7.3f} ms, "
-                f"p95 {row['search']['p95_ms']:7.3f} ms; CPU p50 "
-                f"{row['client_cpu']['p50_ms']:7.3f} ms"
-                + ("" if server is None else f", server CPU {server:7.3f} ms/search")
+                f"tenants {made:>6}: first search p50 {row['first']['p50_ms']:7.3f} ms "
+                f"(CPU {row['first_cpu']['p50_ms']:7.3f}), repeated p50 "
+                f"{row['repeat']['p50_ms']:7.3f} ms (CPU {row['repeat_cpu']['p50_ms']:7.3f}, "
+                f"p95 {row['repeat_cpu']['p95_ms']:7.3f})"
+                + ("" if server_cpu is None else f", server CPU {server_cpu:7.3f} ms/search")
+                + ("" if row["loaded_before_first_search"] is None
+                   else f"; {row['loaded_before_first_search']} of {len(chosen)} loaded before")
                 + f" (filled in {time.perf_counter() - fill_started:.1f} s, load {row['load']})"
-            )
+            )  # fmt: skip
         memory.close()
         started, cpu = time.perf_counter(), time.process_time()
         reopened = Memory(config)
@@ -203,6 +256,12 @@ def main(argv: list[str] | None = None) -> int:
         default="shared",
         help="the searched words: in every tenant's fact (the worst case) or one tenant's",
     )
+    parser.add_argument(
+        "--fill-workers",
+        type=int,
+        default=1,
+        help="threads adding the tenants (Neo4j: writes of different tenants side by side)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-results/scale.json"))
     args = parser.parse_args(argv)
     load_before = load_average()
@@ -224,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             names = names_per_add([int(x) for x in args.names.split(",") if x], work)
             tenants, reopen = tenants_per_store(
                 [int(x) for x in args.tenants.split(",") if x], args.searches, work,
-                args.seed, store, args.words, server_pid,
+                args.seed, store, args.words, server_pid, args.fill_workers,
             )  # fmt: skip
     finally:
         if server is not None:
@@ -232,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "store": args.store,
         "words": args.words,
+        "fill_workers": args.fill_workers,
         "embedder": "hashing",
         "names_per_add": names,
         "tenants_per_store": tenants,

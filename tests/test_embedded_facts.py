@@ -93,7 +93,8 @@ _V1_TABLES = {"schema_version", "entities", "relations", "episodes"}
 def _downgrade_to_v1(path: Path) -> None:
     """Turn a store file into exactly what v1 wrote: v2 only added the fact memory's tables
     and v3 the entity repair's (and their indexes), v4 the tenant versions, v5 the FTS5
-    tables and their triggers, v6 the fact links, so v1 is v6 without them, version 1."""
+    tables and their triggers (and their BM25 counts, added in place in v7), v6 the fact
+    links, so v1 is the current file without them, version 1."""
     conn = sqlite3.connect(path / "graph.db")
     with conn:
         for (trigger,) in conn.execute(
@@ -102,6 +103,9 @@ def _downgrade_to_v1(path: Path) -> None:
             conn.execute(f"DROP TRIGGER {trigger}")
         for fts in ("facts_fts", "relations_fts", "entities_fts"):
             conn.execute(f"DROP TABLE {fts}")
+            for part in ("df", "tf", "len", "tokc", "tok"):  # its BM25 counts (bm25.py)
+                conn.execute(f"DROP TABLE {fts.replace('_fts', '_bm25_')}{part}")
+        conn.execute("DROP TABLE bm25_totals")
         for table in (
             "facts",
             "fact_events",

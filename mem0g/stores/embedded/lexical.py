@@ -12,7 +12,9 @@ Tokenizer: `unicode61` with digits as separators and diacritics kept, which spli
 way Lucene's `simple` analyzer does on Neo4j (letter runs, lower-cased), so both stores rank
 alike (`stores.lexical_query`); fact texts are also Porter-stemmed (`porter`, as Lucene's
 `english` analyzer on Neo4j's fact index), so "researching" finds "research". Relations and
-names are not stemmed (names are not English words). Scores are FTS5's `bm25()` negated.
+names are not stemmed (names are not English words). Scores are FTS5's `bm25()` negated,
+computed from counts the same triggers keep (`bm25.py`: FTS5's bm25() itself walks every
+tenant's rows holding a query word, on every search).
 
 Tenant scoping happens inside FTS5: each row's `scope` column holds one letters-only token
 spelling its tenant key (the key's UTF-8 hex with digits mapped to g-p: injective, so two keys
@@ -29,6 +31,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 
+from mem0g.stores.embedded import bm25
 from mem0g.stores.lexical_query import fts5_query
 
 _LETTERS = "unicode61 remove_diacritics 0 separators '0123456789'"
@@ -75,17 +78,23 @@ def _schema() -> tuple[str, ...]:
     statements: list[str] = []
     for table, (fts, expr) in _SOURCES.items():
         new = expr.format(row="new")
+        scope = _scope_sql("new")
         statements += [
             f"""CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(text, scope, id UNINDEXED,
                 tenant_key UNINDEXED, tokenize="{_TOKENIZE[table]}")""",
+            *bm25.schema(table, _TOKENIZE[table]),
             f"""CREATE TRIGGER IF NOT EXISTS {fts}_ai AFTER INSERT ON {table} BEGIN
                 INSERT INTO {fts} (rowid, text, scope, id, tenant_key)
-                VALUES (new.rowid, {new}, {_scope_sql("new")}, new.id, new.tenant_key); END""",
+                VALUES (new.rowid, {new}, {scope}, new.id, new.tenant_key);
+                {bm25.count_in(table, "new", new, scope)} END""",
             f"""CREATE TRIGGER IF NOT EXISTS {fts}_ad AFTER DELETE ON {table} BEGIN
-                DELETE FROM {fts} WHERE rowid = old.rowid; END""",
+                DELETE FROM {fts} WHERE rowid = old.rowid;
+                {bm25.count_out(table, "old")} END""",
             f"""CREATE TRIGGER IF NOT EXISTS {fts}_au AFTER UPDATE OF {_WATCHED[table]}
                 ON {table} BEGIN
-                UPDATE {fts} SET text = {new} WHERE rowid = old.rowid; END""",
+                UPDATE {fts} SET text = {new} WHERE rowid = old.rowid;
+                {bm25.count_out(table, "old")}
+                {bm25.count_in(table, "new", new, scope)} END""",
         ]
     return tuple(statements)
 
@@ -124,9 +133,16 @@ _SEARCH = {
 
 def upgrade(conn: sqlite3.Connection) -> list[str]:
     """Before SCHEMA runs: drop FTS tables (and their triggers) of a store older than v7,
-    which had no `scope` column; SCHEMA recreates them and `sync` refills them."""
+    which had no `scope` column, and the triggers that keep no BM25 counts (bm25.py); SCHEMA
+    recreates them and `sync` refills them."""
     dropped = []
     for fts, _ in _SOURCES.values():
+        trigger = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (f"{fts}_ai",)
+        ).fetchone()
+        if trigger is not None and "_bm25_tok" not in trigger[0]:
+            for suffix in ("ai", "ad", "au"):
+                conn.execute(f"DROP TRIGGER IF EXISTS {fts}_{suffix}")
         row = conn.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (fts,)
         ).fetchone()
@@ -140,7 +156,8 @@ def upgrade(conn: sqlite3.Connection) -> list[str]:
 
 def sync(conn: sqlite3.Connection) -> list[str]:
     """Inside the opening transaction: rebuild each FTS table whose rows do not pair one to
-    one with its base table's; returns the tables rebuilt."""
+    one with its base table's, and the BM25 counts of a table rebuilt or not in step with its
+    FTS table (a store older than the counts); returns the FTS tables rebuilt."""
     rebuilt = []
     for table, check in _CHECK.items():
         row = conn.execute(check).fetchone()
@@ -148,7 +165,21 @@ def sync(conn: sqlite3.Connection) -> list[str]:
             for statement in _REBUILD[table]:
                 conn.execute(statement)
             rebuilt.append(table)
+        if table in rebuilt or not bm25.in_step(conn, table):
+            bm25.rebuild(conn, table)
     return rebuilt
+
+
+def match_expression(tenant_keys: Sequence[str], words: list[str]) -> str | None:
+    """The MATCH expression of a search: the scope's tokens (up to MAX_SCOPE_TOKENS keys) and
+    the words; None when nothing can match."""
+    expression = fts5_query(words)
+    if expression is None or not tenant_keys:
+        return None
+    if len(tenant_keys) <= MAX_SCOPE_TOKENS:
+        scope = " OR ".join('"' + scope_token(key) + '"' for key in tenant_keys)
+        return f"scope : ({scope}) AND text : ({expression})"
+    return f"text : ({expression})"
 
 
 def search(
@@ -161,23 +192,30 @@ def search(
 ) -> list[tuple[str, float]]:
     """The k best (id, bm25) of `table` among the tenant keys, best first (ties by id);
     `accept(id)` filters rows (an edge's validity), reading on until k pass or none is left."""
-    expression = fts5_query(words)
-    if expression is None or k <= 0 or not tenant_keys:
+    expression = match_expression(tenant_keys, words)
+    if expression is None or k <= 0:
         return []
     keys = json.dumps(list(tenant_keys))
-    if len(tenant_keys) <= MAX_SCOPE_TOKENS:
-        scope = " OR ".join('"' + scope_token(key) + '"' for key in tenant_keys)
-        expression = f"scope : ({scope}) AND text : ({expression})"
-    else:
-        expression = f"text : ({expression})"
+    terms = bm25.query_terms(conn, table, _TOKENIZE[table], words)
     found: list[tuple[str, float]] = []
-    page = max(k, 50)
-    offset = 0
-    while len(found) < k:
-        rows = conn.execute(_SEARCH[table], (expression, keys, page, offset)).fetchall()
-        found += [(r[0], float(r[1])) for r in rows if accept is None or accept(r[0])]
-        if len(rows) < page:
-            break
-        offset += page
-        page *= 2
+    with bm25.snapshot(conn):
+        counted = None
+        first: tuple[str | float, ...]
+        if all(len(t) == 1 for t in terms):  # else a phrase of several terms: bm25() ranks
+            counted = bm25.weights(conn, table, [t[0] for t in terms])
+        if counted is None:
+            statement, first = _SEARCH[table], (expression, keys)
+        else:
+            phrases, avgdl = counted
+            statement = bm25.scored(table, len(phrases))
+            first = (*(x for phrase in phrases for x in phrase), avgdl, expression, keys)
+        page = max(k, 50)
+        offset = 0
+        while len(found) < k:
+            rows = conn.execute(statement, (*first, page, offset)).fetchall()
+            found += [(r[0], float(r[1])) for r in rows if accept is None or accept(r[0])]
+            if len(rows) < page:
+                break
+            offset += page
+            page *= 2
     return found[:k]

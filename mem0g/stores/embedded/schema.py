@@ -30,7 +30,9 @@ from mem0g.types import (
 # v2 added the fact memory's tables, v3 the entity repair's (entity_events,
 # possible_duplicates), v4 tenant_versions, v5 the FTS5 tables (stores/embedded/lexical.py),
 # v6 fact_links (stores/embedded/links.py), v7 the FTS tables' scope column (lexical.py); an
-# older file is upgraded in place when opened.
+# older file is upgraded in place when opened. The BM25 count tables (stores/embedded/bm25.py)
+# joined v7 without a new version: the triggers that keep them live in the file, so an older
+# mem0g's writes keep them in step too, and a file without them gets them when opened.
 SCHEMA_VERSION = 7
 
 

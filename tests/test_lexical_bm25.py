@@ -1,0 +1,214 @@
+"""The embedded store's BM25 from counts its own writes keep (stores/embedded/bm25.py): the
+scores are FTS5 bm25()'s on random stores, after inserts, updates, renames and deletes; the
+counts are what a rebuild from FTS5's own index gives, follow a rolled-back plan (unchanged),
+an older store and renumbered rowids; a word FTS5 splits in two ranks by bm25() itself; and
+an ordinary search never evaluates bm25(), whose store-wide counts walk every tenant's rows."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from typing import Any
+
+import pytest
+from builders import DIMS, T0, entity, episode, fact, relation
+
+from mem0g.stores import EmbeddedGraphStore, StoreError
+from mem0g.stores.embedded import bm25, lexical
+from mem0g.types import AliasUpdate, FactChange, Tenant, WritePlan
+
+WORDS = (
+    "lake hill locker code research researching researched paint painting paints support "
+    "group camping mountain sunset alpha beta café zürich"
+).split()
+TABLES = ("facts", "relations", "entities")
+USERS = [Tenant(user_id=f"u{i}") for i in range(6)] + [Tenant(user_id="u1", run_id="r2")]
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9)))
+
+
+def _fill(store: EmbeddedGraphStore, rng: random.Random, tenant: Tenant, facts: int) -> None:
+    ents = [entity(tenant, f"{rng.choice(WORDS)} {rng.choice(WORDS)} x{c}",
+                   aliases=[f"{rng.choice(WORDS)} y{c}"]) for c in "abc"]  # fmt: skip
+    rels = [relation(tenant, ents[0], rng.choice(["lives_in", "paints_hill", "code_of"]), e)
+            for e in ents[1:]]  # fmt: skip
+    notes = [fact(tenant, _text(rng), created_at=T0, updated_at=T0) for _ in range(facts)]
+    store.apply(WritePlan(tenant=tenant, episode=episode(tenant), new_entities=ents,
+                          new_relations=rels, new_facts=notes))  # fmt: skip
+
+
+def _random_store(store: EmbeddedGraphStore, seed: int) -> None:
+    """Tenants of random texts, then updates, deletes, a rename and a tenant deleted."""
+    rng = random.Random(seed)
+    for tenant in USERS:
+        _fill(store, rng, tenant, rng.randint(1, 12))
+    for tenant in USERS[:4]:
+        facts = [f for f in store.facts(tenant) if f.tenant == tenant]
+        changes = [FactChange(fact_id=f.id, text=_text(rng)) for f in facts[:2]]
+        changes += [FactChange(fact_id=f.id, text=None) for f in facts[2:4]]
+        store.apply(WritePlan(tenant=tenant, fact_changes=changes))
+    alice, lake = entity(USERS[0], "Alice"), entity(USERS[0], "Lake")
+    swims = relation(USERS[0], alice, "swims_in", lake)
+    store.apply(WritePlan(tenant=USERS[0], new_entities=[alice, lake], new_relations=[swims]))
+    rename = AliasUpdate(entity_id=alice.id, aliases=["Hill Hill"], keys=["hill hill"],
+                         name="Alice Lake Hill")  # fmt: skip
+    store.apply(WritePlan(tenant=USERS[0], alias_updates=[rename]))  # entity and edge texts
+    store.delete_tenant(USERS[5])
+
+
+def _reference(store: EmbeddedGraphStore, table: str, keys: list[str], words: list[str]) -> Any:
+    """FTS5's own bm25() ranking of the same match (the read before the counts)."""
+    expression = lexical.match_expression(keys, words)
+    if expression is None:  # no key (a deleted tenant) or no word: nothing matches
+        return []
+    rows = store._connection().execute(
+        lexical._SEARCH[table], (expression, json.dumps(keys), 10_000, 0)
+    )
+    return [(r[0], float(r[1])) for r in rows]
+
+
+def _assert_same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
+    assert [i for i, _ in got] == [i for i, _ in want]
+    for (_, x), (_, y) in zip(got, want, strict=True):
+        assert x == pytest.approx(y, rel=1e-12, abs=1e-300)
+
+
+def _counts(conn: sqlite3.Connection) -> dict[str, list[Any]]:
+    out = {"totals": conn.execute("SELECT * FROM bm25_totals ORDER BY fts").fetchall()}
+    for table in TABLES:
+        for part in ("df", "tf", "len"):
+            name = f"{table}_bm25_{part}"
+            out[name] = conn.execute(f"SELECT * FROM {name} ORDER BY 1, 2").fetchall()
+    return {k: [tuple(r) for r in v] for k, v in out.items()}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_counted_scores_are_fts5_bm25s(embedded_store: EmbeddedGraphStore, seed: int) -> None:
+    store = embedded_store
+    _random_store(store, seed)
+    crowd = Tenant(user_id="crowd")  # one user over more keys than a MATCH names
+    for run in range(lexical.MAX_SCOPE_TOKENS + 2):
+        scoped = Tenant(user_id="crowd", run_id=f"r{run}")
+        store.apply(WritePlan(tenant=scoped, episode=episode(scoped),
+                              new_facts=[fact(scoped, f"lake hill {WORDS[run % 9]}")]))  # fmt: skip
+    rng = random.Random(seed)
+    queries = [["lake"], ["research", "researching"], ["lake", "lake"], ["nowhere", "hill"],
+               ["zürich", "café", "code"], WORDS[:12]]  # fmt: skip
+    queries += [rng.sample(WORDS, rng.randint(1, 5)) for _ in range(8)]
+    scopes = [*USERS, Tenant(user_id="u1"), crowd]
+    compared = 0
+    for scope in scopes:
+        keys = store._scope_keys(scope)
+        for words in queries:
+            for table in TABLES:
+                want = _reference(store, table, keys, words)
+                got = lexical.search(store._connection(), table, keys, words, 10_000)
+                _assert_same(got, want)
+                compared += len(want)
+                # a page of k reads the same order
+                _assert_same(lexical.search(store._connection(), table, keys, words, 3),
+                             want[:3])  # fmt: skip
+    assert compared > 500  # the comparison covered real rankings
+
+
+def test_counts_are_a_rebuild_of_fts5s_index_and_follow_rollbacks(
+    embedded_store: EmbeddedGraphStore,
+) -> None:
+    store = embedded_store
+    _random_store(store, 3)
+    conn = store._connection()
+    kept = _counts(conn)
+    assert kept["totals"] and all(kept.values())
+    with store._transaction():
+        for table in TABLES:
+            assert bm25.in_step(conn, table)
+            bm25.rebuild(conn, table)
+    assert _counts(conn) == kept  # the triggers' counts are FTS5's own
+    bad = WritePlan(
+        tenant=USERS[0],
+        new_facts=[fact(USERS[0], "lake lake lake puppy", created_at=T0, updated_at=T0)],
+        fact_changes=[FactChange(fact_id="no-such-fact", text="x")],
+    )
+    with pytest.raises(StoreError):
+        store.apply(bad)
+    assert _counts(conn) == kept  # a plan that fails leaves the counts as they were
+
+
+def test_a_search_never_runs_bm25_and_a_split_word_falls_back_to_it(
+    embedded_store: EmbeddedGraphStore,
+) -> None:
+    store = embedded_store
+    _random_store(store, 4)
+    odd = "co-op"  # a caller's own word that FTS5 reads as a phrase of two terms
+    store.apply(WritePlan(tenant=USERS[0], new_facts=[fact(USERS[0], f"the {odd} lake")]))
+    conn = store._connection()
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        hits = store.lexical_facts(USERS[0], ["lake", "hill"], 5)
+        assert hits and not any("rank" in s or "bm25(" in s for s in statements), statements
+        statements.clear()
+        split = store.lexical_facts(USERS[0], [odd], 5)
+        assert any("rank MATCH" in s for s in statements)  # FTS5's bm25() ranked this one
+    finally:
+        conn.set_trace_callback(None)
+    assert [f.text for f, _ in split] == [f"the {odd} lake"]
+    keys = store._scope_keys(USERS[0])
+    _assert_same(lexical.search(conn, "facts", keys, [odd, "lake"], 50),
+                 _reference(store, "facts", keys, [odd, "lake"]))  # fmt: skip
+
+
+def test_an_older_store_gets_its_counts_and_keeps_its_scores(tmp_path: Any) -> None:
+    path = tmp_path / "store"
+    with EmbeddedGraphStore(path, dims=DIMS) as store:
+        _random_store(store, 5)
+        before = {t: store.lexical_facts(t, ["lake", "hill", "paint"], 20) for t in USERS}
+    conn = sqlite3.connect(path / "graph.db")  # back to the v7 layout: no counts
+    for table, (fts, expr) in lexical._SOURCES.items():
+        for suffix in ("ai", "ad", "au"):
+            conn.execute(f"DROP TRIGGER {fts}_{suffix}")
+        for part in ("df", "tf", "len", "tokc", "tok"):
+            conn.execute(f"DROP TABLE {table}_bm25_{part}")
+        conn.execute(
+            f"""CREATE TRIGGER {fts}_ai AFTER INSERT ON {table} BEGIN
+                INSERT INTO {fts} (rowid, text, scope, id, tenant_key) VALUES (new.rowid,
+                {expr.format(row="new")}, {lexical._scope_sql("new")}, new.id, new.tenant_key);
+                END"""
+        )
+    conn.execute("DROP TABLE bm25_totals")
+    conn.commit()
+    conn.close()
+    with EmbeddedGraphStore(path) as store:
+        for tenant in USERS:
+            after = store.lexical_facts(tenant, ["lake", "hill", "paint"], 20)
+            _assert_same([(f.id, s) for f, s in after], [(f.id, s) for f, s in before[tenant]])
+        conn = store._connection()
+        assert all(bm25.in_step(conn, t) for t in TABLES)
+        kept = _counts(conn)
+        extra = fact(USERS[1], "lake view", created_at=T0, updated_at=T0)  # new triggers count
+        store.apply(WritePlan(tenant=USERS[1], new_facts=[extra]))
+        counted = _counts(conn)
+        assert counted != kept and all(bm25.in_step(conn, t) for t in TABLES)
+        with store._transaction():
+            bm25.rebuild(conn, "facts")
+        assert _counts(conn) == counted
+
+
+def test_renumbered_rowids_get_their_counts_again(tmp_path: Any) -> None:
+    path = tmp_path / "store"
+    with EmbeddedGraphStore(path, dims=DIMS) as store:
+        _random_store(store, 6)
+    conn = sqlite3.connect(path / "graph.db")
+    conn.execute("UPDATE facts_fts SET rowid = rowid + 1000")  # as VACUUM may
+    conn.commit()
+    conn.close()
+    with EmbeddedGraphStore(path) as store:
+        conn = store._connection()
+        assert bm25.in_step(conn, "facts")
+        for scope in USERS[:3]:
+            keys = store._scope_keys(scope)
+            _assert_same(lexical.search(conn, "facts", keys, ["lake", "code"], 50),
+                         _reference(store, "facts", keys, ["lake", "code"]))  # fmt: skip
