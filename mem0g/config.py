@@ -179,7 +179,15 @@ class FusionConfig(_Section):
     """How a search's rankings are fused: a recipe given as data, not as code branches.
     `retrieval.fusion` also takes a preset's name (retrieve/fusion.py PRESETS)."""
 
-    method: Literal["rrf", "weighted"] = "rrf"
+    # relative: scores scaled per ranking, weighted, summed (retrieve/fusion.py); on LoCoMo it
+    # beat RRF on the conversation chosen on and on the held-out one (docs/benchmarks.md), but
+    # is opt-in (preset `hybrid_relative`) until an eval-cache test passes with it
+    method: Literal["rrf", "weighted", "relative"] = "rrf"
+    relation_method: Literal["rrf", "weighted", "relative"] | None = Field(
+        default=None,
+        description="how the relation half fuses; None: as `method`, except `relative`, which "
+        "was measured on facts only (LoCoMo's observations make no edges): then rrf",
+    )
     rrf_k: int = Field(default=60, ge=1)
     weights: FusionWeights = Field(default_factory=FusionWeights)
     near_duplicate: float = Field(
@@ -198,6 +206,13 @@ class FusionConfig(_Section):
         description="maximal marginal relevance over the facts instead of the near-duplicate "
         "cut: lambda x relevance - (1 - lambda) x similarity to those already chosen",
     )
+
+    def for_relations(self) -> FusionConfig:
+        """This recipe with the relation half's method."""
+        method = self.relation_method
+        if method is None:
+            method = "rrf" if self.method == "relative" else self.method
+        return self if method == self.method else self.model_copy(update={"method": method})
 
     @model_validator(mode="before")
     @classmethod

@@ -150,6 +150,16 @@ def scores(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def table(systems: dict[str, dict[str, dict[str, float]]]) -> None:
+    """recall@5/@10/@20 per category and overall, one system a line."""
+    print("system | " + " | ".join(f"{c} {NAMES.get(c, '')}" for c in (*CATEGORIES,
+                                                                      "overall")))  # fmt: skip
+    for system, by in systems.items():
+        cells = [f"{by[c]['r@5']:.3f}/{by[c]['r@10']:.3f}/{by[c]['r@20']:.3f}"
+                 for c in (*CATEGORIES, "overall")]  # fmt: skip
+        print(f"{system} | " + " | ".join(cells))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("data", type=Path)
@@ -168,14 +178,17 @@ def main() -> None:
     data = load_locomo(args.data)
     recipes = [recipe(s) for s in top_level(args.recipes) if s]
     graph_store: dict[str, Any] = {"provider": "embedded", "path": tempfile.mkdtemp()}
-    if args.store == "neo4j":
-        graph_store = {"provider": "neo4j", "url": os.environ["NEO4J_URI"],
-                       "password": os.environ.get("NEO4J_PASSWORD")}  # fmt: skip
+    if args.store == "neo4j":  # NEO4J_URI's server, else one started for this run
+        from mem0g.testing.neo4j import neo4j_for_tests
+
+        uri, user, password = neo4j_for_tests()  # stopped at exit if it started one
+        graph_store = {"provider": "neo4j", "url": uri, "username": user, "password": password}
     memory = Memory({"graph_store": graph_store, "memory": {"summary": False}})
     if args.store == "neo4j":
         memory.store.reset()
     results: dict[str, Any] = {"load_before": os.getloadavg(), "store": args.store,
                                "entities": args.entities, "units": {}}  # fmt: skip
+    pooled: dict[str, list[dict[str, Any]]] = {}  # every conversation's rows, per system
     try:
         for unit in data.units:
             tenant = f"fusion-{unit.id}"
@@ -214,6 +227,8 @@ def main() -> None:
                     refs = getattr(baselines, base)(q.text, max(KS))
                     rows.append(row(q, refs))
                 systems[f"baseline {base}"] = rows
+            for system, rows in systems.items():
+                pooled.setdefault(system, []).extend(rows)
             results["units"][unit.id] = {
                 "facts": len(stored),
                 "fact_links": links,
@@ -232,6 +247,7 @@ def main() -> None:
     finally:
         memory.close()
     results["load_after"] = os.getloadavg()
+    results["overall"] = {s: scores(r) for s, r in pooled.items()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     for uid, u in results["units"].items():
@@ -240,13 +256,11 @@ def main() -> None:
             f"\n{uid} ({u['facts']} facts, {u['fact_links']} links, {u['questions']} "
             f"questions) {role}"
         )
-        print("system | " + " | ".join(f"{c} {NAMES.get(c, '')}" for c in (*CATEGORIES,
-                                                                          "overall")))  # fmt: skip
-        for system, by in u["systems"].items():
-            cells = [f"{by[c]['r@5']:.3f}/{by[c]['r@10']:.3f}/{by[c]['r@20']:.3f}"
-                     for c in (*CATEGORIES, "overall")]  # fmt: skip
-            print(f"{system} | " + " | ".join(cells))
+        table(u["systems"])
         print("search ms", u["search_ms"], "context tokens", u["context_tokens_k10"])
+    print(f"\nall conversations ({sum(u['questions'] for u in results['units'].values())} "
+          "questions)")  # fmt: skip
+    table(results["overall"])
     print("load", results["load_before"], "->", results["load_after"], "json", args.out)
 
 

@@ -497,7 +497,8 @@ def test_search_table_and_json(cli: Cli) -> None:
         assert column in _header(result, "facts")
     for column in ("score", "source", "relation", "destination", "valid from", "invalid at"):
         assert column in _header(result, "relations")
-    assert re.search(r"│ 0\.\d{3} │ \w{32} │ Alice lives in Berlin\s+│ 2024-06-01 │", result.stdout)
+    fact_row = r"│ \d\.\d{3} │ \w{32} │ Alice lives in Berlin\s+│ 2024-06-01 │"
+    assert re.search(fact_row, result.stdout)
     assert re.search(r"Alice\s+│\s+lives_in\s+│\s+Berlin\s+│\s+2024-06-01", result.stdout)
     assert "Paris" not in result.stdout  # neither the ended relation nor the deleted fact
     assert result.stderr == ""

@@ -73,14 +73,14 @@ def test_when_questions_and_dated_facts() -> None:
 
 def test_weights_change_the_order_as_specified() -> None:
     rankings = {"dense_facts": [("a", 0.9), ("b", 0.8)], "bm25_facts": [("b", 7.0), ("c", 3.0)]}
-    equal, sources = fuse(rankings, FusionConfig())
+    equal, sources = fuse(rankings, FusionConfig(method="rrf"))
     assert [i for i, _ in ranked(equal)] == ["b", "a", "c"]  # b is in both
     assert equal["b"] == pytest.approx(1 / 62 + 1 / 61)
     assert sources == {"a": {"dense_facts": 1}, "b": {"dense_facts": 2, "bm25_facts": 1},
                        "c": {"bm25_facts": 2}}  # fmt: skip
-    dense_heavy = FusionConfig(weights=FusionWeights(dense_facts=3.0))
+    dense_heavy = FusionConfig(method="rrf", weights=FusionWeights(dense_facts=3.0))
     assert [i for i, _ in ranked(fuse(rankings, dense_heavy)[0])] == ["b", "a", "c"]
-    no_bm25 = FusionConfig(weights=FusionWeights(bm25_facts=0))
+    no_bm25 = FusionConfig(method="rrf", weights=FusionWeights(bm25_facts=0))
     fused, sources = fuse(rankings, no_bm25)
     assert [i for i, _ in ranked(fused)] == ["a", "b"]  # c was only found by a weight-0 ranking
     assert sources["c"] == {"bm25_facts": 2}

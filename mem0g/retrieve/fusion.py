@@ -11,14 +11,18 @@ Rankings, all computed without an LLM:
 - `time`: facts and edges whose time falls in the query's time window (`retrieve.timewin`),
   in the order the other rankings put them: a boost, never a filter (`as_of` is the filter).
 RRF adds weight / (rrf_k + rank) per ranking (rrf_k = 60, the standard constant);
-`weighted` adds weight x score. A zero weight leaves a ranking out: what only it found is not
-returned, but it still shows in the `sources` of hits it found too.
+`weighted` adds weight x score; `relative` (preset `hybrid_relative`) adds weight x the
+score scaled over its ranking, the best 1 (cosine min-max, the last 0, as Weaviate's
+relativeScore; BM25 divided by its best, 0 meaning no match): a convex combination of
+normalised scores, so margins count, not only places, and a store's score scale does not;
+a boost (`time`) adds its weight to each of its hits. A zero weight leaves a ranking out:
+what only it found is not returned, but it still shows in the `sources` of hits it found.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -38,13 +42,41 @@ def fuse(
     for name, ranking in rankings.items():
         weight = float(getattr(weights, name))
         tied = name.startswith("bm25_")  # stores order tied BM25 scores by random ids
+        scale = None
+        if recipe.method == "relative":  # a boost's scores are borrowed: each hit counts 1
+            scale = (lambda _s: 1.0) if name in BOOSTS else _scaled(ranking, name in ZERO_BASED)
         for item, score, rank in _tied_ranks(ranking, tied):
             sources.setdefault(item, {})[name] = rank
             if weight == 0:
                 continue
-            gain = weight / (recipe.rrf_k + rank) if recipe.method == "rrf" else weight * score
+            if scale is not None:
+                gain = weight * scale(score)
+            elif recipe.method == "rrf":
+                gain = weight / (recipe.rrf_k + rank)
+            else:
+                gain = weight * score
             fused[item] = fused.get(item, 0.0) + gain
     return fused, sources  # an id found only by zero-weight rankings is not in `fused`
+
+
+# rankings that only pick hits, in the order the others put them, with their fused scores
+BOOSTS = frozenset({"time"})
+# rankings whose 0 means "nothing matched" (BM25): scaled by their best score alone, so a
+# spread that is only noise (a term in most texts: BM25 ~ 0 for all) stays small
+ZERO_BASED = frozenset({"bm25_facts", "bm25_relations"})
+
+
+def _scaled(ranking: Ranking, zero_based: bool) -> Callable[[float], float]:
+    """A score scaled to [0, 1] over its ranking, the best 1: divided by the best
+    (`zero_based`), else min-max (the lowest 0; cosine has no natural zero, and Neo4j reports
+    (1 + cos) / 2). 1 for every hit of a ranking whose scores are all equal."""
+    values = [float(score) for _, score in ranking]
+    low, high = min(values, default=0.0), max(values, default=0.0)
+    if zero_based:
+        low = min(low, 0.0)
+    if high - low <= 1e-12 * max(abs(high), 1.0):
+        return lambda _score: 1.0
+    return lambda score: (float(score) - low) / (high - low)
 
 
 # ties of fused scores are broken by these rankings' ranks, in this order, then by id: ids
@@ -150,13 +182,18 @@ def diversify(
 # recipe of its own. "hybrid" is the default (FusionConfig()).
 PRESETS: dict[str, FusionConfig] = {
     "hybrid": FusionConfig(),
+    # the hybrid recipe fused by ranks only (RRF, k = 60): the default
+    "hybrid_rrf": FusionConfig(method="rrf"),
+    # the hybrid recipe fused by relative scores: best measured on LoCoMo (docs/benchmarks.md)
+    "hybrid_relative": FusionConfig(method="relative"),
     # plain vector search: what mem0g did before lexical retrieval (facts: cosine only)
     "dense": FusionConfig(
-        weights=FusionWeights(bm25_facts=0, time=0, bm25_relations=0, entity_linked_facts=0)
+        method="rrf",
+        weights=FusionWeights(bm25_facts=0, time=0, bm25_relations=0, entity_linked_facts=0),
     ),
     # the baseline the issue compares with: dense + BM25 RRF, nothing else
     "dense_bm25": FusionConfig(
-        weights=FusionWeights(time=0, graph_expansion=0, entity_linked_facts=0)
+        method="rrf", weights=FusionWeights(time=0, graph_expansion=0, entity_linked_facts=0)
     ),
     # the hybrid recipe with the facts linked to the query's entities (`retrieve.linked`)
     "hybrid_linked": FusionConfig(weights=FusionWeights(entity_linked_facts=1.0)),
