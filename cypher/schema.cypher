@@ -1,5 +1,6 @@
-// mem0g schema for Neo4j 5.26+ (Community is enough). Applied on a store's first use; every
-// statement is idempotent (IF NOT EXISTS), so concurrent or repeated stores agree.
+// mem0g schema for Neo4j 5.26+ (Community is enough). Applied on a store's first use when the
+// database lacks part of it (schema_objects below); every statement is idempotent
+// (IF NOT EXISTS), so concurrent or repeated stores agree.
 // Data model, shared with `mem0g dump --format cypher`:
 //   (:Entity {id, name, type, aliases, keys, embedding, ...})
 //   (:EntityKey {key, tenant_key, user_id, agent_id, run_id})-[:KEY_OF]->(:Entity)
@@ -221,6 +222,15 @@ RETURN name, state, populationPercent AS percent, failureMessage AS failure;
 // name: schema_version
 OPTIONAL MATCH (m:Mem0gSchema)
 RETURN max(m.version) AS version;
+
+// What the database holds of mem0g's schema, read by every store before it would apply the
+// DDL above (mem0g/stores/neo4j/schema_check.py): one read instead of ~60 schema statements.
+// A uniqueness constraint shows as the index it owns.
+// name: schema_objects
+SHOW INDEXES YIELD name, state, owningConstraint, options
+WHERE name STARTS WITH 'mem0g_'
+RETURN name, state, owningConstraint AS constraint,
+       options.indexConfig['vector.dimensions'] AS dims;
 
 // name: backfill_entity_keys
 MATCH (e:Entity)

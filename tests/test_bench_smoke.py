@@ -372,6 +372,8 @@ def test_restart_phases_open_cold_then_warming_then_warmed_stores(neo4j_connect:
     assert phases[0]["store_warmup"]["state"] == "off"
     assert phases[2]["store_warmup"]["state"] == "done", phases[2]["store_warmup"]
     assert phases[2]["waited_for_warmup_s"] >= 0
+    # the schema step of each phase's store: after the first, the database holds the schema
+    assert phases[1]["schema"]["gaps"] == [] and phases[1]["schema"]["s"] > 0
     assert memory.store is fake.stores[-1] and memory.config.memory.facts is False
     memory.search("who lives in Paris?", user_id=data.TARGET_USER)  # still open
     memory.close()

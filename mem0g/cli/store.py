@@ -36,7 +36,7 @@ from mem0g.config import MemoryConfig, resolve_setting
 from mem0g.embed import make_embedder
 from mem0g.llm.client import LLMClient, LLMError
 from mem0g.stores import make_store
-from mem0g.stores.base import VECTOR_KINDS, GraphStore
+from mem0g.stores.base import VECTOR_KINDS, GraphStore, WarmupStatus
 from mem0g.types import Tenant
 
 # ---------------------------------------------------------------- dump and stats
@@ -108,7 +108,7 @@ def stats(
     for name, value in data.items():
         if name == "warmup" and counts.warmup is not None:
             w = counts.warmup
-            value = f"{w.state}, {w.seconds:.1f} s, {w.rounds} rounds"
+            value = f"{w.state}, {w.seconds:.1f} s, {_warmup_detail(w)}"
         table.add_row(name.replace("_", " "), str(value))
     _out().print(table)
 
@@ -254,10 +254,20 @@ def _warm(store: GraphStore, config: MemoryConfig) -> str:
     status = warmup.status
     if status.state == "failed":
         return f"; warm-up failed after {status.seconds:.1f} s: {status.error}"
-    return (
-        f"; warm-up {status.state} in {status.seconds:.1f} s "
-        f"({status.rounds} rounds of {status.statements} read statements)"
-    )
+    return f"; warm-up {status.state} in {status.seconds:.1f} s ({_warmup_detail(status)})"
+
+
+def _warmup_detail(status: WarmupStatus) -> str:
+    """What a warm-up did: its searches over the store's own data (by rounds of `shapes`),
+    the statements read apart against the empty tenant, and whether the rounds settled."""
+    if status.shapes:
+        done = (
+            f"{status.searches} searches of its own data ({status.shapes} a round), "
+            f"{status.planned_apart} statements read apart, {status.rounds} rounds"
+        )
+    else:
+        done = f"{status.rounds} rounds of {status.statements} read statements (an empty store)"
+    return f"{done}, {'settled' if status.settled else 'not settled within the bound'}"
 
 
 @app.command()

@@ -181,6 +181,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "store warm-up: phases 'cold NAME' (the first N searches) and 'warm NAME' (after "
         "--server-warmup untimed ones); repeatable",
     )
+    p.add_argument(
+        "--variants-only",
+        action="store_true",
+        help="with --restart-variant: only the variants' phases (no cold / first minute / "
+        "after store warm-up / warm phases before them), for comparing them on a busy machine",
+    )
     p.add_argument("--embed-batch", type=int, default=256)
     p.add_argument(
         "--vector-cache",
@@ -330,6 +336,7 @@ def run(
                 "store_warmup_seconds": args.store_warmup_seconds,
                 "store_warmup_parallel": args.store_warmup_parallel,
                 "restart_variants": args.restart_variant,
+                "variants_only": args.variants_only,
                 "neo4j_entity_vectors": (
                     args.neo4j_entity_vectors if args.store == "neo4j" else None
                 ),
@@ -428,27 +435,29 @@ def run(
                 "load_avg_during": timing_load,
                 "busy": busy(search_load, timing_load, others=timing["other_processes_cores"]),
             }
-            entry["phases"], memory = restart_phases(
-                args,
-                stores,
-                memory,
-                inner,
-                queries[: args.queries + args.warmup],
-                progress,
-                label,
-            )
-            store = memory.store  # the restart phases open a new one on the same data
-            entry["phases"] += later_phases(
-                args,
-                stores,
-                memory,
-                inner,
-                queries[: args.queries + args.warmup],
-                (graph, names, edges, target_ids),
-                size_rng,
-                progress,
-                label,
-            )
+            entry["phases"] = []
+            if not (args.variants_only and args.restart_variant):
+                entry["phases"], memory = restart_phases(
+                    args,
+                    stores,
+                    memory,
+                    inner,
+                    queries[: args.queries + args.warmup],
+                    progress,
+                    label,
+                )
+                store = memory.store  # the restart phases open a new one on the same data
+                entry["phases"] += later_phases(
+                    args,
+                    stores,
+                    memory,
+                    inner,
+                    queries[: args.queries + args.warmup],
+                    (graph, names, edges, target_ids),
+                    size_rng,
+                    progress,
+                    label,
+                )
             if args.profile_dir is not None:
                 path = args.profile_dir / f"search_{n}.txt"
                 work = functools.partial(search_all, memory, queries[-50:])

@@ -325,11 +325,20 @@ def restart_phases(
             phase["waited_for_warmup_s"] = round(time.perf_counter() - waited, 1)
         timed_phase(phase, memory, inner, timed, 0, stores, progress, label)
         phase["store_warmup"] = store.warmup_status.model_dump(mode="json")
-        progress.line(f"{label} {name}: store warm-up {phase['store_warmup']}")
+        phase["schema"] = schema_step(store)
+        progress.line(
+            f"{label} {name}: schema step {phase['schema']}; store warm-up {phase['store_warmup']}"
+        )
         phases.append(phase)
         if name != RESTART_PHASES[-1]:
             memory.close()
     return phases, memory
+
+
+def schema_step(store: Any) -> dict[str, Any]:
+    """The store's schema step at its first use (Neo4j): its seconds, and why it ran the DDL
+    (no gaps: two reads found the schema complete)."""
+    return {"s": store.schema_seconds, "gaps": list(store.schema_gaps)}
 
 
 def restart_variants(
@@ -371,6 +380,7 @@ def restart_variants(
             cold = {"phase": f"cold {name}", **settings, "restart_s": round(restart_s, 1)}
             phases.append(timed_phase(cold, memory, inner, queries[:count], 0, stores,
                                       progress, label))  # fmt: skip
+            cold["schema"] = schema_step(store)
             after = {"phase": f"warm {name}", **settings}
             if warm:
                 after["server_warmup"] = warm_server(

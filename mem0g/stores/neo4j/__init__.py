@@ -8,7 +8,8 @@ What lives here (the store is one class, `store.Neo4jGraphStore`, assembled from
 * ``rows.py``: records <-> rows (times, tenants, vectors), scope and validity parameters;
 * ``plan_rows.py``: a checked plan as the write statements' parameters;
 * ``writes.py``: `apply` (the plan rules of `stores.plan` on one `plan_check` read), deletes;
-* ``indexes.py``: schema and vector-index DDL, `rebuild_vector_indexes`;
+* ``indexes.py``: schema and vector-index DDL, `rebuild_vector_indexes`; ``schema_check.py``:
+  whether the database already holds the schema (then the DDL is skipped);
 * ``vector_search.py``: index search with learned over-fetch, exact fallback, held vectors;
 * ``entity_vectors.py``: the held entity-name vectors of recently used tenants;
 * ``repairs.py``: entity merge/split; ``lexical.py``: BM25 over the full-text indexes;

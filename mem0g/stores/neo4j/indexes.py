@@ -1,5 +1,6 @@
 """Schema and vector-index DDL of the Neo4j store: constraints and indexes applied
-once, the three vector indexes (entities, relations, facts) created for the store's dims, and
+once (only when the database lacks some of them: schema_check.py), the three vector indexes
+(entities, relations, facts) created for the store's dims, and
 `rebuild_vector_indexes` (drop and re-create in turn, behind a :Mem0gRebuild marker so every
 store answers that kind by the exact scan meanwhile).
 
@@ -7,6 +8,7 @@ store answers that kind by the exact scan meanwhile).
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -19,11 +21,14 @@ from neo4j.exceptions import ClientError
 from mem0g.stores.base import VECTOR_KINDS, IndexRebuild, StoreError, check_index_kinds
 from mem0g.stores.neo4j import lexical
 from mem0g.stores.neo4j.rows import _check_dims
+from mem0g.stores.neo4j.schema_check import check_schema, ddl_names
 from mem0g.stores.neo4j.session import Neo4jSession, _errors
 from mem0g.stores.neo4j.statements import statements
 
 if TYPE_CHECKING:
     from mem0g.stores.neo4j.warmup import Warmup
+
+log = logging.getLogger(__name__)
 
 _VECTOR_KINDS = VECTOR_KINDS  # one vector index each, named in cypher/schema.cypher:
 
@@ -77,9 +82,21 @@ class VectorIndexes(Neo4jSession):
         def start_warmup(self, budget: float) -> Warmup: ...
 
     def _apply_schema(self, driver: Driver) -> None:
-        for name in statements():
-            if name.startswith(("constraint_", "index_", "fulltext_index_")):
-                self._ddl(driver, name)
+        """The schema step of a store's first use: two reads when the database already holds
+        what cypher/ declares (schema_check.py), else every DDL statement, the migrations of
+        older layouts and the vector indexes, all idempotent (concurrent opens agree)."""
+        (row,) = self._auto(driver, "schema_version")
+        objects = self._auto(driver, "schema_objects")
+        held = check_schema(row["version"], objects, self.dims, SCHEMA_VERSION)
+        self.schema_gaps = tuple(held.gaps)
+        if not held.gaps:
+            if self.dims is None:
+                self.dims = _check_dims(held.dims)
+            self._vector_indexes = self.dims is not None
+            return
+        log.info("mem0g schema: applying the DDL (%s)", "; ".join(held.gaps))
+        for name in ddl_names(statements()):
+            self._ddl(driver, name)
         (row,) = self._auto(driver, "schema_version")
         version = row["version"] or 0  # 0: an empty database, or one of an early mem0g
         if version < 2:

@@ -7,6 +7,7 @@ managed transactions, and the mapping of driver and server errors to `StoreError
 
 from __future__ import annotations
 
+import random
 import re
 import threading
 import time
@@ -34,6 +35,7 @@ _T = TypeVar("_T")
 
 _CYPHER_OPTIONS = re.compile(r"[A-Za-z]+=[A-Za-z]+( [A-Za-z]+=[A-Za-z]+)*")
 _READ_ATTEMPTS = 3  # auto-commit reads: tries on a transient error (see _read)
+_SCHEMA_ATTEMPTS = 5  # the schema step: tries on a transient error (_apply_schema_retrying)
 
 
 def _rows(result: Result) -> list[dict[str, Any]]:
@@ -66,6 +68,10 @@ class Neo4jSession:
     # every statement with "CYPHER <options> " before it, for the auto-commit reads
     # (graph_store.cypher_options); empty: the statements as written
     _read_texts: Mapping[str, str] = MappingProxyType({})
+    # the schema step of the first use (indexes.py): its seconds, and why the DDL ran (empty:
+    # the database held the schema, two reads); None until it has run
+    schema_seconds: float | None = None
+    schema_gaps: tuple[str, ...] = ()
 
     @contextmanager
     def recording_reads(self) -> Iterator[list[str]]:
@@ -108,10 +114,26 @@ class Neo4jSession:
         if not self._schema_ready:
             with self._lock:
                 if not self._schema_ready:
+                    began = time.monotonic()
                     with _errors("could not apply the schema"):
-                        self._apply_schema(driver)
+                        self._apply_schema_retrying(driver)
+                    self.schema_seconds = round(time.monotonic() - began, 3)
                     self._schema_ready = True
         return driver
+
+    def _apply_schema_retrying(self, driver: Driver) -> None:
+        """The schema step, again after a transient error: stores that open at once on a
+        database lacking part of the schema run the same DDL, and the server may end one's
+        schema transaction as a deadlock. Every statement is idempotent, so the whole step
+        runs again (after a random pause, so the stores do not collide again in step)."""
+        for attempt in range(_SCHEMA_ATTEMPTS):
+            try:
+                self._apply_schema(driver)
+                return
+            except TransientError:
+                if attempt + 1 == _SCHEMA_ATTEMPTS:
+                    raise
+                time.sleep(random.uniform(0.05, 0.2) * 2**attempt)
 
     def _session(self, driver: Driver, access: str = WRITE_ACCESS) -> Session:
         """Sessions share the driver's bookmark manager (reads see earlier writes, also on a
