@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import cpu_profile
 import numpy as np
 import pytest
 from builders import DIMS, Store
@@ -41,8 +42,20 @@ def pytest_configure(config: pytest.Config) -> None:
     # (2026-12-01). MEM0G_NEO4J_JAVA_OPTS still reaches the test servers.
     _temp_in_ram(config)
     _one_inference_thread_per_worker(config)
+    cpu_profile.register(config)  # MEM0G_TEST_CPU=out.json: CPU seconds per test, servers too
+    _no_background_warmup()
     if config.getoption("dist", "no") == "load":  # -n alone: keep the fixture groups together
         config.option.dist = "loadgroup"
+
+
+def _no_background_warmup() -> None:
+    """A Neo4j store opened from a config warms the server's read paths in the background
+    (graph_store.warmup, on by default), for up to 30 s on two sessions: in a test, that is
+    server CPU taken from the test itself. The suite's stores, in this process and in the CLI
+    and service processes it starts, open without it (MEM0G_GRAPH_STORE__WARMUP=false, which
+    a config's own `warmup` overrides); tests/test_neo4j_warmup.py and the doctor test turn it
+    on and test it. A caller's MEM0G_GRAPH_STORE__WARMUP wins."""
+    os.environ.setdefault("MEM0G_GRAPH_STORE__WARMUP", "false")
 
 
 def _one_inference_thread_per_worker(config: pytest.Config) -> None:
@@ -291,6 +304,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(f"[mem0g tests] {started[0]} phase done in {took:.0f} s")
 
 
+# The test server's own JVM flags and neo4j.conf lines, beside scripts/neo4j's (users' servers
+# are not affected). None so far: see pytest_configure for what was measured. For trials:
+# MEM0G_NEO4J_JAVA_OPTS reaches the test servers, and MEM0G_TEST_NEO4J_SETTINGS adds
+# neo4j.conf lines ("key=value;key=value") to the session server.
+TEST_SERVER_JAVA_OPTS = ""
+TEST_SERVER_SETTINGS = [s for s in os.environ.get("MEM0G_TEST_NEO4J_SETTINGS", "").split(";") if s]
+
+
 @pytest.fixture(scope="session")
 def neo4j_server(pytestconfig: pytest.Config) -> Iterator[Any]:
     """One real Neo4j per test session, held here rather than in neo4j_server's module
@@ -300,11 +321,14 @@ def neo4j_server(pytestconfig: pytest.Config) -> Iterator[Any]:
     _say(pytestconfig, "[mem0g tests] starting Neo4j for the tests (NEO4J_URI, Docker, or "
          "scripts/neo4j: assembled from Maven Central on first use, then cached)")  # fmt: skip
     started = time.monotonic()
-    server = start_neo4j()  # (with the C1-only JIT of pytest_configure, if it starts one)
+    server = start_neo4j(settings=TEST_SERVER_SETTINGS, java_opts=TEST_SERVER_JAVA_OPTS)
     took = time.monotonic() - started
     _say(pytestconfig, f"[mem0g tests] Neo4j ready at {server.uri} ({server.kind}) in {took:.0f} s")
     yield server
+    used = server.cpu_seconds()
     server.stop()
+    if used is not None:  # the suite's other big CPU consumer, which pytest's timings miss
+        _say(pytestconfig, f"[mem0g tests] Neo4j stopped; its JVM used {used:.0f} CPU seconds")
 
 
 Neo4jConnect = Callable[..., Neo4jGraphStore]
