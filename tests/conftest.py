@@ -38,8 +38,12 @@ _RAM_TMP = pytest.StashKey[Path]()
 def pytest_configure(config: pytest.Config) -> None:
     # Test servers keep the JVM's default JIT. C1 alone (-XX:TieredStopAtLevel=1) made one
     # open-empty-write fixture cheaper (0.28 s of server CPU instead of 0.67 s), but the whole
-    # Neo4j phase slower: 764 s with it, 540 s without, on the quiet 2-core machine
-    # (2026-12-01). MEM0G_NEO4J_JAVA_OPTS still reaches the test servers.
+    # serial Neo4j phase slower: 764 s with it, 540 s without, on the quiet 2-core machine
+    # (2026-12-01). In CPU seconds it is cheaper: the 58 Neo4j tests of test_store_contract.py
+    # took 211 s of server CPU with it, 287 s without (load 17-22, 2026-12-02; the JIT's C2
+    # threads were about 40% of a young server's CPU). Not adopted until the whole suite on
+    # two workers is timed both ways on an idle machine: MEM0G_NEO4J_JAVA_OPTS reaches the
+    # test servers (MEM0G_NEO4J_JAVA_OPTS=-XX:TieredStopAtLevel=1 make test).
     _temp_in_ram(config)
     _one_inference_thread_per_worker(config)
     cpu_profile.register(config)  # MEM0G_TEST_CPU=out.json: CPU seconds per test, servers too
