@@ -50,6 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
     _no_background_warmup()
     if config.getoption("dist", "no") == "load":  # -n alone: keep the fixture groups together
         config.option.dist = "loadgroup"
+        # a worker parses the command line again and decides on loadgroup before its
+        # plugins run, so it never sees this switch: it reads it from the environment
+        os.environ[_LOADGROUP_ENV] = "1"
 
 
 def _no_background_warmup() -> None:
@@ -186,9 +189,16 @@ def _rename(item: pytest.Item, nodeid: str) -> None:
         item._nodeid = nodeid
 
 
+_LOADGROUP_ENV = "MEM0G_TESTS_LOADGROUP"
+
+
 def _group_suffixes(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """pytest-xdist's `--dist loadgroup` schedules by the "@group" suffix of node ids."""
-    if not config.getoption("loadgroup", False):
+    """pytest-xdist's `--dist loadgroup` schedules by the "@group" suffix of node ids (which
+    the workers send the controller). Without `--dist loadgroup` on the command line a worker
+    adds none itself (its loadgroup option is decided from its own parse, before conftest's
+    switch above): seen 2026-12-02, module fixtures were built on both workers."""
+    worker_in_group = _worker(config) is not None and os.environ.get(_LOADGROUP_ENV) == "1"
+    if not (config.getoption("loadgroup", False) or worker_in_group):
         return
     for item in items:
         marker = item.get_closest_marker("xdist_group")
