@@ -46,12 +46,14 @@ browser:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
-# The whole suite, in one process (TEST_WORKERS=0) or on TEST_WORKERS pytest-xdist workers: tests without Neo4j first, then
-# the Neo4j ones, each worker on a real Neo4j server of its own (a single database each, so
-# no test ever sees another's data); phases, server starts and their durations are announced,
-# and the 10 slowest tests listed at the end. Ruff first; mypy --strict runs beside the tests
-# at a lower priority (it takes spare CPU while tests wait on Neo4j), its verdict after them.
-TEST_WORKERS ?= 0
+# The whole suite on TEST_WORKERS pytest-xdist workers (default 2, one per core of our 2-core
+# machines; TEST_WORKERS=0: one process): tests without Neo4j first, then the Neo4j ones, each
+# worker on a real Neo4j server of its own (a single database each, so no test ever sees
+# another's data); phases, server starts, their durations and the servers' CPU seconds are
+# announced, and the 10 slowest tests listed at the end. Serially the suite leaves a core
+# idle most of the time (client and server wait on each other). Ruff first; mypy --strict
+# runs beside the tests at a lower priority, its verdict after them.
+TEST_WORKERS ?= 2
 MYPY_LOG := $(VENV)/mypy-beside-tests.log
 
 test: install browser

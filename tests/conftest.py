@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import cpu_profile
 import numpy as np
 import pytest
 from builders import DIMS, Store
@@ -37,12 +38,31 @@ _RAM_TMP = pytest.StashKey[Path]()
 def pytest_configure(config: pytest.Config) -> None:
     # Test servers keep the JVM's default JIT. C1 alone (-XX:TieredStopAtLevel=1) made one
     # open-empty-write fixture cheaper (0.28 s of server CPU instead of 0.67 s), but the whole
-    # Neo4j phase slower: 764 s with it, 540 s without, on the quiet 2-core machine
-    # (2026-12-01). MEM0G_NEO4J_JAVA_OPTS still reaches the test servers.
+    # serial Neo4j phase slower: 764 s with it, 540 s without, on the quiet 2-core machine
+    # (2026-12-01). In CPU seconds it is cheaper: the 58 Neo4j tests of test_store_contract.py
+    # took 211 s of server CPU with it, 287 s without (load 17-22, 2026-12-02; the JIT's C2
+    # threads were about 40% of a young server's CPU). Not adopted until the whole suite on
+    # two workers is timed both ways on an idle machine: MEM0G_NEO4J_JAVA_OPTS reaches the
+    # test servers (MEM0G_NEO4J_JAVA_OPTS=-XX:TieredStopAtLevel=1 make test).
     _temp_in_ram(config)
     _one_inference_thread_per_worker(config)
+    cpu_profile.register(config)  # MEM0G_TEST_CPU=out.json: CPU seconds per test, servers too
+    _no_background_warmup()
     if config.getoption("dist", "no") == "load":  # -n alone: keep the fixture groups together
         config.option.dist = "loadgroup"
+        # a worker parses the command line again and decides on loadgroup before its
+        # plugins run, so it never sees this switch: it reads it from the environment
+        os.environ[_LOADGROUP_ENV] = "1"
+
+
+def _no_background_warmup() -> None:
+    """A Neo4j store opened from a config warms the server's read paths in the background
+    (graph_store.warmup, on by default), for up to 30 s on two sessions: in a test, that is
+    server CPU taken from the test itself. The suite's stores, in this process and in the CLI
+    and service processes it starts, open without it (MEM0G_GRAPH_STORE__WARMUP=false, which
+    a config's own `warmup` overrides); tests/test_neo4j_warmup.py and the doctor test turn it
+    on and test it. A caller's MEM0G_GRAPH_STORE__WARMUP wins."""
+    os.environ.setdefault("MEM0G_GRAPH_STORE__WARMUP", "false")
 
 
 def _one_inference_thread_per_worker(config: pytest.Config) -> None:
@@ -169,9 +189,16 @@ def _rename(item: pytest.Item, nodeid: str) -> None:
         item._nodeid = nodeid
 
 
+_LOADGROUP_ENV = "MEM0G_TESTS_LOADGROUP"
+
+
 def _group_suffixes(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """pytest-xdist's `--dist loadgroup` schedules by the "@group" suffix of node ids."""
-    if not config.getoption("loadgroup", False):
+    """pytest-xdist's `--dist loadgroup` schedules by the "@group" suffix of node ids (which
+    the workers send the controller). Without `--dist loadgroup` on the command line a worker
+    adds none itself (its loadgroup option is decided from its own parse, before conftest's
+    switch above): seen 2026-12-02, module fixtures were built on both workers."""
+    worker_in_group = _worker(config) is not None and os.environ.get(_LOADGROUP_ENV) == "1"
+    if not (config.getoption("loadgroup", False) or worker_in_group):
         return
     for item in items:
         marker = item.get_closest_marker("xdist_group")
@@ -291,6 +318,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(f"[mem0g tests] {started[0]} phase done in {took:.0f} s")
 
 
+# The test server's own JVM flags and neo4j.conf lines, beside scripts/neo4j's (users' servers
+# are not affected). None so far: see pytest_configure for what was measured. For trials:
+# MEM0G_NEO4J_JAVA_OPTS reaches the test servers, and MEM0G_TEST_NEO4J_SETTINGS adds
+# neo4j.conf lines ("key=value;key=value") to the session server.
+TEST_SERVER_JAVA_OPTS = ""
+TEST_SERVER_SETTINGS = [s for s in os.environ.get("MEM0G_TEST_NEO4J_SETTINGS", "").split(";") if s]
+
+
 @pytest.fixture(scope="session")
 def neo4j_server(pytestconfig: pytest.Config) -> Iterator[Any]:
     """One real Neo4j per test session, held here rather than in neo4j_server's module
@@ -300,11 +335,14 @@ def neo4j_server(pytestconfig: pytest.Config) -> Iterator[Any]:
     _say(pytestconfig, "[mem0g tests] starting Neo4j for the tests (NEO4J_URI, Docker, or "
          "scripts/neo4j: assembled from Maven Central on first use, then cached)")  # fmt: skip
     started = time.monotonic()
-    server = start_neo4j()  # (with the C1-only JIT of pytest_configure, if it starts one)
+    server = start_neo4j(settings=TEST_SERVER_SETTINGS, java_opts=TEST_SERVER_JAVA_OPTS)
     took = time.monotonic() - started
     _say(pytestconfig, f"[mem0g tests] Neo4j ready at {server.uri} ({server.kind}) in {took:.0f} s")
     yield server
+    used = server.cpu_seconds()
     server.stop()
+    if used is not None:  # the suite's other big CPU consumer, which pytest's timings miss
+        _say(pytestconfig, f"[mem0g tests] Neo4j stopped; its JVM used {used:.0f} CPU seconds")
 
 
 Neo4jConnect = Callable[..., Neo4jGraphStore]

@@ -913,6 +913,9 @@ def test_doctor_shows_where_neo4j_settings_came_from(
     uri, user, password = neo4j_server.uri, neo4j_server.user, neo4j_server.password
     env = _env(tmp_path, None) | {
         "MEM0G_GRAPH_STORE__PROVIDER": "neo4j",
+        # doctor's own warm-up runs too (the suite turns warm-ups off, conftest.py), bounded
+        "MEM0G_GRAPH_STORE__WARMUP": "true",
+        "MEM0G_GRAPH_STORE__WARMUP_SECONDS": "5",
         "NEO4J_URI": uri,
         "NEO4J_USERNAME": None,
         "NEO4J_PASSWORD": password,

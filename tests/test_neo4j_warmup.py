@@ -312,7 +312,7 @@ def test_a_store_from_config_warms_in_the_background_and_close_stops_it(
     config = {
         "graph_store": {
             "provider": "neo4j", "url": neo4j_server.uri, "username": neo4j_server.user,
-            "password": neo4j_server.password, "warmup_seconds": 30,
+            "password": neo4j_server.password, "warmup": True, "warmup_seconds": 30,
         },
         "embedder": {"provider": "hashing"},
     }  # fmt: skip

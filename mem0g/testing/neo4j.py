@@ -103,6 +103,19 @@ class Neo4jServer:
             raise Neo4jUnavailable(f"a {self.kind} server cannot be restarted from here")
         self._restart({} if java_opts is None else {"MEM0G_NEO4J_JAVA_OPTS": java_opts})
 
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the server's JVM has used so far (user + system, from /proc), for a
+        "maven" server that is running; None otherwise (Docker, NEO4J_URI, no /proc)."""
+        if self.home is None:
+            return None
+        try:
+            state = json.loads((self.home / "run" / "mem0g-server.json").read_text())
+            with open(f"/proc/{int(state['pid'])}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, TypeError, ValueError, KeyError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         stop, self._stop = self._stop, None
         if stop is not None:
@@ -194,11 +207,15 @@ def start_maven_server(
     keep_home: bool | None = None,
     cpus: str | None = None,
     settings: Sequence[str] = (),
+    java_opts: str = "",
 ) -> Neo4jServer:
     """Start the Maven-assembled server with scripts/neo4j; ``stop()`` stops it.
 
     By default: a fresh temporary home (deleted at the stop unless
-    ``MEM0G_NEO4J_KEEP_HOME`` is set), free ports, a generated password.
+    ``MEM0G_NEO4J_KEEP_HOME`` is set), free ports, a generated password. `settings`:
+    extra neo4j.conf lines; `java_opts`: extra JVM flags, before MEM0G_NEO4J_JAVA_OPTS's
+    (which win where they clash), for each start of this server (restart(java_opts=...)
+    replaces both).
     """
     if not SCRIPT.is_file():
         raise Neo4jUnavailable(f"{SCRIPT} is missing")
@@ -213,6 +230,8 @@ def start_maven_server(
     env = dict(os.environ, NEO4J_PASSWORD=password)  # not on the command line
     if heap:
         env["MEM0G_NEO4J_HEAP"] = heap
+    if java_opts:
+        env["MEM0G_NEO4J_JAVA_OPTS"] = f"{java_opts} {env.get('MEM0G_NEO4J_JAVA_OPTS', '')}".strip()
 
     # a restart runs with the CPUs the first start had, even after the caller pinned itself
     # to others (the benchmark's --client-cpus)
@@ -331,8 +350,9 @@ def _bolt_ok(uri: str, user: str, password: str) -> bool:
         return False
 
 
-def start_neo4j() -> Neo4jServer:
-    """A server by the first route that works (env, Docker, Maven); raises if none does."""
+def start_neo4j(*, settings: Sequence[str] = (), java_opts: str = "") -> Neo4jServer:
+    """A server by the first route that works (env, Docker, Maven); raises if none does.
+    `settings` and `java_opts` reach a Maven-route server only (start_maven_server)."""
     env_server = server_from_env()
     if env_server is not None:
         return env_server
@@ -345,7 +365,7 @@ def start_neo4j() -> Neo4jServer:
     else:
         problems.append("docker: no Docker engine answers `docker info`")
     try:
-        return start_maven_server()
+        return start_maven_server(settings=settings, java_opts=java_opts)
     except Neo4jUnavailable as exc:
         problems.append(str(exc))
     except (OSError, subprocess.TimeoutExpired) as exc:
