@@ -111,8 +111,10 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         self._llm = llm
         self.embedder = embedder or make_embedder(self.config.embedder)
         self.store = store or make_store(self.config, self.embedder.dims)
-        if self.store.dims is not None and self.store.dims != self.embedder.dims:
-            # said now, not at the first write after its LLM calls
+        loaded = isinstance(self.embedder, CachedEmbedder)  # not the CLI's deferred one
+        if loaded and self.store.dims is not None and self.store.dims != self.embedder.dims:
+            # said now, not at the first write after its LLM calls (commands that never
+            # embed, such as `mem0g entities`, defer the embedder and skip this)
             raise ValueError(
                 f"the store holds {self.store.dims}-dimensional embeddings and the embedder "
                 f"makes {self.embedder.dims}-dimensional ones: use the embedder the store was "
