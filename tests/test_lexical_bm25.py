@@ -212,3 +212,13 @@ def test_renumbered_rowids_get_their_counts_again(tmp_path: Any) -> None:
             keys = store._scope_keys(scope)
             _assert_same(lexical.search(conn, "facts", keys, ["lake", "code"], 50),
                          _reference(store, "facts", keys, ["lake", "code"]))  # fmt: skip
+
+
+def test_table_names_outside_the_pattern_never_reach_sql() -> None:
+    from mem0g.stores.embedded import bm25
+
+    for bad in ("facts; DROP TABLE facts", "Facts", "x y", "", "f" * 60, "t'--"):
+        with pytest.raises(ValueError, match="not an FTS table name"):
+            bm25.scored(bad, 1)
+        with pytest.raises(ValueError, match="not an FTS table name"):
+            bm25.schema(bad, "porter unicode61")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -39,10 +40,20 @@ from contextlib import contextmanager
 K1, B = 1.2, 0.75  # bm25()'s constants (fts5_aux.c)
 _IDF_FLOOR = 1e-6  # bm25() replaces an idf <= 0 (a word in over half the rows) by this
 _CACHE_LIMIT = 1 << 16
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,40}")
+
+
+def _checked(table: str) -> str:
+    """Table names are spliced into SQL text (SQLite binds no identifiers): they are
+    lexical.py's constants, and anything else is refused before it reaches SQL."""
+    if not _IDENTIFIER.fullmatch(table):
+        raise ValueError(f"not an FTS table name of the store: {table!r}")
+    return table
 
 
 def schema(table: str, tokenize: str) -> list[str]:
     """The count tables of one FTS table (`table` is a constant of lexical.py)."""
+    _checked(table)
     return [
         """CREATE TABLE IF NOT EXISTS bm25_totals (fts TEXT PRIMARY KEY,
             n_rows INTEGER NOT NULL, n_tokens INTEGER NOT NULL)""",
@@ -64,6 +75,7 @@ def count_in(table: str, row: str, text: str, scope: str) -> str:
     OR IGNORE / upsert: the outer statement's conflict policy overrides a trigger's. The
     helper's vocab is read twice (its text terms, its scope token count): each read costs a
     cursor over the helper, the most expensive step of a write's counting."""
+    _checked(table)
     rid, vocab, tf = f"{row}.rowid", f"{table}_bm25_tokc", f"{table}_bm25_tf"
     return f"""
         INSERT INTO {table}_bm25_tok (rowid, text, scope) VALUES ({rid}, {text}, {scope});
@@ -84,6 +96,7 @@ def count_in(table: str, row: str, text: str, scope: str) -> str:
 
 def count_out(table: str, row: str) -> str:
     """Trigger statements removing the counts of row `row` (old)."""
+    _checked(table)
     rid, terms = f"{row}.rowid", f"(SELECT term FROM {table}_bm25_tf WHERE rid = {row}.rowid)"
     return f"""
         UPDATE {table}_bm25_df SET df = df - 1 WHERE term IN {terms};
@@ -98,6 +111,7 @@ def count_out(table: str, row: str) -> str:
 def in_step(conn: sqlite3.Connection, table: str) -> bool:
     """Whether the counts describe the FTS table's rows: the totals exist, count its rows, and
     every FTS row has its length row (rowids renumbered since would break that pairing)."""
+    _checked(table)
     row = conn.execute(
         f"""SELECT (SELECT n_rows FROM bm25_totals WHERE fts = '{table}_fts'),
                    (SELECT count(*) FROM {table}_fts),
@@ -111,6 +125,7 @@ def in_step(conn: sqlite3.Connection, table: str) -> bool:
 def rebuild(conn: sqlite3.Connection, table: str) -> None:
     """Inside a write transaction: the counts again from the FTS table's own index (its
     `fts5vocab` tables: one walk of the index, as bm25() makes per search today)."""
+    _checked(table)
     fts = f"{table}_fts"
     col, inst = f"temp.{fts}_vcol", f"temp.{fts}_vins"
     for statement in (
@@ -142,6 +157,7 @@ def query_terms(
 ) -> list[tuple[str, ...]]:
     """FTS5's terms of each query word as `table`'s tokenizer makes them (a temporary
     contentless table of the same tokenizer, read through `fts5vocab`; cached)."""
+    _checked(table)
     missing = [w for w in dict.fromkeys(words) if (table, w) not in _TERMS]
     if missing:
         tok = f"temp.{table}_bm25_q"
@@ -172,6 +188,7 @@ def scored(table: str, phrases: int) -> str:
     phrase (query order), avgdl, the MATCH expression, the tenant keys (JSON), limit, offset.
     The sum runs over the phrases in query order with bm25()'s operation order, so the scores
     are bm25()'s."""
+    _checked(table)
     fts = f"{table}_fts"
     values = ", ".join(["(?, ?)"] * phrases)
     return f"""WITH q (term, idf) AS MATERIALIZED (VALUES {values})
@@ -203,6 +220,7 @@ def weights(
 ) -> tuple[list[tuple[str, float]], float] | None:
     """((term, idf) per phrase, avgdl) as bm25() computes them, from the counts; None when
     the table holds no counts (then bm25() itself ranks)."""
+    _checked(table)
     totals = conn.execute(
         "SELECT n_rows, n_tokens FROM bm25_totals WHERE fts = ?", (f"{table}_fts",)
     ).fetchone()
