@@ -8,6 +8,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +173,10 @@ class BenchStores:
 
     def settle(self) -> dict[str, Any]:
         """Wait out the server's work left from the build (index merges, flushes): until it
-        uses under 5% of a core over 3 s, or a fixed time when it cannot be watched."""
+        uses under 5% of a core over 3 s with its threads seldom runnable, or a fixed time
+        when it cannot be watched. CPU alone is not enough on a loaded machine: a busy server
+        starved of cores uses little CPU too, but its threads wait in the run queue (state R),
+        where an idle server's sleep."""
         if self.kind != "neo4j":
             return {"waited_s": 0.0}
         begin = time.perf_counter()
@@ -186,18 +190,41 @@ class BenchStores:
         idle = False
         while time.perf_counter() - begin < limit:
             used = self.server_cpu() or 0.0
-            time.sleep(3.0)
-            if (self.server_cpu() or 0.0) - used < 0.15:
+            samples = [self._runnable() for _ in _ticks(3.0, 0.1)]
+            quiet = sum(samples) <= 0.2 * len(samples)
+            if (self.server_cpu() or 0.0) - used < 0.15 and quiet:
                 idle = True
                 break
         waited = round(time.perf_counter() - begin, 1)
         self.progress.line(f"server {'idle' if idle else 'still busy'} after {waited:.0f}s")
         return {"waited_s": waited, "watched": True, "idle": idle}
 
+    def _runnable(self) -> bool:
+        """Whether any thread of the server is running or waiting for a core (/proc state R)."""
+        try:
+            tasks = list(Path(f"/proc/{self.pid}/task").iterdir())
+        except OSError:
+            return False
+        for task in tasks:
+            try:
+                if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] == "R":
+                    return True
+            except (OSError, IndexError):
+                continue
+        return False
+
     def close(self) -> None:
         if self.server is not None:
             server, self.server = self.server, None
             server.stop()
+
+
+def _ticks(span: float, every: float) -> Iterator[None]:
+    """Yields every `every` seconds for `span` seconds (sampling points)."""
+    end = time.perf_counter() + span
+    while time.perf_counter() < end:
+        yield
+        time.sleep(every)
 
 
 def parse_cpus(text: str) -> set[int]:
