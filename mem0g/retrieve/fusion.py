@@ -79,17 +79,19 @@ def _scaled(ranking: Ranking, zero_based: bool) -> Callable[[float], float]:
     return lambda score: (float(score) - low) / (high - low)
 
 
-# ties of fused scores are broken by these rankings' ranks, in this order, then by id: ids
-# are random, so without this two runs of the same adds could order tied hits differently
+# ties of fused scores are broken by these rankings' ranks, in this order, then by their
+# places there (`ranked`): ids are random, so ordered by id two stores of the same adds
+# could return tied hits in different orders
 TIE_ORDER = ("dense_facts", "dense_relations", "graph_expansion", "entity_linked_facts",
              "bm25_facts", "bm25_relations", "time")  # fmt: skip
 
 
 def _tied_ranks(ranking: Ranking, tied: bool) -> list[tuple[str, float, int]]:
     """(id, score, rank); with `tied`, equal scores (to 9 digits) share the best rank of their
-    run: a store orders tied BM25 scores by record id, which is random, so their order says
-    nothing and must not decide a fused rank. (Cosine and walk rankings keep their order: the
-    stores order their ties by write order.)"""
+    run: a store orders tied BM25 scores by text (so the same content gives the same hits and
+    order, whatever the ids), an order that says nothing of relevance and must not decide a
+    fused rank; it only breaks fused ties (`ranked`). (Cosine and walk rankings keep their
+    order: the stores order their ties by write order.)"""
     if not tied:
         return [(item, score, rank) for rank, (item, score) in enumerate(ranking, start=1)]
     out = []
@@ -103,14 +105,27 @@ def _tied_ranks(ranking: Ranking, tied: bool) -> list[tuple[str, float, int]]:
 
 
 def ranked(
-    fused: Mapping[str, float], sources: Mapping[str, Mapping[str, int]] | None = None
+    fused: Mapping[str, float],
+    sources: Mapping[str, Mapping[str, int]] | None = None,
+    rankings: Mapping[str, Ranking] | None = None,
 ) -> list[tuple[str, float]]:
-    """Best first; equal scores (to 12 digits) by the ranks in TIE_ORDER, then by id."""
+    """Best first; equal scores (to 12 digits) by the ranks in TIE_ORDER, then by the places
+    in those `rankings` (where tied BM25 scores share a rank, the store's order of them: by
+    text), then by id. Every hit has a place in some ranking, and the stores order every
+    ranking by content or write order, never by the random ids: so the same adds give the
+    same order, in whatever store, whatever the ids."""
     far = 1 << 30
+    none = [far] * len(TIE_ORDER)
+    places: dict[str, list[int]] = {}
+    for column, name in enumerate(TIE_ORDER):
+        for place, (item, _) in enumerate((rankings or {}).get(name, ())):
+            row = places.setdefault(item, list(none))
+            row[column] = min(row[column], place)
 
-    def key(item: tuple[str, float]) -> tuple[float, tuple[int, ...], str]:
+    def key(item: tuple[str, float]) -> tuple[float, tuple[int, ...], list[int], str]:
         found = (sources or {}).get(item[0], {})
-        return -round(item[1], 12), tuple(found.get(n, far) for n in TIE_ORDER), item[0]
+        ranks = tuple(found.get(n, far) for n in TIE_ORDER)
+        return -round(item[1], 12), ranks, places.get(item[0], none), item[0]
 
     return sorted(fused.items(), key=key)
 
