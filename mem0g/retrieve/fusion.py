@@ -11,12 +11,14 @@ Rankings, all computed without an LLM:
 - `time`: facts and edges whose time falls in the query's time window (`retrieve.timewin`),
   in the order the other rankings put them: a boost, never a filter (`as_of` is the filter).
 RRF adds weight / (rrf_k + rank) per ranking (rrf_k = 60, the standard constant);
-`weighted` adds weight x score; `relative` (preset `hybrid_relative`) adds weight x the
-score scaled over its ranking, the best 1 (cosine min-max, the last 0, as Weaviate's
-relativeScore; BM25 divided by its best, 0 meaning no match): a convex combination of
-normalised scores, so margins count, not only places, and a store's score scale does not;
-a boost (`time`) adds its weight to each of its hits. A zero weight leaves a ranking out:
-what only it found is not returned, but it still shows in the `sources` of hits it found.
+`weighted` adds weight x score; `relative` (the default's fact half; the relation half stays
+RRF, `FusionConfig.for_relations`) adds weight x the score scaled over its ranking, the best 1
+(cosine min-max, the last 0, as Weaviate's relativeScore; BM25 divided by its best, 0 meaning
+no match): a convex combination of normalised scores, so margins count, not only places, and
+a store's score scale (Neo4j's (1 + cos) / 2, Lucene's BM25 or FTS5's) does not; a boost
+(`time`) adds its weight to each of its hits. A zero weight leaves a ranking out: what only
+it found is not returned, but it still shows in the `sources` of hits it found. Equal fused
+scores are ordered by the rankings' ranks and places (`ranked`), never by the random ids.
 """
 
 from __future__ import annotations
@@ -194,12 +196,12 @@ def diversify(
 
 
 # Named recipes, data like the defaults: `retrieval.fusion` takes one of these names or a
-# recipe of its own. "hybrid" is the default (FusionConfig()).
+# recipe of its own. "hybrid" is the default (FusionConfig(): relative score fusion).
 PRESETS: dict[str, FusionConfig] = {
     "hybrid": FusionConfig(),
-    # the hybrid recipe fused by ranks only (RRF, k = 60): the default
+    # the hybrid recipe fused by ranks only (RRF, k = 60): the default before `relative`
     "hybrid_rrf": FusionConfig(method="rrf"),
-    # the hybrid recipe fused by relative scores: best measured on LoCoMo (docs/benchmarks.md)
+    # the default, by the name it had while it was opt-in
     "hybrid_relative": FusionConfig(method="relative"),
     # plain vector search: what mem0g did before lexical retrieval (facts: cosine only)
     "dense": FusionConfig(
