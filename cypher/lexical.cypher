@@ -7,7 +7,9 @@
 // consonants only): no user text reaches Lucene's query syntax, and the index returns only
 // the scope's rows, scored by the words alone. The reads still check the scope's ids (a
 // second guard) and an edge's validity, and report how many hits the index returned, so the
-// caller can ask again with a larger $fetch when the validity filter left too few.
+// caller can ask again with a larger $fetch when the validity filter left too few. Equal
+// scores: facts and edges by their indexed text, then id, as on the embedded store (the
+// same content gives the same hits, whatever the random ids); entities by id.
 
 // name: fulltext_index_facts
 CREATE FULLTEXT INDEX mem0g_fact_text IF NOT EXISTS
@@ -36,7 +38,7 @@ CALL (hits) {
     AND ($agent_id IS NULL OR f.agent_id = $agent_id)
     AND ($run_id IS NULL OR f.run_id = $run_id)
   WITH f, score
-  ORDER BY score DESC, f.id
+  ORDER BY score DESC, f.text, f.id
   LIMIT $want
   RETURN collect({fact: f {.*, embedding: null, created_at: toString(f.created_at),
                            updated_at: toString(f.updated_at),
@@ -63,7 +65,7 @@ CALL (hits) {
   WITH r, score, startNode(r) AS s, endNode(r) AS d
   WHERE s:Entity AND d:Entity
   WITH r, score, s, d
-  ORDER BY score DESC, r.id
+  ORDER BY score DESC, r.source + ' ' + r.name + ' ' + r.destination, r.id
   LIMIT $want
   RETURN collect({id: r.id, name: r.name, source_id: s.id, destination_id: d.id,
                   score: score}) AS found

@@ -115,7 +115,7 @@ CALL () {
     WITH r, score, startNode(r) AS s, endNode(r) AS d
     WHERE s:Entity AND d:Entity
     WITH r, score, s, d
-    ORDER BY score DESC, r.id
+    ORDER BY score DESC, r.source + ' ' + r.name + ' ' + r.destination, r.id
     LIMIT $want
     RETURN collect({id: r.id, name: r.name, source_id: s.id, destination_id: d.id,
                     score: score}) AS found

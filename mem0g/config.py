@@ -180,9 +180,9 @@ class FusionConfig(_Section):
     `retrieval.fusion` also takes a preset's name (retrieve/fusion.py PRESETS)."""
 
     # relative: scores scaled per ranking, weighted, summed (retrieve/fusion.py); on LoCoMo it
-    # beat RRF on the conversation chosen on and on the held-out one (docs/benchmarks.md), but
-    # is opt-in (preset `hybrid_relative`) until an eval-cache test passes with it
-    method: Literal["rrf", "weighted", "relative"] = "rrf"
+    # beat RRF on the conversation chosen on and on the held-out one, on both stores
+    # (docs/benchmarks.md); "rrf" (preset `hybrid_rrf`) is the rank-only fusion of before
+    method: Literal["rrf", "weighted", "relative"] = "relative"
     relation_method: Literal["rrf", "weighted", "relative"] | None = Field(
         default=None,
         description="how the relation half fuses; None: as `method`, except `relative`, which "

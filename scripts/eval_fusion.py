@@ -2,11 +2,12 @@
 
 Ingests each conversation's observation facts once (`add(infer=False)`, grouped per session
 and speaker with the session's date, as `mem0g eval locomo --mode retrieval --facts
-observation` does), then searches every question with each recipe (presets by name, or
-`name:json` for a recipe of one's own) through `Memory.search`, beside the harness's own
-baselines over the same facts (dense, BM25, plain dense+BM25 RRF). Recipes are compared on
-one conversation (`--tune`) and reported on the others as held out. Prints tables, writes
-JSON (bench-results/ by default). Never tuned on in CI: it is a measurement.
+observation` does; every conversation before any search, as the harness does), then searches
+every question with each recipe (presets by name, or `name:json` for a recipe of one's own)
+through `Memory.search`, beside the harness's own baselines over the same facts (dense, BM25,
+plain dense+BM25 RRF). Recipes are compared on one conversation (`--tune`) and reported on
+the others as held out. Prints tables, writes JSON (bench-results/ by default). Never tuned
+on in CI: it is a measurement. Context tokens (k = 10) are measured for the last recipe.
 
     .venv/bin/python scripts/eval_fusion.py ../shared/data/locomo/locomo2.json \
         --recipes dense,dense_bm25,hybrid --tune conv-26 --out bench-results/fusion.json
@@ -190,12 +191,19 @@ def main() -> None:
                                "entities": args.entities, "units": {}}  # fmt: skip
     pooled: dict[str, list[dict[str, Any]]] = {}  # every conversation's rows, per system
     try:
+        # every conversation is stored before any is searched, as the harness does: BM25's
+        # word statistics are the store's, so each search sees the same store
+        stores: dict[str, tuple[list[tuple[str, list[str]]], int]] = {}
         for unit in data.units:
             tenant = f"fusion-{unit.id}"
             stored = ingest(memory, unit, tenant)
             links = 0
             if args.entities != "none":
                 links = given_entities(memory, unit, tenant, args.entities)
+            stores[unit.id] = (stored, links)
+        for unit in data.units:
+            tenant = f"fusion-{unit.id}"
+            stored, links = stores[unit.id]
             baselines = _Baselines(memory.embedder, unit, stored)
             questions = [q for q in unit.questions if q.category in CATEGORIES and q.evidence]
             systems: dict[str, list[dict[str, Any]]] = {}

@@ -180,6 +180,32 @@ def test_locomo_observation_facts_map_back_to_dia_ids(tmp_path: Path) -> None:
     assert results["retrieval"]["mem0g"]["4"]["evidence_recall@20"] == 1.0
 
 
+def test_every_unit_is_stored_before_any_question_is_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BM25's word statistics are the whole store's: a question asked while another unit was
+    still being added would be ranked over another store than on a rerun (or a resume), so
+    every add comes first, even with one worker, which takes the units one after another."""
+    from mem0g.memory import Memory
+
+    calls: list[str] = []
+    for name in ("add", "search"):
+        original = getattr(Memory, name)
+
+        def logged(self: Memory, *a: Any, _name: str = name, _f: Any = original, **kw: Any) -> Any:
+            calls.append(_name)
+            return _f(self, *a, **kw)
+
+        monkeypatch.setattr(Memory, name, logged)
+    run_locomo(
+        LOCOMO, tmp_path / "r", mode="retrieval", memory_config=dead_llm(), progress=False,
+        workers=1,
+    )  # fmt: skip
+    last_add = max(i for i, call in enumerate(calls) if call == "add")
+    assert calls.count("add") == 3 and calls.count("search") > 0  # a session per add
+    assert calls.index("search") > last_add
+
+
 def test_longmemeval_retrieval_session_and_turn_recall(tmp_path: Path) -> None:
     results = run_longmemeval(
         LME, tmp_path / "lme", mode="retrieval", memory_config=dead_llm(), progress=False

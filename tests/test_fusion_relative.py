@@ -1,7 +1,7 @@
-"""Score-based fusion (`method="relative"`, preset `hybrid_relative`): each ranking's
-scores scaled over the ranking (cosine min-max, BM25 by its best), weighted and summed;
-how it orders differently from RRF, what its weights do, and that a store's score scale
-does not matter."""
+"""Score-based fusion (`method="relative"`, the default; also preset `hybrid_relative`): each
+ranking's scores scaled over the ranking (cosine min-max, BM25 by its best), weighted and
+summed; how it orders differently from RRF, what its weights do, and that a store's score
+scale does not matter."""
 
 from __future__ import annotations
 
@@ -72,8 +72,10 @@ def test_equal_scores_count_fully_and_a_boost_adds_its_weight_to_each_hit() -> N
 
 
 def test_the_relation_half_keeps_rrf_unless_told() -> None:
-    assert RELATIVE.for_relations().method == "rrf"  # relative: measured on facts only
-    assert FusionConfig().for_relations() == FusionConfig()
+    assert FusionConfig().method == "relative"  # the default
+    assert FusionConfig().for_relations().method == "rrf"  # relative: measured on facts only
+    assert RELATIVE.for_relations().method == "rrf"
+    assert FusionConfig(method="rrf").for_relations() == FusionConfig(method="rrf")
     assert FusionConfig(method="weighted").for_relations().method == "weighted"
     chosen = FusionConfig(relation_method="relative")
     assert chosen.for_relations().method == "relative"

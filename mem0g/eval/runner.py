@@ -1,5 +1,7 @@
-"""The harness: ingest each unit into its own tenant, then answer (full mode) or retrieve
-(retrieval mode) its questions, writing every step to the run directory as it goes.
+"""The harness: ingest each unit into its own tenant, then, once every unit is stored, answer
+(full mode) or retrieve (retrieval mode) the questions, writing every step to the run directory
+as it goes. (Every question sees the same store: BM25's word statistics are the whole
+store's, so a question asked while another unit was still being added could rank otherwise.)
 
 Run directory:
     config.json      what was asked (a resumed run must ask the same)
@@ -17,6 +19,7 @@ it, so an interruption between the two (a kill at that instant) repeats at most 
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -26,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mem0g.config import MemoryConfig
 from mem0g.eval.answering import FullMode
@@ -44,6 +47,8 @@ from mem0g.eval.retrieval import KS, RetrievalMode, _Baselines
 from mem0g.eval.rundir import _Appender, _jsonl
 from mem0g.llm.client import LLMClient, LLMError
 from mem0g.types import AddResult, Usage
+
+_R = TypeVar("_R")
 
 MODES = ("full", "retrieval")
 FACTS = ("turns", "observation")
@@ -302,16 +307,25 @@ class Harness(RetrievalMode, FullMode):
             with _progress(o.progress) as bar:
                 total = sum(self._unit_work(u) for u in self.units)
                 overall = bar.add("all units", total)
-                with ThreadPoolExecutor(max_workers=o.workers, thread_name_prefix="eval") as pool:
-                    futures = [
-                        pool.submit(self._run_unit, memory, unit, bar, overall)
-                        for unit in self.units
-                    ]
-                    for future in as_completed(futures):
-                        exc = future.exception()
-                        if exc is not None and not isinstance(exc, _Stop) and error is None:
-                            error = exc
-                            self.stop.set()
+                mine = {u.id: bar.add(u.id, self._unit_work(u)) for u in self.units}
+                try:
+                    with ThreadPoolExecutor(
+                        max_workers=o.workers, thread_name_prefix="eval"
+                    ) as pool:
+                        # every unit is stored before any question is asked: BM25's word
+                        # statistics are the whole store's, so a question asked while another
+                        # unit was still being added would be ranked over another store than
+                        # on a rerun or a resume (and its answer would miss the cache)
+                        def tick(unit: Unit) -> Callable[[], None]:
+                            return functools.partial(bar.advance, mine[unit.id], overall)
+
+                        refs = self._phase(pool, lambda u: self._ingest_unit(memory, u, tick(u)))
+                        self._phase(pool, lambda u: self._ask_unit(memory, u, refs[u.id], tick(u)))
+                except BaseException as exc:
+                    error = exc
+                finally:
+                    for task in mine.values():
+                        bar.remove(task)
         finally:
             memory.close()
             _Appender(o.run_dir / "runs.jsonl").write(
@@ -367,41 +381,64 @@ class Harness(RetrievalMode, FullMode):
         todo = sum(1 for q in unit.questions if q.id not in self.answered)
         return steps - done + todo
 
-    def _run_unit(self, memory: Any, unit: Unit, bar: Any, overall: Any) -> None:
+    def _phase(self, pool: ThreadPoolExecutor, work: Callable[[Unit], _R]) -> dict[str, _R]:
+        """`work` for every unit on the pool; the first failure stops the others at their next
+        step (what is done stays recorded) and is raised once all have stopped."""
+        futures = {pool.submit(work, unit): unit.id for unit in self.units}
+        error: BaseException | None = None
+        for future in as_completed(futures):
+            exc = future.exception()
+            if exc is not None and not isinstance(exc, _Stop) and error is None:
+                error = exc
+                self.stop.set()
+        if error is not None:
+            raise error
+        return {uid: future.result() for future, uid in futures.items()}
+
+    def _ingest_unit(
+        self, memory: Any, unit: Unit, advance: Callable[[], None]
+    ) -> dict[str, list[str]]:
+        """The unit's adds not done yet; the refs of every fact added, by fact id."""
         tenant = _tenant_id(self.prefix, unit)
-        steps = self._steps(unit)
-        mine = bar.add(f"{unit.id}", self._unit_work(unit))
         fact_refs: dict[str, list[str]] = {}
-        try:
-            for i, (session, messages, refs, when) in enumerate(steps):
-                done = self.ingested.get((unit.id, i))
-                if done is None:
-                    if self.stop.is_set():
-                        raise _Stop()
-                    done = self._add(memory, unit, tenant, i, session, messages, refs, when)
-                    bar.advance(mine, overall)
-                for fid, r in done.get("facts", []):
-                    fact_refs[fid] = r
-            todo = [q for q in unit.questions if q.id not in self.answered]
-            if not todo:
-                return
-            if self.o.mode == "retrieval":  # over exactly what mem0g stored
-                stored = [(m["content"], r) for _, ms, refs, _ in steps
-                          for m, r in zip(ms, refs, strict=True)]  # fmt: skip
-                baselines = _Baselines(memory.embedder, unit, stored)
-            for q in todo:
+        for i, (session, messages, refs, when) in enumerate(self._steps(unit)):
+            done = self.ingested.get((unit.id, i))
+            if done is None:
                 if self.stop.is_set():
                     raise _Stop()
-                if self.o.mode == "retrieval":
-                    row = self._retrieve(memory, tenant, q, fact_refs, baselines)
-                else:
-                    row = self._answer(memory, tenant, q)
-                row.update({"id": q.id, "unit": unit.id, "category": q.category})
-                self.questions_out.write(row)
-                bar.advance(mine, overall)
-            self._stats(memory, unit, tenant)
-        finally:
-            bar.remove(mine)
+                done = self._add(memory, unit, tenant, i, session, messages, refs, when)
+                advance()
+            for fid, r in done.get("facts", []):
+                fact_refs[fid] = r
+        return fact_refs
+
+    def _ask_unit(
+        self,
+        memory: Any,
+        unit: Unit,
+        fact_refs: dict[str, list[str]],
+        advance: Callable[[], None],
+    ) -> None:
+        """The unit's questions not answered yet (retrieval mode: retrieved), in order."""
+        tenant = _tenant_id(self.prefix, unit)
+        todo = [q for q in unit.questions if q.id not in self.answered]
+        if not todo:
+            return
+        if self.o.mode == "retrieval":  # over exactly what mem0g stored
+            stored = [(m["content"], r) for _, ms, refs, _ in self._steps(unit)
+                      for m, r in zip(ms, refs, strict=True)]  # fmt: skip
+            baselines = _Baselines(memory.embedder, unit, stored)
+        for q in todo:
+            if self.stop.is_set():
+                raise _Stop()
+            if self.o.mode == "retrieval":
+                row = self._retrieve(memory, tenant, q, fact_refs, baselines)
+            else:
+                row = self._answer(memory, tenant, q)
+            row.update({"id": q.id, "unit": unit.id, "category": q.category})
+            self.questions_out.write(row)
+            advance()
+        self._stats(memory, unit, tenant)
 
     def _add(
         self,

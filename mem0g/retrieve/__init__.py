@@ -244,14 +244,14 @@ class DualRetriever:
             rankings["bm25_relations"] = lexical
         recipe = self.config.fusion.for_relations()
         if qt is not None and qt.window is not None:  # edges valid in the query's window
-            pool = [rid for rid, _ in ranked(*fuse(rankings, recipe))][: 3 * limit]
+            pool = [rid for rid, _ in ranked(*fuse(rankings, recipe), rankings)][: 3 * limit]
             if unread := [rid for rid in pool if rid not in records]:
                 records.update((r.id, r) for r in self.store.get_relations(scope, unread))
             spans = {rid: (records[rid].valid_from, records[rid].invalid_at)
                      for rid in pool if rid in records}  # fmt: skip
             rankings = with_time(rankings, spans, {}, qt.window_only(), recipe)
         fused, sources = fuse(rankings, recipe)
-        top = ranked(fused, sources)[:limit]
+        top = ranked(fused, sources, rankings)[:limit]
         missing = [rid for rid, _ in top if rid not in records]
         if missing:  # the few records returned, read once (scored reads copied none)
             records.update((rel.id, rel) for rel in self.store.get_relations(scope, missing))

@@ -110,8 +110,10 @@ class HistoricalFacts:
         dense = row_scores(matrix, unit_vector(qvec)[0])
         lexical = bm25([stems(terms(v.text)) for v in found], stems(words))
         order = range(len(found))
-        by_dense = sorted(order, key=lambda i: (-dense[i], found[i].fact_id))[:k]
-        by_lex = sorted(order, key=lambda i: (-lexical[i], found[i].fact_id))
+        # ties as the stores order them: cosine by write order (here: the versions' order),
+        # BM25 by text; never by the random ids
+        by_dense = sorted(order, key=lambda i: -dense[i])[:k]
+        by_lex = sorted(order, key=lambda i: (-lexical[i], found[i].text, found[i].fact_id))
         by_lex = [i for i in by_lex if lexical[i] > 0][:k]
         return (
             [(i, float(dense[i])) for i in by_dense],
@@ -207,7 +209,8 @@ class FactRetriever:
             texts = {i: v.text for i, v in by_id.items()}
             rankings = with_time(rankings, spans, texts, qt, self.config.fusion)
         fused, sources = fuse(rankings, self.config.fusion)
-        order = ranked({i: s for i, s in fused.items() if i in by_id}, sources)  # true then
+        true_then = {i: s for i, s in fused.items() if i in by_id}
+        order = ranked(true_then, sources, rankings)
         texts = {i: v.text for i, v in by_id.items()}
         top = diversify(order, vectors, limit, self.config.fusion, texts)
         return [_sourced(version_hit(by_id[i], s), sources[i]) for i, s in top]
@@ -225,7 +228,7 @@ class FactRetriever:
             texts = {i: f.text for i, f in records.items()}
             rankings = with_time(rankings, spans, texts, qt, self.config.fusion)
         fused, sources = fuse(rankings, self.config.fusion)
-        pool = ranked(fused, sources)[: max(3 * limit, limit + 10)]
+        pool = ranked(fused, sources, rankings)[: max(3 * limit, limit + 10)]
         unknown = [i for i, _ in pool if i not in records]
         if unknown:  # found only by an extra ranking: read them
             records.update((f.id, f) for f in self.store.get_facts(scope, unknown))

@@ -11,12 +11,14 @@ Rankings, all computed without an LLM:
 - `time`: facts and edges whose time falls in the query's time window (`retrieve.timewin`),
   in the order the other rankings put them: a boost, never a filter (`as_of` is the filter).
 RRF adds weight / (rrf_k + rank) per ranking (rrf_k = 60, the standard constant);
-`weighted` adds weight x score; `relative` (preset `hybrid_relative`) adds weight x the
-score scaled over its ranking, the best 1 (cosine min-max, the last 0, as Weaviate's
-relativeScore; BM25 divided by its best, 0 meaning no match): a convex combination of
-normalised scores, so margins count, not only places, and a store's score scale does not;
-a boost (`time`) adds its weight to each of its hits. A zero weight leaves a ranking out:
-what only it found is not returned, but it still shows in the `sources` of hits it found.
+`weighted` adds weight x score; `relative` (the default's fact half; the relation half stays
+RRF, `FusionConfig.for_relations`) adds weight x the score scaled over its ranking, the best 1
+(cosine min-max, the last 0, as Weaviate's relativeScore; BM25 divided by its best, 0 meaning
+no match): a convex combination of normalised scores, so margins count, not only places, and
+a store's score scale (Neo4j's (1 + cos) / 2, Lucene's BM25 or FTS5's) does not; a boost
+(`time`) adds its weight to each of its hits. A zero weight leaves a ranking out: what only
+it found is not returned, but it still shows in the `sources` of hits it found. Equal fused
+scores are ordered by the rankings' ranks and places (`ranked`), never by the random ids.
 """
 
 from __future__ import annotations
@@ -79,17 +81,19 @@ def _scaled(ranking: Ranking, zero_based: bool) -> Callable[[float], float]:
     return lambda score: (float(score) - low) / (high - low)
 
 
-# ties of fused scores are broken by these rankings' ranks, in this order, then by id: ids
-# are random, so without this two runs of the same adds could order tied hits differently
+# ties of fused scores are broken by these rankings' ranks, in this order, then by their
+# places there (`ranked`): ids are random, so ordered by id two stores of the same adds
+# could return tied hits in different orders
 TIE_ORDER = ("dense_facts", "dense_relations", "graph_expansion", "entity_linked_facts",
              "bm25_facts", "bm25_relations", "time")  # fmt: skip
 
 
 def _tied_ranks(ranking: Ranking, tied: bool) -> list[tuple[str, float, int]]:
     """(id, score, rank); with `tied`, equal scores (to 9 digits) share the best rank of their
-    run: a store orders tied BM25 scores by record id, which is random, so their order says
-    nothing and must not decide a fused rank. (Cosine and walk rankings keep their order: the
-    stores order their ties by write order.)"""
+    run: a store orders tied BM25 scores by text (so the same content gives the same hits and
+    order, whatever the ids), an order that says nothing of relevance and must not decide a
+    fused rank; it only breaks fused ties (`ranked`). (Cosine and walk rankings keep their
+    order: the stores order their ties by write order.)"""
     if not tied:
         return [(item, score, rank) for rank, (item, score) in enumerate(ranking, start=1)]
     out = []
@@ -103,14 +107,27 @@ def _tied_ranks(ranking: Ranking, tied: bool) -> list[tuple[str, float, int]]:
 
 
 def ranked(
-    fused: Mapping[str, float], sources: Mapping[str, Mapping[str, int]] | None = None
+    fused: Mapping[str, float],
+    sources: Mapping[str, Mapping[str, int]] | None = None,
+    rankings: Mapping[str, Ranking] | None = None,
 ) -> list[tuple[str, float]]:
-    """Best first; equal scores (to 12 digits) by the ranks in TIE_ORDER, then by id."""
+    """Best first; equal scores (to 12 digits) by the ranks in TIE_ORDER, then by the places
+    in those `rankings` (where tied BM25 scores share a rank, the store's order of them: by
+    text), then by id. Every hit has a place in some ranking, and the stores order every
+    ranking by content or write order, never by the random ids: so the same adds give the
+    same order, in whatever store, whatever the ids."""
     far = 1 << 30
+    none = [far] * len(TIE_ORDER)
+    places: dict[str, list[int]] = {}
+    for column, name in enumerate(TIE_ORDER):
+        for place, (item, _) in enumerate((rankings or {}).get(name, ())):
+            row = places.setdefault(item, list(none))
+            row[column] = min(row[column], place)
 
-    def key(item: tuple[str, float]) -> tuple[float, tuple[int, ...], str]:
+    def key(item: tuple[str, float]) -> tuple[float, tuple[int, ...], list[int], str]:
         found = (sources or {}).get(item[0], {})
-        return -round(item[1], 12), tuple(found.get(n, far) for n in TIE_ORDER), item[0]
+        ranks = tuple(found.get(n, far) for n in TIE_ORDER)
+        return -round(item[1], 12), ranks, places.get(item[0], none), item[0]
 
     return sorted(fused.items(), key=key)
 
@@ -179,12 +196,12 @@ def diversify(
 
 
 # Named recipes, data like the defaults: `retrieval.fusion` takes one of these names or a
-# recipe of its own. "hybrid" is the default (FusionConfig()).
+# recipe of its own. "hybrid" is the default (FusionConfig(): relative score fusion).
 PRESETS: dict[str, FusionConfig] = {
     "hybrid": FusionConfig(),
-    # the hybrid recipe fused by ranks only (RRF, k = 60): the default
+    # the hybrid recipe fused by ranks only (RRF, k = 60): the default before `relative`
     "hybrid_rrf": FusionConfig(method="rrf"),
-    # the hybrid recipe fused by relative scores: best measured on LoCoMo (docs/benchmarks.md)
+    # the default, by the name it had while it was opt-in
     "hybrid_relative": FusionConfig(method="relative"),
     # plain vector search: what mem0g did before lexical retrieval (facts: cosine only)
     "dense": FusionConfig(

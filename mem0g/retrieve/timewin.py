@@ -230,5 +230,5 @@ def with_time(
     out = dict(rankings)
     if qt.window is None and not qt.asks_when:
         return out
-    out["time"] = time_ranking(ranked(*fuse(out, recipe)), spans, texts, qt)
+    out["time"] = time_ranking(ranked(*fuse(out, recipe), out), spans, texts, qt)
     return out

@@ -181,6 +181,11 @@ def query_terms(
     return [_TERMS[(table, w)] for w in words]
 
 
+# Equal scores: facts and edges by their indexed text, then id (as on Neo4j), so the same
+# content gives the same hits whatever the (random) ids; entities by id.
+TIES = {"facts": ("text", "id"), "relations": ("text", "id"), "entities": ("id",)}
+
+
 @functools.cache
 def scored(table: str, phrases: int) -> str:
     """The scoring read for `phrases` query words: bm25()'s formula over the MATCH's rows
@@ -191,6 +196,7 @@ def scored(table: str, phrases: int) -> str:
     _checked(table)
     fts = f"{table}_fts"
     values = ", ".join(["(?, ?)"] * phrases)
+    ties = ", ".join(f"{fts}.{column}" for column in TIES[table])
     return f"""WITH q (term, idf) AS MATERIALIZED (VALUES {values})
         SELECT {fts}.id, coalesce((SELECT sum(q.idf * ((t.tf * ({K1} + 1.0))
                                  / (t.tf + {K1} * (1 - {B} + {B} * coalesce(l.n, 0) / ?))))
@@ -198,7 +204,7 @@ def scored(table: str, phrases: int) -> str:
                           WHERE t.rid = {fts}.rowid AND t.term = q.term), 0.0) AS score
         FROM {fts} LEFT JOIN {table}_bm25_len l ON l.rid = {fts}.rowid
         WHERE {fts} MATCH ? AND {fts}.tenant_key IN (SELECT value FROM json_each(?))
-        ORDER BY score DESC, {fts}.id LIMIT ? OFFSET ?"""
+        ORDER BY score DESC, {ties} LIMIT ? OFFSET ?"""
 
 
 @contextmanager

@@ -126,7 +126,7 @@ _SEARCH = {
     table: f"""SELECT id, -rank AS score FROM {fts}
                WHERE {fts} MATCH ? AND rank MATCH '{_RANK}'
                  AND tenant_key IN (SELECT value FROM json_each(?))
-               ORDER BY rank, id LIMIT ? OFFSET ?"""
+               ORDER BY rank, {", ".join(bm25.TIES[table])} LIMIT ? OFFSET ?"""
     for table, (fts, _) in _SOURCES.items()
 }
 
@@ -190,7 +190,7 @@ def search(
     k: int,
     accept: Callable[[str], bool] | None = None,
 ) -> list[tuple[str, float]]:
-    """The k best (id, bm25) of `table` among the tenant keys, best first (ties by id);
+    """The k best (id, bm25) of `table` among the tenant keys, best first (ties: `bm25.TIES`);
     `accept(id)` filters rows (an edge's validity), reading on until k pass or none is left."""
     expression = match_expression(tenant_keys, words)
     if expression is None or k <= 0:

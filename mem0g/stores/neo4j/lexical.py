@@ -8,7 +8,8 @@ words (before, it ranked every tenant and a small tenant's hits could fall past 
 Cypher still checks the scope's ids (a second guard) and, for edges, `validity`; while the
 index returned all it was asked for and too few survived (a tenant's invalidated edges), it
 is asked again with four times the fetch, up to `max_fetch`. Scores are Lucene's BM25 (k1 1.2,
-b 0.75), ties broken by id, as on the embedded store. The statistics behind them (document
+b 0.75), ties broken by text then id for facts and edges (by id for names), as on the
+embedded store. The statistics behind them (document
 frequencies, average lengths) are the whole index's: see docs/architecture.md, "Tenants".
 
 `backfill_scope_terms` gives rows written before schema v3 their scope terms (indexes.py).
@@ -108,15 +109,14 @@ def search(
         if len(found) >= k or row["fetched"] < fetch or fetch >= max_fetch:
             break
         fetch = min(4 * fetch, max_fetch)
-    found.sort(key=lambda hit: (-hit["score"], _id(hit)))
-    return found[:k]
+    return best_first(found)[:k]
 
 
-def _id(hit: dict[str, Any]) -> str:
-    for column in ("fact", "entity"):
-        if column in hit:
-            return str(hit[column]["id"])
-    return str(hit["id"])
+def best_first(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hits by score, best first; a stable sort, so equal scores keep the statement's order
+    (cypher/lexical.cypher: facts and edges by text, then id; names by id)."""
+    found.sort(key=lambda hit: -hit["score"])
+    return found
 
 
 def edge_refs(hits: list[dict[str, Any]]) -> list[EdgeRef]:

@@ -69,7 +69,6 @@ class OneTripWalk:
                 scope, list(request.words or ()), k, request.validity
             )
         else:
-            found.sort(key=lambda hit: (-hit["score"], hit["id"]))  # as lexical.search orders
-            result.lexical = lexical.edge_refs(found[:k])
+            result.lexical = lexical.edge_refs(lexical.best_first(found)[:k])
         result.records = {p["id"]: _relation(p) for p in row["records"]}
         return result
