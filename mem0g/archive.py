@@ -165,22 +165,36 @@ def export_lines(
         dims=getattr(memory.store, "dims", None) if embeddings else None,
         embeddings=embeddings,
     )
-    yield header.model_dump_json()
     tenants = [t for t in memory.tenants() if scope is None or scope.matches(t)]
     if start is not None:
         start(len(tenants))
-    for tenant in tenants:
-        part = read_tenant(memory, tenant, embeddings=embeddings)
-        yield json.dumps({"kind": "tenant", "tenant": tenant.model_dump()})
+
+    def parts() -> Iterator[TenantArchive]:
+        for tenant in tenants:
+            yield read_tenant(memory, tenant, embeddings=embeddings)
+            if progress is not None:  # (the tenant's lines are all out by now)
+                progress(tenant)
+
+    yield from archive_lines(header, parts())
+
+
+def archive_lines(header: Header, parts: Iterable[TenantArchive]) -> Iterator[str]:
+    """An archive's lines: the header, each tenant's section (its records, then its `end`
+    with their counts), the footer. `export_lines` writes a store's tenants with it; a bulk
+    load may write tenants it made itself (scripts/bench_scale.py)."""
+    yield header.model_dump_json()
+    count = 0
+    for part in parts:
+        yield json.dumps({"kind": "tenant", "tenant": part.tenant.model_dump()})
         for kind, (_, field) in _KINDS.items():
             for record in getattr(part, field):
                 yield _line(kind, record)
         if part.summary is not None:
             yield _line("summary", part.summary)
-        yield json.dumps({"kind": "end", "tenant": tenant.model_dump(), "counts": part.counts()})
-        if progress is not None:
-            progress(tenant)
-    yield json.dumps({"kind": "footer", "tenants": len(tenants)})
+        yield json.dumps({"kind": "end", "tenant": part.tenant.model_dump(),
+                          "counts": part.counts()})  # fmt: skip
+        count += 1
+    yield json.dumps({"kind": "footer", "tenants": count})
 
 
 def export_archive(
@@ -382,7 +396,7 @@ def _tenant_plan(
         entity_events=part.entity_events,
     )
     result = ImportedTenant(tenant=tenant, counts=part.counts(), merged=exists, reembedded=reembed)
-    return plan_links(memory.store, plan), result
+    return plan_links(memory.store, plan, stored=exists), result  # a new tenant: no reads
 
 
 def _orphans(part: TenantArchive) -> Iterator[tuple[str, list[FactEvent]]]:
