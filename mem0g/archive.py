@@ -15,9 +15,10 @@ One JSON object per line, each with a `kind`:
 Embeddings, when included, are lists of floats of the header's model. Import re-embeds
 (names, triples, facts) when they are absent or the model differs from the target's.
 
-Import writes each tenant as one plan, so one transaction: all of a tenant or none of it. An
-archive of a newer version is refused, and so is a tenant the target already has, unless
-`merge` (then the records whose ids the target lacks are added beside its own).
+Import writes each tenant as one plan, so in one transaction: all of a tenant or none of it
+(`batch` tenants may share a transaction: all of them or none). An archive of a newer version
+is refused, and so is a tenant the target already has, unless `merge` (then the records whose
+ids the target lacks are added beside its own).
 """
 
 from __future__ import annotations
@@ -164,22 +165,36 @@ def export_lines(
         dims=getattr(memory.store, "dims", None) if embeddings else None,
         embeddings=embeddings,
     )
-    yield header.model_dump_json()
     tenants = [t for t in memory.tenants() if scope is None or scope.matches(t)]
     if start is not None:
         start(len(tenants))
-    for tenant in tenants:
-        part = read_tenant(memory, tenant, embeddings=embeddings)
-        yield json.dumps({"kind": "tenant", "tenant": tenant.model_dump()})
+
+    def parts() -> Iterator[TenantArchive]:
+        for tenant in tenants:
+            yield read_tenant(memory, tenant, embeddings=embeddings)
+            if progress is not None:  # (the tenant's lines are all out by now)
+                progress(tenant)
+
+    yield from archive_lines(header, parts())
+
+
+def archive_lines(header: Header, parts: Iterable[TenantArchive]) -> Iterator[str]:
+    """An archive's lines: the header, each tenant's section (its records, then its `end`
+    with their counts), the footer. `export_lines` writes a store's tenants with it; a bulk
+    load may write tenants it made itself (scripts/bench_scale.py)."""
+    yield header.model_dump_json()
+    count = 0
+    for part in parts:
+        yield json.dumps({"kind": "tenant", "tenant": part.tenant.model_dump()})
         for kind, (_, field) in _KINDS.items():
             for record in getattr(part, field):
                 yield _line(kind, record)
         if part.summary is not None:
             yield _line("summary", part.summary)
-        yield json.dumps({"kind": "end", "tenant": tenant.model_dump(), "counts": part.counts()})
-        if progress is not None:
-            progress(tenant)
-    yield json.dumps({"kind": "footer", "tenants": len(tenants)})
+        yield json.dumps({"kind": "end", "tenant": part.tenant.model_dump(),
+                          "counts": part.counts()})  # fmt: skip
+        count += 1
+    yield json.dumps({"kind": "footer", "tenants": count})
 
 
 def export_archive(
@@ -304,28 +319,59 @@ def import_archive(
     *,
     merge: bool = False,
     progress: Callable[[ImportedTenant], None] | None = None,
+    batch: int = 1,
 ) -> list[ImportedTenant]:
-    """Load an archive into `memory`'s store, one transaction per tenant (see the module);
-    the archive is read as a stream, `progress` hears of each tenant written."""
+    """Load an archive into `memory`'s store, the archive read as a stream; `progress` hears
+    of each tenant written. Each tenant is one plan; `batch` new tenants share one
+    transaction (`GraphStore.apply_many`: one commit for many small tenants, where a commit
+    costs far more than a small tenant's rows on Neo4j). A tenant merged into is written
+    alone, after the tenants before it."""
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1, got {batch}")
     header, tenants = read_archive(lines)
     reembed = not header.embeddings or header.embedder != memory.embedder.name
     done: list[ImportedTenant] = []
+    pending: list[tuple[WritePlan, Summary | None, ImportedTenant]] = []
     present = set(memory.store.tenants())  # read once: a store may hold many tenants
-    for part in tenants:
-        result = _import_tenant(memory, part, present, merge=merge, reembed=reembed)
+
+    def flush() -> None:
+        if not pending:
+            return
+        memory.store.apply_many([plan for plan, _, _ in pending])
+        for _, summary, result in pending:
+            if summary is not None:  # derived data (the background worker remakes it)
+                memory.store.set_summary(summary)
+            done.append(result)
+            if progress is not None:
+                progress(result)
+        pending.clear()
+
+    while True:
+        try:
+            part = next(tenants, None)
+        except ArchiveError:
+            flush()  # the complete tenants before the bad line are imported, as without batches
+            raise
+        if part is None:
+            break
+        exists = part.tenant in present
+        if exists:  # refused, or merged from the store's records: the earlier ones go first
+            flush()
+        plan, result = _tenant_plan(memory, part, exists, merge=merge, reembed=reembed)
+        pending.append((plan, part.summary, result))
         present.add(part.tenant)
-        done.append(result)
-        if progress is not None:
-            progress(result)
+        if exists or len(pending) >= batch:
+            flush()
+    flush()
     return done
 
 
-def _import_tenant(
-    memory: Memory, part: TenantArchive, present: set[Tenant], *, merge: bool, reembed: bool
-) -> ImportedTenant:
-    store = memory.store
+def _tenant_plan(
+    memory: Memory, part: TenantArchive, exists: bool, *, merge: bool, reembed: bool
+) -> tuple[WritePlan, ImportedTenant]:
+    """The plan that writes a tenant's records (refused when the store has the tenant and
+    `merge` is off), with its links (recomputed: texts and keys decide them)."""
     tenant = part.tenant
-    exists = tenant in present
     if exists and not merge:
         raise ArchiveError(
             f"{describe(tenant)} already has data in this store; pass merge=True (--merge) "
@@ -349,10 +395,8 @@ def _import_tenant(
         possible_duplicates=part.duplicates,
         entity_events=part.entity_events,
     )
-    store.apply(plan_links(store, plan))  # links are recomputed (texts and keys decide them)
-    if part.summary is not None:  # derived data (the background worker remakes it)
-        store.set_summary(part.summary)
-    return ImportedTenant(tenant=tenant, counts=part.counts(), merged=exists, reembedded=reembed)
+    result = ImportedTenant(tenant=tenant, counts=part.counts(), merged=exists, reembedded=reembed)
+    return plan_links(memory.store, plan, stored=exists), result  # a new tenant: no reads
 
 
 def _orphans(part: TenantArchive) -> Iterator[tuple[str, list[FactEvent]]]:

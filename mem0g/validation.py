@@ -24,14 +24,30 @@ def text(value: Any, what: str, limit: int | None = None) -> str:
     return value
 
 
+MAX_TENANT_KEY_CHARS = 5_000
+"""The longest tenant key (`Tenant.key`: the ids as JSON, a character outside ASCII written as
+a 6- or 12-character escape) a store takes. Neo4j indexes the key on every node, alone and
+beside an entity key of up to 2 KB (512 characters of 4 bytes), and an index key stops near
+8 KB ("Property value is too large to index"): three 256-character ids in letters outside
+the BMP make a 9,228-character key, which failed the add after all its LLM calls."""
+
+
 def tenant(
     limits: LimitsConfig, user_id: Any = None, agent_id: Any = None, run_id: Any = None
 ) -> Tenant:
-    """The tenant (or filter) of a call; ids are strings of bounded length."""
+    """The tenant (or filter) of a call; ids are strings of bounded length, and together
+    they make a key of bounded length (`MAX_TENANT_KEY_CHARS`)."""
     for name, value in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)):
         if value is not None:
             text(value, name, limits.max_id_chars)
-    return Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    found = Tenant(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    if len(found.key) > MAX_TENANT_KEY_CHARS:
+        raise ValueError(
+            f"user_id, agent_id and run_id make a tenant key of {len(found.key)} characters "
+            f"(JSON: a character outside ASCII is written as 6 or 12); at most "
+            f"{MAX_TENANT_KEY_CHARS} are allowed: use shorter ids"
+        )
+    return found
 
 
 def messages(limits: LimitsConfig, parsed: list[Message], *, as_facts: bool) -> None:

@@ -13,7 +13,9 @@ TEST DOUBLE server, embeddings the offline hashing embedder, so only mem0g's own
    p50/p95 of wall and CPU time: this process's, and on Neo4j the server's (/proc, per
    search of both kinds); the query's words are in every tenant's fact (`--words shared`,
    the worst case for BM25: every tenant's rows hold them) or only in the one tenant's
-   (`--words own`); `--fill-workers N` adds the tenants on N threads (Neo4j);
+   (`--words own`); `--fill-workers N` writes the tenants on N threads (Neo4j), `--fill
+   import` writes them through `import_archive`, `--fill-batch` per transaction: the same
+   records as the adds (see `_fill`), minutes instead of hours for 20k tenants on Neo4j;
 3. reopen: the time to open the 20k-tenant store and answer its first search.
 
 `--store neo4j` runs 2 and 3 on a throwaway Neo4j server (mem0g.testing.neo4j), `--names ""`
@@ -35,6 +37,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +47,10 @@ from bench.stores import machine_info
 from bench.timing import load_average, summary
 
 from mem0g import Memory
+from mem0g.archive import Header, TenantArchive, archive_lines, import_archive
+from mem0g.memory.facts import verbatim_plan
 from mem0g.testing import ScriptedLLMServer
-from mem0g.types import Tenant
+from mem0g.types import Message, Tenant, utcnow
 
 
 def _config(
@@ -106,25 +111,56 @@ def _cpu_of(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _fill(memory: Memory, first: int, last: int, workers: int) -> None:
-    """Tenants first..last-1, one fact each (`infer=False`: no LLM), on `workers` threads
-    (a Neo4j server takes writes of different tenants side by side; 1 on the embedded store,
-    which has one writer)."""
+def _text(i: int) -> str:
+    """Tenant i's one fact: words every tenant has ("locker code"), and one only it has."""
+    return f"tenant {i} keeps locker code {i * 7919 % 10000} {_own_word(i)}"
 
-    def one(i: int) -> None:
-        memory.add(
-            f"tenant {i} keeps locker code {i * 7919 % 10000} {_own_word(i)}",
-            user_id=f"user-{i}",
-            infer=False,
-        )
 
-    if workers <= 1:
-        for i in range(first, last):
-            one(i)
+def _fill(
+    memory: Memory, first: int, last: int, workers: int, how: str = "adds", batch: int = 100
+) -> None:
+    """Tenants first..last-1, one fact each, on `workers` threads (a Neo4j server takes
+    writes of different tenants side by side; 1 on the embedded store, which has one writer).
+
+    `how`: "adds" is one `Memory.add(infer=False)` per tenant (no LLM); "import" writes the
+    same tenants as an archive through `import_archive`, `batch` tenants per transaction. The
+    stored data is the same (tests/test_bench_scale.py compares every stored row, on both
+    stores): each tenant's records are made by `verbatim_plan`, the function `add(infer=False)`
+    makes its records with, from the message an add makes of the text, and the import writes
+    them with the plan rules and fact links of an add. What differs is the number of
+    commits: on Neo4j a commit refreshes the full-text and vector indexes it touched, which
+    costs more server CPU than a one-fact tenant's rows (docs/benchmarks.md, "Scale")."""
+    chunks = [span for k in range(workers) if (span := range(first + k, last, workers))]
+
+    def adds(span: range) -> None:
+        for i in span:
+            memory.add(_text(i), user_id=f"user-{i}", infer=False)
+
+    def imports(span: range) -> None:
+        header = Header(embedder=memory.embedder.name, dims=memory.embedder.dims, embeddings=True)
+        import_archive(memory, archive_lines(header, map(_tenant_part, span, repeat(memory))),
+                       batch=batch)  # fmt: skip
+
+    work = adds if how == "adds" else imports
+    if len(chunks) <= 1:
+        for span in chunks:
+            work(span)
         return
-    with ThreadPoolExecutor(workers) as pool:
-        for _ in pool.map(one, range(first, last)):
+    with ThreadPoolExecutor(len(chunks)) as pool:
+        for _ in pool.map(work, chunks):
             pass
+
+
+def _tenant_part(i: int, memory: Memory) -> TenantArchive:
+    """Tenant i as `add(_text(i), user_id=f"user-{i}", infer=False)` stores it: the message
+    `add` makes of the text (its role, its name the user's id, its time the add's) and the
+    records `verbatim_plan` makes of it."""
+    tenant, when = Tenant(user_id=f"user-{i}"), utcnow()
+    message = Message(role="user", content=_text(i), name=tenant.user_id, timestamp=when)
+    plan, _ = verbatim_plan(tenant, [message], when, memory.embedder)
+    assert plan.episode is not None
+    return TenantArchive(tenant=tenant, episodes=[plan.episode], facts=plan.new_facts,
+                         fact_events=plan.fact_events)  # fmt: skip
 
 
 def _timed_search(memory: Memory, query: str, who: int) -> tuple[float, float]:
@@ -153,6 +189,8 @@ def tenants_per_store(
     words: str = "shared",
     server_pid: int | None = None,
     fill_workers: int = 1,
+    fill: str = "adds",
+    fill_batch: int = 100,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Grow one store tenant by tenant; at each checkpoint, up to `searches` tenants never
     searched before get their first search (which may read the tenant's rows, and embeds the
@@ -169,7 +207,17 @@ def tenants_per_store(
         made = 0
         fill_started = time.perf_counter()
         for checkpoint in checkpoints:
-            _fill(memory, made, checkpoint, fill_workers)
+            filling = time.perf_counter()
+            server_filling = _cpu_of(server_pid)
+            _fill(memory, made, checkpoint, fill_workers, fill, fill_batch)
+            fill_s = time.perf_counter() - filling
+            server_filled = _cpu_of(server_pid)
+            fill_server_cpu = (
+                None
+                if server_filling is None or server_filled is None
+                else round(server_filled - server_filling, 2)
+            )
+            added = checkpoint - made
             made = checkpoint
             fresh = [i for i in range(made) if i not in searched]
             chosen = rng.sample(fresh, min(searches, len(fresh)))
@@ -198,6 +246,7 @@ def tenants_per_store(
                 "server_cpu_per_search_ms": None
                 if server_before is None or server_after is None
                 else round((server_after - server_before) * 1000 / len(plan), 3),
+                "fill": {"tenants": added, "s": round(fill_s, 2), "server_cpu_s": fill_server_cpu},
                 "load": load_average(),
             }
             rows.append(row)
@@ -262,6 +311,14 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="threads adding the tenants (Neo4j: writes of different tenants side by side)",
     )
+    parser.add_argument(
+        "--fill",
+        choices=("adds", "import"),
+        default="adds",
+        help="how the tenants are written: one add(infer=False) each, or the same records "
+        "through import_archive, --fill-batch tenants per transaction (see _fill)",
+    )
+    parser.add_argument("--fill-batch", type=int, default=100, help="tenants per transaction")
     parser.add_argument("--out", type=Path, default=Path("bench-results/scale.json"))
     args = parser.parse_args(argv)
     load_before = load_average()
@@ -283,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             names = names_per_add([int(x) for x in args.names.split(",") if x], work)
             tenants, reopen = tenants_per_store(
                 [int(x) for x in args.tenants.split(",") if x], args.searches, work,
-                args.seed, store, args.words, server_pid, args.fill_workers,
+                args.seed, store, args.words, server_pid, args.fill_workers, args.fill,
+                args.fill_batch,
             )  # fmt: skip
     finally:
         if server is not None:
@@ -292,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         "store": args.store,
         "words": args.words,
         "fill_workers": args.fill_workers,
+        "fill": args.fill,
+        "fill_batch": args.fill_batch if args.fill == "import" else None,
         "embedder": "hashing",
         "names_per_add": names,
         "tenants_per_store": tenants,

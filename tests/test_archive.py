@@ -106,7 +106,7 @@ def test_round_trip_embedded_neo4j_embedded(tmp_path, llm_server, minilm, neo4j_
         original = _state(a)
         assert a.export(tmp_path / "a.jsonl") == 3
     with _memory(llm_server, minilm, neo4j) as b:
-        imported = b.import_archive(tmp_path / "a.jsonl")
+        imported = b.import_archive(tmp_path / "a.jsonl", batch=2)  # 2 tenants, then 1
         assert [t.reembedded for t in imported] == [False] * 3
         assert _state(b) == original
         b.export(tmp_path / "b.jsonl")
@@ -196,16 +196,23 @@ def test_an_entity_event_of_another_tenant_is_refused(filled, tmp_path, llm_serv
         assert target.get_all(**helper.model_dump()).entities == []
 
 
-def test_import_refuses_an_existing_tenant_unless_merge(filled, tmp_path, llm_server, minilm):
+@pytest.mark.parametrize("batch", [1, 10])
+def test_import_refuses_an_existing_tenant_unless_merge(
+    filled, tmp_path, llm_server, minilm, batch: int
+) -> None:
     source, archive = filled
     with _fresh(tmp_path, llm_server, minilm) as target:
         target.add("I am someone else", user_id="bob", infer=False)
         before = target.get_all(user_id="bob")
         with pytest.raises(ArchiveError, match=r"already has data.*--merge"):
-            target.import_archive(archive)
+            target.import_archive(archive, batch=batch)
         assert target.get_all(user_id="bob") == before
-        # tenants before the refused one were imported whole; the rest were not started
-        target.import_archive(archive, merge=True)
+        # tenants before the refused one were imported whole (also from a batch not yet
+        # full); the rest were not started
+        order = [t.key for t in source.tenants()]
+        bob = order.index(Tenant(user_id="bob").key)
+        assert {t.key for t in target.tenants()} == {*order[:bob], Tenant(user_id="bob").key}
+        target.import_archive(archive, merge=True, batch=batch)
         texts = sorted(f.text for f in target.get_all(user_id="bob").facts)
         assert texts == ["I am someone else", "locker code 4521"]
         assert _state(target)['["alice", null, null]'] == _state(source)['["alice", null, null]']
@@ -213,7 +220,10 @@ def test_import_refuses_an_existing_tenant_unless_merge(filled, tmp_path, llm_se
         assert len(target.get_all(user_id="bob").facts) == 2
 
 
-def test_a_newer_or_broken_archive_is_refused_clearly(filled, tmp_path, llm_server, minilm):
+@pytest.mark.parametrize("batch", [1, 2])
+def test_a_newer_or_broken_archive_is_refused_clearly(
+    filled, tmp_path, llm_server, minilm, batch: int
+) -> None:
     _, archive = filled
     lines = archive.read_text().splitlines()
     header = json.loads(lines[0])
@@ -225,7 +235,7 @@ def test_a_newer_or_broken_archive_is_refused_clearly(filled, tmp_path, llm_serv
         with pytest.raises(ArchiveError, match="not a mem0g archive"):
             target.import_archive(io.StringIO('{"hello": 1}\n'))
         with pytest.raises(ArchiveError, match=r"incomplete|cut off"):
-            target.import_archive(io.StringIO("\n".join(cut)))
+            target.import_archive(io.StringIO("\n".join(cut)), batch=batch)
         ended = [json.loads(line)["tenant"] for line in cut if '"kind": "end"' in line]
         assert [t.model_dump() for t in target.tenants()] == ended  # the whole ones only
     with _fresh(tmp_path, llm_server, minilm, "other") as target:
@@ -234,8 +244,11 @@ def test_a_newer_or_broken_archive_is_refused_clearly(filled, tmp_path, llm_serv
         other[tampered]["record"]["source_id"] = "nobody"  # a store-level refusal
         owner = next(d["tenant"] for d in other[tampered:] if d["kind"] == "end")
         with pytest.raises(Exception, match="nobody"):
-            target.import_archive(io.StringIO("\n".join(json.dumps(d) for d in other)))
+            target.import_archive(io.StringIO("\n".join(json.dumps(d) for d in other)),
+                                  batch=batch)  # fmt: skip
         before = [d["tenant"] for d in other[:tampered] if d["kind"] == "end"]
+        # the whole batches before the owner's (its own batch is refused whole)
+        before = before[: len(before) // batch * batch]
         assert [t.model_dump() for t in target.tenants()] == before  # none of owner's
         assert owner not in before
 

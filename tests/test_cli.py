@@ -1199,6 +1199,10 @@ def test_export_then_import_into_another_store(cli: Cli, tmp_path: Path) -> None
     newer.write_text("\n".join([header, *lines[1:]]))
     too_new = Cli(tmp_path / "third", cli.env)("import", str(newer))
     assert too_new.exit_code == 2 and "upgrade mem0g" in _error_line(too_new, progress=True)
+    batched = Cli(tmp_path / "fourth", cli.env)
+    assert batched("import", str(archive), "--batch", "0").exit_code == 2  # nothing opened
+    assert batched("import", str(archive), "--batch", "50").exit_code == 0
+    assert batched("dump", "-u", "alice").stdout == cli("dump", "-u", "alice").stdout
 
 
 def test_search_reference_time_reads_time_words_against_it(

@@ -43,8 +43,11 @@ def test_placeholders(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["Alice", "Paris", "Acme", "Username Inc", "Ian", "Mia", "My Chemical Romance", "Myra"]
-)
+    "name",
+    ["Alice", "Paris", "Acme", "Username Inc", "Ian", "Mia", "My Chemical Romance", "Myra",
+     # names in other scripts have no ASCII letter at all (once taken for placeholders)
+     "北京", "Москва", "Алиса Петрова", "Ελένη", "محمد", "東京タワー", "\U00020000\U00020001"],
+)  # fmt: skip
 def test_real_names_are_not_placeholders(name: str) -> None:
     assert not is_placeholder(name)
 

@@ -152,3 +152,56 @@ def test_tenant_key_is_the_stored_json_whatever_the_ids(ids) -> None:
     tenant = Tenant(user_id=ids[0], agent_id=ids[1], run_id=ids[2])
     assert tenant.key == json.dumps(list(ids))  # the key both stores hold
     assert Tenant.from_key(tenant.key) == tenant
+
+
+def _astral(n: int, start: int = 0) -> str:
+    """n different CJK letters outside the BMP: 4 bytes each in UTF-8, 12 as JSON escapes."""
+    return "".join(chr(0x20000 + start + i) for i in range(n))
+
+
+def _upper(field: str) -> int:
+    """The largest value `limits.<field>` can be configured to."""
+    from mem0g.config import LimitsConfig
+
+    return next(m.le for m in LimitsConfig.model_fields[field].metadata if hasattr(m, "le"))
+
+
+def test_the_longest_values_the_limits_allow_are_stored(make_memory, llm_server, hashing) -> None:
+    """Names, relations, types and ids at the largest lengths the limits can be set to, in
+    the characters that take the most bytes, are stored on both stores (Neo4j's index keys
+    stop near 8 KB: a value past them failed the add after all its LLM calls)."""
+    ids, name, rel = _upper("max_id_chars"), _upper("max_name_chars"), _upper("max_relation_chars")
+    alice, berlin = _astral(name), _astral(name, 1000)
+    relation, kind = ("lives_in_" * rel)[:rel], ("person_" * rel)[:rel]
+    fact = _astral(2000, 3000)
+    m = make_memory(
+        turn("moved", [(alice, kind), (berlin, kind)], [(alice, relation, berlin)], facts=[fact]),
+        embedder=hashing,  # (MiniLM reads these letters as one unknown token: one vector)
+        limits={"max_id_chars": ids, "max_name_chars": name, "max_relation_chars": rel},
+        memory={"facts": True},
+    )
+    # three ids of 256 such letters make a 9,228-character key (JSON escapes): refused before
+    # any call, as Neo4j's index would refuse it after all of them
+    tenant = {
+        "user_id": _astral(ids),
+        "agent_id": _astral(ids, ids),
+        "run_id": _astral(ids, 2 * ids),
+    }
+    with pytest.raises(ValueError, match=r"tenant key of 9228 characters.*at most 5000"):
+        m.add("I moved", **tenant, timestamp=T1)
+    assert llm_server.requests == []
+    from mem0g.types import Tenant
+    from mem0g.validation import MAX_TENANT_KEY_CHARS
+
+    tenant["agent_id"] = _astral(150, ids)
+    shorter = Tenant(**{**tenant, "run_id": ""}).key
+    tenant["run_id"] = "r" * (MAX_TENANT_KEY_CHARS - len(shorter))  # the longest key taken
+    assert len(Tenant(**tenant).key) == MAX_TENANT_KEY_CHARS
+    m.add("I moved", **tenant, timestamp=T1)
+    graph = m.get_all(**tenant)
+    assert {e.name for e in graph.entities} == {alice, berlin}
+    assert [(r.source, r.relation, r.destination) for r in graph.relations] == [
+        (alice, relation, berlin)
+    ]
+    assert [f.text for f in graph.facts] == [fact]
+    assert [r.destination for r in m.search(alice, **tenant).relations] == [berlin]

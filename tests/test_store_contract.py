@@ -586,6 +586,64 @@ def test_invalid_plans_are_rejected_whole(
         assert again.stats() == before[1]
 
 
+def test_apply_many_writes_every_tenant_in_one_transaction(
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator
+) -> None:
+    """A bulk load's batch (an archive import): several tenants' plans, graph and facts, each
+    written as `apply` would, and each tenant's version moved."""
+    tenants = [A, A_BOT, B]
+    versions = [store.tenant_version(t) for t in tenants]
+    plans = [chain(t, [f"P{i}", f"Q{i}"], rng) for i, t in enumerate(tenants)]
+    for i, p in enumerate(plans):
+        p.new_facts = [fact(p.tenant, f"fact {i}", rng)]
+        p.fact_events = added(*p.new_facts)
+    store.apply_many(plans)
+    assert [store.tenant_version(t) for t in tenants] != versions
+    for p in plans:
+        assert store.get_entities(p.tenant, ids(p.new_entities)) == p.new_entities
+        assert store.get_relations(p.tenant, ids(p.new_relations)) == p.new_relations
+        assert texts(store.get_facts(p.tenant, ids(p.new_facts))) == [p.new_facts[0].text]
+        assert [e for e in store.episodes(p.tenant) if e.tenant == p.tenant] == [p.episode]
+    assert sorted(store.tenants(), key=lambda t: t.key) == sorted(tenants, key=lambda t: t.key)
+    with open_store() as again:
+        assert again.stats().entities == 6 and again.stats().episodes == 3
+    store.apply_many([])  # nothing to write
+    assert store.stats().entities == 6
+
+
+@pytest.mark.parametrize("bad", ["stale_version", "unknown_endpoint", "same_tenant_twice"])
+def test_apply_many_writes_nothing_when_one_plan_is_refused(
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator, bad: str
+) -> None:
+    """All of a batch or none of it: the plans before and after the refused one are not
+    written either."""
+    store.apply(chain(A, ["Alice"], rng))
+    before = (store.snapshot(Tenant(user_id="a"), EVERYTHING), store.stats(), store.tenants())
+    good = [chain(A_BOT, ["P", "Q"], rng), chain(B, ["R"], rng)]
+    good[1].new_facts = [fact(B, "kept nowhere", rng)]
+    good[1].fact_events = added(*good[1].new_facts)
+    if bad == "stale_version":
+        refused = chain(A, ["Fresh"], rng)
+        refused.based_on = "not the version"
+    elif bad == "unknown_endpoint":
+        fresh = entity(A, "Fresh", rng)
+        refused = plan(
+            A, entities=[fresh], relations=[relation(A, fresh, "x", entity(A, "G", rng), rng)]
+        )
+    else:
+        refused = chain(A_BOT, ["Twice"], rng)
+    with pytest.raises(StoreError):
+        store.apply_many([good[0], refused, good[1]])
+    assert (
+        store.snapshot(Tenant(user_id="a"), EVERYTHING),
+        store.stats(),
+        store.tenants(),
+    ) == before
+    assert store.facts(B) == [] and store.episodes(B) == []
+    with open_store() as again:
+        assert again.stats() == before[1]
+
+
 def test_reopen_restores_everything(
     open_store: Callable[..., Store], rng: np.random.Generator
 ) -> None:

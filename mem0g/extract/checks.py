@@ -55,15 +55,27 @@ RULE_EMPTY = "name normalises to nothing"
 RULE_UNKNOWN = "entity not returned by the extractor"
 
 
+_BRACKETS = re.compile(r"[<>\[\]{}\"'`]")
+
+
 def _key(name: str) -> str:
-    return snake_case(re.sub(r"[<>\[\]{}\"'`]", " ", name))
+    """A name as a relation name would be stored (ASCII snake_case): rule 3's comparison."""
+    return snake_case(_BRACKETS.sub(" ", name))
+
+
+def _word_key(name: str) -> str:
+    """A name's words in any script, casefolded and joined by "_" ("My Name" -> "my_name",
+    "<name>" -> "name", "北京" -> "北京"): rule 1's comparison. Not `_key`, which keeps ASCII
+    only: every name in another script ("Москва", "北京") would be empty, so a placeholder."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", _BRACKETS.sub(" ", name).strip())
+    return re.sub(r"[\W_]+", "_", spaced.casefold()).strip("_")
 
 
 def is_placeholder(name: str, speakers: Iterable[str] = ()) -> bool:
     """A name that stands for nobody in particular (rule 1); speakers' names never are."""
     if name.strip().casefold() in {s.strip().casefold() for s in speakers if s}:
         return False
-    key = _key(name)
+    key = _word_key(name)
     if not key or key in PRONOUNS or key in PLACEHOLDERS or _NUMBERED.match(key):
         return True
     raw = name.strip()
@@ -81,7 +93,7 @@ def is_self_named(relation: str, source: str, destination: str, types: dict[str,
     rel = snake_case(relation)
     for end in (source, destination):
         key = _key(end)
-        if rel == key:
+        if rel and rel == key:  # (a name in another script has no ASCII key at all)
             return True
         words = key.split("_")
         if len(words) > 1 and types.get(end, "") == "person" and rel == words[0]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from mem0g import validation
+from mem0g.embed import CachedEmbedder
 from mem0g.memory.parts import MemoryPart
 from mem0g.resolve.links import plan_links
 from mem0g.stores.base import PlanConflict
@@ -24,42 +25,53 @@ from mem0g.types import (
 )
 
 
+def verbatim_plan(
+    tenant: Tenant, messages: list[Message], when: datetime, embedder: CachedEmbedder
+) -> tuple[WritePlan, AddResult]:
+    """What `add(infer=False)` writes, before its fact links: one episode of the messages,
+    each message's text one fact (embedded), with its ADD event. Also how
+    scripts/bench_scale.py makes the tenants it imports in bulk, so they are the same records
+    as adds make (tests/test_bench_scale.py compares the stored rows)."""
+    now = utcnow()
+    episode = Episode(tenant=tenant, messages=messages, timestamp=when, created_at=now)
+    provenance = Provenance(episode_id=episode.id, timestamp=when)
+    texts = [m.content.strip() for m in messages]
+    vectors = embedder.embed(texts)
+    plan = WritePlan(tenant=tenant, episode=episode, updated_at=now)
+    results = []
+    for text, vector in zip(texts, vectors, strict=True):
+        fact = Fact(
+            tenant=tenant,
+            text=text,
+            embedding=[float(x) for x in vector],
+            created_at=now,
+            updated_at=now,
+            provenance=[provenance],
+        )
+        plan.new_facts.append(fact)
+        plan.fact_events.append(
+            FactEvent(
+                fact_id=fact.id,
+                tenant=tenant,
+                event="ADD",
+                new_text=text,
+                actor="user",
+                episode_id=episode.id,
+                at=now,
+            )
+        )
+        results.append(FactResult(event="ADD", id=fact.id, text=text))
+    return plan, AddResult(episode_id=episode.id, facts=results)
+
+
 class FactMethods(MemoryPart):
     """`Memory`'s fact methods that need no LLM."""
 
     def _import(self, tenant: Tenant, messages: list[Message], when: datetime) -> AddResult:
         """Messages become facts as they are: no extraction, no LLM."""
-        now = utcnow()
-        episode = Episode(tenant=tenant, messages=messages, timestamp=when, created_at=now)
-        provenance = Provenance(episode_id=episode.id, timestamp=when)
-        texts = [m.content.strip() for m in messages]
-        vectors = self.embedder.embed(texts)
-        plan = WritePlan(tenant=tenant, episode=episode, updated_at=now)
-        results = []
-        for text, vector in zip(texts, vectors, strict=True):
-            fact = Fact(
-                tenant=tenant,
-                text=text,
-                embedding=[float(x) for x in vector],
-                created_at=now,
-                updated_at=now,
-                provenance=[provenance],
-            )
-            plan.new_facts.append(fact)
-            plan.fact_events.append(
-                FactEvent(
-                    fact_id=fact.id,
-                    tenant=tenant,
-                    event="ADD",
-                    new_text=text,
-                    actor="user",
-                    episode_id=episode.id,
-                    at=now,
-                )
-            )
-            results.append(FactResult(event="ADD", id=fact.id, text=text))
+        plan, result = verbatim_plan(tenant, messages, when, self.embedder)
         self._apply_linked(plan)
-        return AddResult(episode_id=episode.id, facts=results)
+        return result
 
     def _apply_linked(self, plan: WritePlan) -> None:
         """Apply a plan made without the LLM, with its fact links, from the tenant's version:

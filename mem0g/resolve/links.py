@@ -67,20 +67,24 @@ def named(text: str, owners: Mapping[str, set[str]]) -> set[str]:
     return found
 
 
-def plan_links(store: GraphStore, plan: WritePlan, limit: int = EARLIER_LIMIT) -> WritePlan:
-    """Fill `plan.fact_links` (reads only: entities by key, earlier facts by BM25)."""
+def plan_links(
+    store: GraphStore, plan: WritePlan, limit: int = EARLIER_LIMIT, *, stored: bool = True
+) -> WritePlan:
+    """Fill `plan.fact_links` (reads only: entities by key, earlier facts by BM25).
+    `stored=False`: the store holds nothing of the plan's tenant (an import of a tenant it
+    lacks), so the links are among the plan's own records and nothing is read."""
     tenant = plan.tenant
     texts: dict[str, str | None] = {f.id: f.text for f in plan.new_facts}
     for change in plan.fact_changes:
         texts[change.fact_id] = change.text
     live = {i: t for i, t in texts.items() if t is not None}
     grams = sorted({g for t in live.values() for g in name_ngrams(t)})
-    stored = [  # in chunks: an import's plan may hold a whole tenant's facts
+    found = [  # in chunks: an import's plan may hold a whole tenant's facts
         e
-        for start in range(0, len(grams), _LOOKUP_CHUNK)
+        for start in range(0, len(grams) if stored else 0, _LOOKUP_CHUNK)
         for e in store.find_entities(tenant, grams[start : start + _LOOKUP_CHUNK], exact=True)
     ]
-    owners = _owners((e.id, e.keys) for e in stored if e.tenant == tenant)
+    owners = _owners((e.id, e.keys) for e in found if e.tenant == tenant)
     added = _owners(
         [(e.id, e.keys) for e in plan.new_entities]
         + [(a.entity_id, a.keys) for a in plan.alias_updates]
@@ -89,7 +93,7 @@ def plan_links(store: GraphStore, plan: WritePlan, limit: int = EARLIER_LIMIT) -
         owners.setdefault(key, set()).update(ids)
     links = {(fact_id, e) for fact_id, text in live.items() for e in named(text, owners)}
     new_keys = {k: ids for k, ids in added.items() if not k.startswith("token:")}
-    if new_keys:
+    if new_keys and stored:
         for fact in _earlier(store, plan, new_keys, limit, set(texts)):
             links |= {(fact.id, e) for e in named(fact.text, new_keys)}
     plan.fact_links = [FactLink(fact_id=f, entity_id=e) for f, e in sorted(links)]

@@ -176,6 +176,12 @@ class GraphStore(Protocol):
         `plan.based_on`, first check inside the transaction that the exact tenant's version is
         still that one (else raise PlanConflict); every write of a tenant moves its version."""
 
+    def apply_many(self, plans: Sequence[WritePlan]) -> None:
+        """Plans of distinct exact tenants (else StoreError), each checked as `apply` checks
+        it, all written in one transaction or none (then raise). For bulk loads (an archive's
+        import): a commit has a fixed cost (an fsync; on Neo4j a refresh of every full-text
+        and vector index it touched), paid once here instead of once per plan."""
+
     def tenant_version(self, tenant: Tenant) -> str:
         """An opaque token that changes whenever anything of the exact tenant is written
         (adds, fact edits, merges, splits, deletes), read from the database itself, so a

@@ -39,6 +39,7 @@ __all__ = [
     "Owned",
     "check_plan",
     "check_records",
+    "distinct_tenants",
     "is_empty",
 ]
 
@@ -111,6 +112,17 @@ def is_empty(plan: WritePlan) -> bool:
         plan.fact_links,
     )
     return not plan_episodes(plan) and not any(parts)
+
+
+def distinct_tenants(plans: Sequence[WritePlan]) -> None:
+    """`apply_many` takes one plan per exact tenant: a plan is checked against the store as it
+    was before the transaction (the embedded store's memory changes only after COMMIT), so a
+    second plan of the same tenant could not see the first."""
+    seen: set[Tenant] = set()
+    for plan in plans:
+        if plan.tenant in seen:
+            raise StoreError(f"two plans of {plan.tenant.key} in one transaction")
+        seen.add(plan.tenant)
 
 
 def check_records(plan: WritePlan) -> None:

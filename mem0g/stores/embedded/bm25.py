@@ -70,28 +70,31 @@ def schema(table: str, tokenize: str) -> list[str]:
     ]
 
 
-def count_in(table: str, row: str, text: str, scope: str) -> str:
-    """Trigger statements adding the counts of row `row` (new), columns given as SQL. No
-    OR IGNORE / upsert: the outer statement's conflict policy overrides a trigger's. The
-    helper's vocab is read twice (its text terms, its scope token count): each read costs a
-    cursor over the helper, the most expensive step of a write's counting."""
+def count_in(table: str, row: str, text: str) -> str:
+    """Trigger statements adding the counts of row `row` (new), its text given as SQL. The
+    helper holds the text only and its vocab is read once: a cursor over the helper is the
+    most expensive step of a write's counting. The row's length adds its `scope` column,
+    which is always one token (`lexical._scope_sql`: the tenant key's hex, written in the
+    letters a-p, so the tokenizer never splits it), as bm25() counts every column's tokens.
+    The term counts move by one upsert per term (an outer statement's `OR` conflict policy
+    overrides a trigger's own `OR` policy, not an upsert; the store's writes use none)."""
     _checked(table)
     rid, vocab, tf = f"{row}.rowid", f"{table}_bm25_tokc", f"{table}_bm25_tf"
     return f"""
-        INSERT INTO {table}_bm25_tok (rowid, text, scope) VALUES ({rid}, {text}, {scope});
+        INSERT INTO {table}_bm25_tok (rowid, text) VALUES ({rid}, {text});
         INSERT INTO {tf} (rid, term, tf) SELECT {rid}, term, cnt FROM {vocab} WHERE col = 'text';
         INSERT INTO {table}_bm25_len (rid, n) VALUES ({rid},
-            coalesce((SELECT sum(tf) FROM {tf} WHERE rid = {rid}), 0)
-            + coalesce((SELECT sum(cnt) FROM {vocab} WHERE col = 'scope'), 0));
-        INSERT INTO {table}_bm25_df (term, df) SELECT term, 0 FROM {tf} t
-            WHERE t.rid = {rid} AND NOT EXISTS (SELECT 1 FROM {table}_bm25_df d
-                                                WHERE d.term = t.term);
-        UPDATE {table}_bm25_df SET df = df + 1
-            WHERE term IN (SELECT term FROM {tf} WHERE rid = {rid});
+            coalesce((SELECT sum(tf) FROM {tf} WHERE rid = {rid}), 0) + 1);
+        INSERT INTO {table}_bm25_df (term, df) SELECT term, 1 FROM {tf} WHERE rid = {rid}
+            ON CONFLICT (term) DO UPDATE SET df = df + 1;
         UPDATE bm25_totals SET n_rows = n_rows + 1,
             n_tokens = n_tokens + (SELECT n FROM {table}_bm25_len WHERE rid = {rid})
             WHERE fts = '{table}_fts';
         INSERT INTO {table}_bm25_tok ({table}_bm25_tok) VALUES ('delete-all');"""
+
+
+# in the insert trigger of today's counts only: an older store's triggers are made again
+TRIGGER_MARK = "ON CONFLICT (term) DO UPDATE SET df = df + 1"
 
 
 def count_out(table: str, row: str) -> str:

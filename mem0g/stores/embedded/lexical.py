@@ -86,7 +86,7 @@ def _schema() -> tuple[str, ...]:
             f"""CREATE TRIGGER IF NOT EXISTS {fts}_ai AFTER INSERT ON {table} BEGIN
                 INSERT INTO {fts} (rowid, text, scope, id, tenant_key)
                 VALUES (new.rowid, {new}, {scope}, new.id, new.tenant_key);
-                {bm25.count_in(table, "new", new, scope)} END""",
+                {bm25.count_in(table, "new", new)} END""",
             f"""CREATE TRIGGER IF NOT EXISTS {fts}_ad AFTER DELETE ON {table} BEGIN
                 DELETE FROM {fts} WHERE rowid = old.rowid;
                 {bm25.count_out(table, "old")} END""",
@@ -94,7 +94,7 @@ def _schema() -> tuple[str, ...]:
                 ON {table} BEGIN
                 UPDATE {fts} SET text = {new} WHERE rowid = old.rowid;
                 {bm25.count_out(table, "old")}
-                {bm25.count_in(table, "new", new, scope)} END""",
+                {bm25.count_in(table, "new", new)} END""",
         ]
     return tuple(statements)
 
@@ -133,14 +133,15 @@ _SEARCH = {
 
 def upgrade(conn: sqlite3.Connection) -> list[str]:
     """Before SCHEMA runs: drop FTS tables (and their triggers) of a store older than v7,
-    which had no `scope` column, and the triggers that keep no BM25 counts (bm25.py); SCHEMA
-    recreates them and `sync` refills them."""
+    which had no `scope` column, and the triggers that keep no BM25 counts or keep them in
+    an older, dearer way (bm25.py; the counts themselves are the same); SCHEMA recreates
+    them and `sync` refills what needs it."""
     dropped = []
     for fts, _ in _SOURCES.values():
         trigger = conn.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (f"{fts}_ai",)
         ).fetchone()
-        if trigger is not None and "_bm25_tok" not in trigger[0]:
+        if trigger is not None and bm25.TRIGGER_MARK not in trigger[0]:  # older counting
             for suffix in ("ai", "ad", "au"):
                 conn.execute(f"DROP TRIGGER IF EXISTS {fts}_{suffix}")
         row = conn.execute(

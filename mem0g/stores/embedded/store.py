@@ -20,6 +20,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from mem0g.stores.base import (
     check_index_kinds,
 )
 from mem0g.stores.embedded import lexical, links
+from mem0g.stores.embedded.facts import FactWrites
 from mem0g.stores.embedded.graph import GraphIndex, _locked
 from mem0g.stores.embedded.links import LinkReads
 from mem0g.stores.embedded.loading import TakenIds
@@ -53,7 +55,7 @@ from mem0g.stores.embedded.schema import (
     _write_entity_event,
     _write_pairs,
 )
-from mem0g.stores.plan import Existing, FactOutcome, Owned, check_plan
+from mem0g.stores.plan import Existing, FactOutcome, Owned, check_plan, distinct_tenants
 from mem0g.stores.repair import rename_event, renamed
 from mem0g.stores.vectors import as_vector as _vec
 from mem0g.types import (
@@ -70,6 +72,17 @@ from mem0g.types import (
     WritePlan,
     plan_episodes,
 )
+
+
+@dataclass
+class _Written:
+    """A plan's rows, written inside the transaction: what memory takes after COMMIT."""
+
+    plan: WritePlan
+    entities: dict[str, Entity]
+    relations: dict[str, Relation]
+    facts: FactWrites
+    vectors: dict[str, np.ndarray]  # the entity and edge vectors, by record id
 
 
 class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
@@ -163,53 +176,76 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
     @_locked
     def apply(self, plan: WritePlan) -> None:
         """Validate, write in one SQLite transaction, and only after COMMIT update memory."""
+        self.apply_many([plan])
+
+    @_locked
+    def apply_many(self, plans: Sequence[WritePlan]) -> None:
+        """Several tenants' plans in one SQLite transaction (one commit, one fsync), each
+        validated as `apply` does; memory changes only after COMMIT, for all of them."""
+        distinct_tenants(plans)
+        dims: set[int] = set() if self.dims is None else {self.dims}
         with self._transaction() as conn:
-            # another process may have committed before we got the write lock
-            self._ready(_key(plan.tenant))
-            _take_turn(conn, _key(plan.tenant), plan.based_on)
-            entities, relations, outcome = self._planned_state(plan)
-            renames = self._planned_renames(plan, entities, relations)
-            pairs = list(plan.possible_duplicates)
-            facts = self._facts.plan(plan, outcome)
-            written: list[Entity | Relation] = [*plan.new_entities, *plan.new_relations]
-            vectors = {r.id: v for r in written if (v := _vec(r.embedding)) is not None}
-            all_vectors = (*vectors.values(), *facts.vectors.values())
-            dims = {v.shape[0] for v in all_vectors if v is not None} | ({self.dims} - {None})
-            if len(dims) > 1:
-                raise StoreError(f"embeddings of different sizes in one store: {dims}")
-            for episode in plan_episodes(plan):
-                self._write(conn, "episodes", episode, None)
-            for entity in entities.values():
-                self._write(conn, "entities", entity, vectors.get(entity.id))
-            for rel in relations.values():
-                self._write(conn, "relations", rel, vectors.get(rel.id))
-            for fact_id in facts.deletes:
-                conn.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
-            for fact in facts.upserts.values():
-                self._write(conn, "facts", fact, facts.vectors[fact.id])
-            for event in facts.events:
-                self._write(conn, "fact_events", event, None)
-            for entity_event in (*plan.entity_events, *renames):
-                _write_entity_event(conn, entity_event)
-            _write_pairs(conn, plan.tenant, pairs)
-            links.write(conn, plan, _key(plan.tenant))
-        try:  # the _add_* helpers also take an existing record (its vector is kept)
-            for episode in plan_episodes(plan):
-                self._add_episode(episode.model_copy(deep=True))
-            for entity in entities.values():
-                if entity.id in self._entities:
-                    self._set_entity(entity)
-                else:
-                    self._add_entity(entity, vectors.get(entity.id))
-            for rel in relations.values():
-                self._add_relation(rel, vectors.get(rel.id))
-            if facts:
-                self._facts.commit(facts)
-                self._bucket(plan.tenant)
+            staged = [self._write_plan(conn, plan, dims) for plan in plans]
+        try:
+            for written in staged:
+                self._commit_plan(written)
             self.dims = self.dims or next(iter(dims), None)
         except BaseException:
             self._load()  # memory must match the committed database, whatever happened
             raise
+
+    def _write_plan(self, conn: sqlite3.Connection, plan: WritePlan, dims: set[int]) -> _Written:
+        """One plan's rows, inside the caller's transaction; `dims` gathers the vector sizes
+        of every plan of the transaction (one size per store)."""
+        # another process may have committed before we got the write lock
+        self._ready(_key(plan.tenant))
+        _take_turn(conn, _key(plan.tenant), plan.based_on)
+        entities, relations, outcome = self._planned_state(plan)
+        renames = self._planned_renames(plan, entities, relations)
+        pairs = list(plan.possible_duplicates)
+        facts = self._facts.plan(plan, outcome)
+        records: list[Entity | Relation] = [*plan.new_entities, *plan.new_relations]
+        vectors = {r.id: v for r in records if (v := _vec(r.embedding)) is not None}
+        all_vectors = (*vectors.values(), *facts.vectors.values())
+        dims |= {v.shape[0] for v in all_vectors if v is not None}
+        if len(dims) > 1:
+            raise StoreError(f"embeddings of different sizes in one store: {dims}")
+        for episode in plan_episodes(plan):
+            self._write(conn, "episodes", episode, None)
+        for entity in entities.values():
+            self._write(conn, "entities", entity, vectors.get(entity.id))
+        for rel in relations.values():
+            self._write(conn, "relations", rel, vectors.get(rel.id))
+        for fact_id in facts.deletes:
+            conn.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
+        for fact in facts.upserts.values():
+            self._write(conn, "facts", fact, facts.vectors[fact.id])
+        for event in facts.events:
+            self._write(conn, "fact_events", event, None)
+        for entity_event in (*plan.entity_events, *renames):
+            _write_entity_event(conn, entity_event)
+        _write_pairs(conn, plan.tenant, pairs)
+        links.write(conn, plan, _key(plan.tenant))
+        return _Written(plan, entities, relations, facts, vectors)
+
+    def _commit_plan(self, written: _Written) -> None:
+        """Memory after COMMIT (the _add_* helpers also take an existing record: its vector
+        is kept)."""
+        plan, entities, relations, vectors = (
+            written.plan, written.entities, written.relations, written.vectors
+        )  # fmt: skip
+        for episode in plan_episodes(plan):
+            self._add_episode(episode.model_copy(deep=True))
+        for entity in entities.values():
+            if entity.id in self._entities:
+                self._set_entity(entity)
+            else:
+                self._add_entity(entity, vectors.get(entity.id))
+        for rel in relations.values():
+            self._add_relation(rel, vectors.get(rel.id))
+        if written.facts:
+            self._facts.commit(written.facts)
+            self._bucket(plan.tenant)
 
     def _write(
         self, conn: sqlite3.Connection, table: str, record: Any, vec: np.ndarray | None

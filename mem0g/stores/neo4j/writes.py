@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from neo4j import Driver, ManagedTransaction
@@ -19,7 +20,7 @@ from mem0g.stores.neo4j.entity_vectors import EntityVectors
 from mem0g.stores.neo4j.plan_rows import _event_rows, _fact_refs, _fact_rows, _FactRows, _plan_rows
 from mem0g.stores.neo4j.rows import _check_version, _db_time, _scope, _tenant_props, _version
 from mem0g.stores.neo4j.session import Neo4jSession, _errors
-from mem0g.stores.plan import Existing, check_plan, check_records, is_empty
+from mem0g.stores.plan import Existing, check_plan, check_records, distinct_tenants, is_empty
 from mem0g.stores.repair import rename_event
 from mem0g.types import Entity, Fact, FactChange, Relation, Tenant, WritePlan
 
@@ -45,13 +46,24 @@ class PlanWrites(Neo4jSession):
 
     def apply(self, plan: WritePlan) -> None:
         """Validate, then write the whole plan in one transaction; a bad plan writes nothing."""
+        self.apply_many([plan])
+
+    def apply_many(self, plans: Sequence[WritePlan]) -> None:
+        """Plans of distinct tenants in one transaction, each checked and written as `apply`
+        does (its tenant's turn, `plan_check`, the batched statements), in tenant-key order so
+        that two such transactions take their tenants' locks in the same order. One commit:
+        the full-text and vector indexes it touched are refreshed once, not once per plan."""
         driver = self._ready()
-        check_records(plan)
-        if is_empty(plan):
+        distinct_tenants(plans)
+        for plan in plans:
+            check_records(plan)
+        plans = sorted((p for p in plans if not is_empty(p)), key=lambda p: p.tenant.key)
+        if not plans:
             return
-        records: tuple[Entity | Relation | Fact | FactChange, ...] = (
-            *plan.new_entities, *plan.new_relations, *plan.new_facts, *plan.fact_changes
-        )  # fmt: skip
+        records: list[Entity | Relation | Fact | FactChange] = []
+        for plan in plans:
+            records += [*plan.new_entities, *plan.new_relations, *plan.new_facts]
+            records += plan.fact_changes
         sizes: set[int | None] = {len(r.embedding) for r in records if r.embedding is not None}
         sizes |= {self.dims} - {None}
         if len(sizes) > 1:
@@ -61,8 +73,13 @@ class PlanWrites(Neo4jSession):
                 self.dims = self.dims or sizes.pop()
                 with _errors("could not create the vector indexes"):
                     self._ensure_vector_indexes(driver)
-        rows = _plan_rows(plan, time.time_ns())
-        self._write("apply", lambda tx: self._write_plan(tx, plan, rows))
+        rows = [(plan, _plan_rows(plan, time.time_ns())) for plan in plans]
+
+        def work(tx: ManagedTransaction) -> None:
+            for plan, plan_rows in rows:
+                self._write_plan(tx, plan, plan_rows)
+
+        self._write("apply", work)
 
     def _write_plan(self, tx: ManagedTransaction, plan: WritePlan, rows: dict[str, Any]) -> None:
         """The transaction function: take the tenant's turn, check the plan against the
