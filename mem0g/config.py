@@ -173,6 +173,10 @@ class FusionWeights(_Section):
     # off by default: on LoCoMo it did not beat the recipe without it (docs/benchmarks.md);
     # the `hybrid_linked` preset weighs it like the others
     entity_linked_facts: float = Field(default=0.0, ge=0)
+    # facts of the same add as one of the best facts: a share (this weight) of its fused score
+    # (retrieve/episodes.py); chosen on one LoCoMo conversation, held out on the other
+    # (docs/benchmarks.md)
+    episode_context: float = Field(default=0.3, ge=0)
 
 
 class FusionConfig(_Section):
@@ -190,6 +194,12 @@ class FusionConfig(_Section):
     )
     rrf_k: int = Field(default=60, ge=1)
     weights: FusionWeights = Field(default_factory=FusionWeights)
+    context_seeds: int = Field(
+        default=5,
+        ge=1,
+        description="how many of the best facts lend their episode's other facts a share of "
+        "their score (the `episode_context` ranking)",
+    )
     near_duplicate: float = Field(
         default=1.0,
         ge=-1.0,

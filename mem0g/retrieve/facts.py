@@ -20,6 +20,8 @@ import numpy as np
 
 from mem0g.config import RetrievalConfig
 from mem0g.embed import CachedEmbedder
+from mem0g.retrieve.episodes import NAME as EPISODE_CONTEXT
+from mem0g.retrieve.episodes import episode_context
 from mem0g.retrieve.fusion import Ranking, diversify, fuse, ranked
 from mem0g.retrieve.timeline import FactVersion, as_of, said_at, versions
 from mem0g.retrieve.timewin import QueryTime, with_time
@@ -208,12 +210,27 @@ class FactRetriever:
             spans = {i: (v.start, v.start + timedelta(seconds=1)) for i, v in by_id.items()}
             texts = {i: v.text for i, v in by_id.items()}
             rankings = with_time(rankings, spans, texts, qt, self.config.fusion)
+        episodes = {i: [p.episode_id for p in v.fact.provenance if p.timestamp <= when]
+                    for i, v in by_id.items() if v.fact is not None}  # fmt: skip
+        rankings = self._with_context(rankings, episodes)
         fused, sources = fuse(rankings, self.config.fusion)
         true_then = {i: s for i, s in fused.items() if i in by_id}
         order = ranked(true_then, sources, rankings)
         texts = {i: v.text for i, v in by_id.items()}
         top = diversify(order, vectors, limit, self.config.fusion, texts)
         return [_sourced(version_hit(by_id[i], s), sources[i]) for i, s in top]
+
+    def _with_context(
+        self, rankings: Mapping[str, Ranking], episodes: Mapping[str, list[str]]
+    ) -> dict[str, Ranking]:
+        """`rankings` and, when the recipe weighs it, the `episode_context` ranking over the
+        candidates (`episodes`: their episode ids), from the other rankings' fused order."""
+        recipe = self.config.fusion
+        if recipe.weights.episode_context <= 0:
+            return dict(rankings)
+        fused, sources = fuse(rankings, recipe)
+        near = episode_context(fused, sources, rankings, episodes, recipe.context_seeds)
+        return {**rankings, EPISODE_CONTEXT: near}
 
     def _current(
         self,
@@ -227,6 +244,8 @@ class FactRetriever:
             spans = {i: (said_at(f), said_at(f) + timedelta(seconds=1)) for i, f in records.items()}
             texts = {i: f.text for i, f in records.items()}
             rankings = with_time(rankings, spans, texts, qt, self.config.fusion)
+        episodes = {i: [p.episode_id for p in f.provenance] for i, f in records.items()}
+        rankings = self._with_context(rankings, episodes)
         fused, sources = fuse(rankings, self.config.fusion)
         pool = ranked(fused, sources, rankings)[: max(3 * limit, limit + 10)]
         unknown = [i for i, _ in pool if i not in records]

@@ -9,7 +9,10 @@ Rankings, all computed without an LLM:
 - `entity_linked_facts`: facts linked at add time to the entities the query names
   (`retrieve.linked`: most of them named first, then cosine);
 - `time`: facts and edges whose time falls in the query's time window (`retrieve.timewin`),
-  in the order the other rankings put them: a boost, never a filter (`as_of` is the filter).
+  in the order the other rankings put them: a boost, never a filter (`as_of` is the filter);
+- `episode_context`: facts stored in the same add as one of the `context_seeds` best facts
+  of the other rankings, scored by that fact's fused score (`retrieve.episodes`): relative
+  fusion adds weight x that score as it is (a share of the neighbour's score).
 RRF adds weight / (rrf_k + rank) per ranking (rrf_k = 60, the standard constant);
 `weighted` adds weight x score; `relative` (the default's fact half; the relation half stays
 RRF, `FusionConfig.for_relations`) adds weight x the score scaled over its ranking, the best 1
@@ -47,6 +50,8 @@ def fuse(
         scale = None
         if recipe.method == "relative":  # a boost's scores are borrowed: each hit counts 1
             scale = (lambda _s: 1.0) if name in BOOSTS else _scaled(ranking, name in ZERO_BASED)
+            if name in FUSED:
+                scale = float
         for item, score, rank in _tied_ranks(ranking, tied):
             sources.setdefault(item, {})[name] = rank
             if weight == 0:
@@ -63,6 +68,9 @@ def fuse(
 
 # rankings that only pick hits, in the order the others put them, with their fused scores
 BOOSTS = frozenset({"time"})
+# rankings whose scores are fused scores of other hits already: relative fusion adds
+# weight x score as it is (a share of that score), not scaled again
+FUSED = frozenset({"episode_context"})
 # rankings whose 0 means "nothing matched" (BM25): scaled by their best score alone, so a
 # spread that is only noise (a term in most texts: BM25 ~ 0 for all) stays small
 ZERO_BASED = frozenset({"bm25_facts", "bm25_relations"})
@@ -85,7 +93,7 @@ def _scaled(ranking: Ranking, zero_based: bool) -> Callable[[float], float]:
 # places there (`ranked`): ids are random, so ordered by id two stores of the same adds
 # could return tied hits in different orders
 TIE_ORDER = ("dense_facts", "dense_relations", "graph_expansion", "entity_linked_facts",
-             "bm25_facts", "bm25_relations", "time")  # fmt: skip
+             "bm25_facts", "bm25_relations", "time", "episode_context")  # fmt: skip
 
 
 def _tied_ranks(ranking: Ranking, tied: bool) -> list[tuple[str, float, int]]:
@@ -196,21 +204,26 @@ def diversify(
 
 
 # Named recipes, data like the defaults: `retrieval.fusion` takes one of these names or a
-# recipe of its own. "hybrid" is the default (FusionConfig(): relative score fusion).
+# recipe of its own. "hybrid" is the default (FusionConfig(): relative score fusion, with
+# episode context).
 PRESETS: dict[str, FusionConfig] = {
     "hybrid": FusionConfig(),
-    # the hybrid recipe fused by ranks only (RRF, k = 60): the default before `relative`
-    "hybrid_rrf": FusionConfig(method="rrf"),
-    # the default, by the name it had while it was opt-in
-    "hybrid_relative": FusionConfig(method="relative"),
+    # the hybrid recipe fused by ranks only (RRF, k = 60), without episode context: the
+    # default before `relative`
+    "hybrid_rrf": FusionConfig(method="rrf", weights=FusionWeights(episode_context=0)),
+    # the hybrid recipe without episode context: the default before it
+    "hybrid_relative": FusionConfig(method="relative", weights=FusionWeights(episode_context=0)),
     # plain vector search: what mem0g did before lexical retrieval (facts: cosine only)
     "dense": FusionConfig(
         method="rrf",
-        weights=FusionWeights(bm25_facts=0, time=0, bm25_relations=0, entity_linked_facts=0),
+        weights=FusionWeights(
+            bm25_facts=0, time=0, bm25_relations=0, entity_linked_facts=0, episode_context=0
+        ),
     ),
     # the baseline the issue compares with: dense + BM25 RRF, nothing else
     "dense_bm25": FusionConfig(
-        method="rrf", weights=FusionWeights(time=0, graph_expansion=0, entity_linked_facts=0)
+        method="rrf",
+        weights=FusionWeights(time=0, graph_expansion=0, entity_linked_facts=0, episode_context=0),
     ),
     # the hybrid recipe with the facts linked to the query's entities (`retrieve.linked`)
     "hybrid_linked": FusionConfig(weights=FusionWeights(entity_linked_facts=1.0)),
@@ -218,7 +231,12 @@ PRESETS: dict[str, FusionConfig] = {
     "hybrid_distinct": FusionConfig(near_duplicate=0.95),
     "lexical": FusionConfig(
         weights=FusionWeights(
-            dense_facts=0, time=0, dense_relations=0, graph_expansion=0, entity_linked_facts=0
+            dense_facts=0,
+            time=0,
+            dense_relations=0,
+            graph_expansion=0,
+            entity_linked_facts=0,
+            episode_context=0,
         )
     ),
 }
