@@ -13,7 +13,9 @@ TEST DOUBLE server, embeddings the offline hashing embedder, so only mem0g's own
    p50/p95 of wall and CPU time: this process's, and on Neo4j the server's (/proc, per
    search of both kinds); the query's words are in every tenant's fact (`--words shared`,
    the worst case for BM25: every tenant's rows hold them) or only in the one tenant's
-   (`--words own`); `--fill-workers N` writes the tenants on N threads (Neo4j), `--fill
+   (`--words own`); on the embedded store each repeated search alternates with one of a
+   10-tenant reference store (their CPU ratio is robust to the machine's load moving between
+   checkpoints); `--fill-workers N` writes the tenants on N threads (Neo4j), `--fill
    import` writes them through `import_archive`, `--fill-batch` per transaction: the same
    records as the adds (see `_fill`), minutes instead of hours for 20k tenants on Neo4j;
 3. reopen: the time to open the 20k-tenant store and answer its first search.
@@ -87,6 +89,13 @@ def names_per_add(sizes: list[int], work: Path) -> list[dict[str, Any]]:
         rows.append({"names": n, "add_s": round(seconds, 3), "entities": len(result.entities)})
         print(f"names per add {n:>5}: {seconds:8.3f} s ({len(result.entities)} entities)")
     return rows
+
+
+REFERENCE_TENANTS = 10
+"""The embedded store's repeated searches alternate with searches of a second store of this
+many tenants, in the same process: the ratio of their CPU p50s is what the grown store costs
+more, whatever the shared machine's load did between checkpoints (on this machine it moved
+a sequential 10 -> 20k comparison by 2x; issue #14, docs/benchmarks.md)."""
 
 
 def _own_word(n: int) -> str:
@@ -204,6 +213,17 @@ def tenants_per_store(
         config = _config(server, path, store)
         config["memory"]["facts"] = True
         memory = Memory(config)
+        reference = None
+        if store is None:  # the embedded store: a 10-tenant store searched beside it
+            small = _config(server, work / "reference")
+            small["memory"]["facts"] = True
+            reference = Memory(small)
+            _fill(reference, 0, REFERENCE_TENANTS, 1, fill, fill_batch)
+            for who in range(REFERENCE_TENANTS):
+                _timed_search(
+                    reference, "locker code" if words == "shared" else _own_word(who), who
+                )
+        pick = random.Random(seed + 1)
         made = 0
         fill_started = time.perf_counter()
         for checkpoint in checkpoints:
@@ -235,6 +255,12 @@ def tenants_per_store(
                 wall, cpu = _timed_search(memory, query, who)
                 timed[kind].append(wall)
                 timed[f"{kind}_cpu"].append(cpu)
+                if kind == "repeat" and reference is not None:
+                    other = pick.randrange(REFERENCE_TENANTS)
+                    query = "locker code" if words == "shared" else _own_word(other)
+                    wall, cpu = _timed_search(reference, query, other)
+                    timed.setdefault("reference", []).append(wall)
+                    timed.setdefault("reference_cpu", []).append(cpu)
             server_after = _cpu_of(server_pid)
             row = {
                 "tenants": made,
@@ -246,6 +272,13 @@ def tenants_per_store(
                 "server_cpu_per_search_ms": None
                 if server_before is None or server_after is None
                 else round((server_after - server_before) * 1000 / len(plan), 3),
+                "repeat_cpu_vs_reference": round(
+                    summary(timed["repeat_cpu"])["p50_ms"]
+                    / summary(timed["reference_cpu"])["p50_ms"],
+                    3,
+                )
+                if "reference_cpu" in timed
+                else None,
                 "fill": {"tenants": added, "s": round(fill_s, 2), "server_cpu_s": fill_server_cpu},
                 "load": load_average(),
             }
@@ -257,11 +290,15 @@ def tenants_per_store(
                 f"{row['repeat']['p50_ms']:7.3f} ms (CPU {row['repeat_cpu']['p50_ms']:7.3f}, "
                 f"p95 {row['repeat_cpu']['p95_ms']:7.3f})"
                 + ("" if server_cpu is None else f", server CPU {server_cpu:7.3f} ms/search")
+                + ("" if row["repeat_cpu_vs_reference"] is None else
+                   f", {row['repeat_cpu_vs_reference']:.2f}x the 10-tenant reference's CPU")
                 + ("" if row["loaded_before_first_search"] is None
                    else f"; {row['loaded_before_first_search']} of {len(chosen)} loaded before")
                 + f" (filled in {time.perf_counter() - fill_started:.1f} s, load {row['load']})"
             )  # fmt: skip
         memory.close()
+        if reference is not None:
+            reference.close()
         started, cpu = time.perf_counter(), time.process_time()
         reopened = Memory(config)
         opened, opened_cpu = time.perf_counter() - started, time.process_time() - cpu

@@ -30,6 +30,9 @@ def test_tiny_scale_run_writes_its_report(tmp_path: Path) -> None:
     assert [r["searched_tenants"] for r in report["tenants_per_store"]] == [2, 3]
     assert all(r["repeat"]["n"] == r["repeat_cpu"]["n"] == 3 for r in report["tenants_per_store"])
     assert all(r["loaded_before_first_search"] is not None for r in report["tenants_per_store"])
+    # each repeated search beside one of the 10-tenant reference store, and their CPU ratio
+    assert all(r["reference_cpu"]["n"] == 3 and r["repeat_cpu_vs_reference"] > 0
+               for r in report["tenants_per_store"])  # fmt: skip
     assert report["reopen"]["tenants"] == 5 and report["reopen"]["open_s"] > 0
     assert report["load_before"] is not None and report["machine"]["cpu_count"]
 

@@ -6,6 +6,7 @@ processes adding the same overlapping facts end with each entity, edge and fact 
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -91,16 +92,21 @@ def _run_writers(config: dict[str, Any], writers: int) -> list[list[dict[str, An
     return outputs
 
 
+def _graph_store(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The shared store of the writers: a file, or the test server emptied first."""
+    if store_kind != "neo4j":
+        return {"provider": "embedded", "path": str(tmp_path / "graph")}
+    server = request.getfixturevalue("neo4j_server")
+    request.getfixturevalue("neo4j_connect")  # empties the database
+    return {"provider": "neo4j", "url": server.uri, "username": server.user,
+            "password": server.password}  # fmt: skip
+
+
 @pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
 def test_writer_processes_create_each_thing_once(
     store_kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    graph_store: dict[str, Any] = {"provider": "embedded", "path": str(tmp_path / "graph")}
-    if store_kind == "neo4j":
-        server = request.getfixturevalue("neo4j_server")
-        request.getfixturevalue("neo4j_connect")  # empties the database
-        graph_store = {"provider": "neo4j", "url": server.uri, "username": server.user,
-                       "password": server.password}  # fmt: skip
+    graph_store = _graph_store(store_kind, tmp_path, request)
     writers = 4
     with ScriptedLLMServer(_rules()) as llm:
         config = {
@@ -134,3 +140,55 @@ def test_writer_processes_create_each_thing_once(
     # re-plans reuse the LLM's answers: extraction is asked once per add, never again
     assert calls["extract_entities"] == writers * len(TEXTS)
     assert calls["extract_facts"] == writers * len(TEXTS)
+
+
+@pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_a_write_between_plan_and_commit_is_planned_again_with_the_same_answers(
+    store_kind: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Deterministic: while one add waits for its second LLM answer, another `Memory` on the
+    same store adds the same fact. The first add's plan (two new entities, one new edge) is
+    refused at commit (the tenant's version moved), planned again from fresh reads, and ends
+    as a mention of the other's edge; the LLM answers it had are reused, not asked again."""
+    graph_store = _graph_store(store_kind, tmp_path, request)
+    entities, relations, _ = TEXTS["I live in Paris"]
+    rules = turn("I live in Paris", entities, relations)
+    extract, establish = rules[0], rules[1]
+    other: list[Memory] = []
+    config: dict[str, Any] = {}
+
+    def meanwhile(payload: dict[str, Any]) -> Any:
+        if not other:  # the first add's second call: the other writer adds and commits now
+            other.append(Memory(config))
+            other[0].add("I live in Paris", user_id="alice", timestamp="2024-01-02T10:00:00")
+        return establish["response"]
+
+    with ScriptedLLMServer(
+        [extract, {**establish, "response": meanwhile}, add_everything()]
+    ) as llm:
+        config.update({
+            "llm": {"base_url": llm.base_url, "api_key": "test", "max_retries": 0},
+            "embedder": {"provider": "hashing"},
+            "graph_store": graph_store,
+            "memory": {"summary": False, "facts": False},
+        })  # fmt: skip
+        with Memory(config) as first, caplog.at_level(logging.INFO, logger="mem0g"):
+            result = first.add("I live in Paris", user_id="alice", timestamp="2024-01-01T10:00:00")
+            everything = first.get_all(user_id="alice", include_invalid=True)
+        other[0].close()
+        calls = Counter(r.task for r in llm.requests)
+    assert [(c.event.value, c.source, c.destination) for c in result.relations] == [
+        ("NOOP", "Alice", "Paris")
+    ]
+    assert sorted(e.name for e in everything.entities) == ["Alice", "Paris"]
+    (edge,) = everything.relations
+    assert (edge.source, edge.relation, edge.destination, edge.mentions) == (
+        "Alice", "lives_in", "Paris", 2
+    )  # fmt: skip
+    replans = [r for r in caplog.records if "planning again" in r.getMessage()]
+    assert len(replans) == 1  # refused once at commit, then planned again
+    # each add asked extraction and relations once: the re-plan reused the first add's answers
+    assert calls["extract_entities"] == calls["establish_relations"] == 2

@@ -46,7 +46,7 @@ from builders import (
 )
 
 from mem0g.stores import EmbeddedGraphStore, GraphStore, StoreError
-from mem0g.stores.base import EdgeRef, edge_score
+from mem0g.stores.base import EdgeRef, PlanConflict, edge_score
 from mem0g.types import (
     AliasUpdate,
     Entity,
@@ -584,6 +584,65 @@ def test_invalid_plans_are_rejected_whole(
     assert store.find_entities(A, ["fresh"]) == []
     with open_store() as again:
         assert again.stats() == before[1]
+
+
+def test_every_write_of_a_tenant_moves_its_version_and_a_stale_plan_writes_nothing(
+    store: Store, open_store: Callable[..., Store], rng: np.random.Generator
+) -> None:
+    """The optimistic check of several writers (docs/architecture.md): a plan records the
+    exact tenant's version it was made from; any write of that tenant (a plan, a fact edit, a
+    merge, a split, a delete) moves the version, from this store or another connection, so
+    the stale plan is refused with PlanConflict and nothing of it is written. Other tenants'
+    writes leave the version alone."""
+    seen = [store.tenant_version(A)]
+
+    def moved() -> str:
+        version = store.tenant_version(A)
+        assert version not in seen
+        seen.append(version)
+        return version
+
+    base = chain(A, ["Alice", "Acme", "Bob"], rng)
+    base.based_on = seen[0]
+    store.apply(base)
+    stale = moved()
+    store.apply(chain(A_BOT, ["Other"], rng))  # another exact tenant of the same user
+    store.apply(chain(B, ["Bob"], rng))
+    assert store.tenant_version(A) == stale
+    note = fact(A, "Alice works at Acme", rng)
+    store.apply(fact_plan(A, [note]))
+    moved()
+    store.apply(WritePlan(tenant=A, fact_changes=[FactChange(fact_id=note.id, text="Alice left")],
+                          fact_events=[FactEvent(fact_id=note.id, tenant=A, event="UPDATE",
+                                                 new_text="Alice left", at=T0)]))  # fmt: skip
+    moved()
+    _, acme, bob = base.new_entities
+    merged = store.merge_entities(A, acme.id, bob.id)
+    moved()
+    store.split_entity(A, merged.merge_id)
+    moved()
+    with open_store() as other:  # another connection (another process's store)
+        other.apply(chain(A, ["Carol"], rng))
+    now = moved()
+    before = (store.snapshot(Tenant(user_id="a"), EVERYTHING), store.stats())
+    late = chain(A, ["Dora", "Eve"], rng)
+    late.based_on = stale
+    with pytest.raises(PlanConflict):
+        store.apply(late)
+    assert (store.snapshot(Tenant(user_id="a"), EVERYTHING), store.stats()) == before
+    assert store.find_entities(A, ["dora"]) == [] and store.tenant_version(A) == now
+    late.based_on = now
+    store.apply(late)  # made again from the version it now reads: written
+    assert len(store.find_entities(A, ["dora"])) == 1
+    last = moved()
+    store.delete_tenant(A)
+    # (Neo4j: an empty tenant's version again, as before its first write; a plan made from
+    # the empty tenant may apply to it, a plan made from what was deleted may not)
+    assert store.tenant_version(A) != last
+    gone = chain(A, ["Zed"], rng)
+    gone.based_on = last
+    with pytest.raises(PlanConflict):  # planned before the delete: never applied after it
+        store.apply(gone)
 
 
 def test_apply_many_writes_every_tenant_in_one_transaction(
