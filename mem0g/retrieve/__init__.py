@@ -14,10 +14,10 @@ declared `capabilities`.
 What lives here: this module (`DualRetriever`: linking, expansion, triple and lexical edge
 search, both halves of a search), `facts.py` (fact rankings, as_of versions), `linked.py` (the
 entity-linked facts ranking), `episodes.py` (the episode context ranking), `fusion.py`
-(named rankings, presets), `timeline.py`, `timewin.py` (time), `context.py` (the context block). Who may import it: `Memory` (and
-config, lazily, for the fusion presets' names). It imports config, embed, types,
-resolve.links and the store seam (`stores.base`, `stores.walk`, `stores.vectors`,
-`stores.lexical_query`), never a store.
+(named rankings, presets), `timeline.py`, `timewin.py` (time), `context.py` (the context
+block). Who may import it: `Memory` (and config, lazily, for the fusion presets' names).
+It imports config, embed, types, resolve.links and the store seam (`stores.base`,
+`stores.walk`, `stores.vectors`, `stores.lexical_query`), never a store.
 """
 
 from __future__ import annotations
