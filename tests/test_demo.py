@@ -253,11 +253,13 @@ def test_context_block_is_what_the_store_gives(demo_run: DemoRun, kept: Memory) 
     memories, relations = block.split("\n\n")
     lines = memories.splitlines()
     assert lines[0] == "Memories for user maya:"
-    # the hybrid recipe (dense + stemmed BM25, RRF) lifts the one fact holding the word "eat"
-    # (Maya's dinner plan) into the top two; the diet facts stay in the block
-    assert "- [2023-06-21] Maya has cut dairy out of her diet completely." in lines[1:3]
-    assert f"- [2023-03-14] {VEGAN}" in lines
-    assert any("lactose intolerant" in line for line in lines[1:4])
+    # the default recipe (dense + stemmed BM25, relative fusion, episode context) puts the one
+    # fact holding the word "eat" (Maya's dinner plan) first; the three diet facts stay in the
+    # block of five, with the job fact that shares an add with the vegan one (episode context)
+    assert lines[1].startswith("- [2023-03-14] Maya and Priya plan to eat out")
+    assert "- [2023-06-21] Maya has cut dairy out of her diet completely." in lines[1:6]
+    assert f"- [2023-03-14] {VEGAN}" in lines[1:6]
+    assert any("lactose intolerant" in line for line in lines[1:6])
     assert relations.splitlines()[:4] == [
         "Relations for user maya:",
         "- Maya -- has_diet --> vegan (since 2024-01-01)",
