@@ -108,8 +108,12 @@ class SummaryWorker:
     def wait_idle(self) -> None:
         """Let queued and running refreshes finish (before a delete, so none writes after)."""
         with self._lock:
-            pending = list(self._pending.values())
-        wait(pending)  # a failed refresh was already logged by _run
+            pending = list(self._pending.items())
+        wait([future for _, future in pending])  # a failed refresh was already logged by _run
+        # a Future wakes its waiters before it runs its done callbacks, so `_settle` may not
+        # have run yet: settle here too, or `pending()` could still count a finished refresh
+        for key, future in pending:
+            self._settle(key, future)
 
     def close(self) -> None:
         """Wait for a refresh in flight; cancel the queued ones."""

@@ -5,6 +5,7 @@ is silently reinterpreted. The LLM is the scripted TEST DOUBLE server."""
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
@@ -139,6 +140,42 @@ def test_per_tenant_maps_are_trimmed(make_memory) -> None:
     assert m.summaries.pending() == 0
     m.delete_all(user_id="user-0")
     assert m.summaries.pending() == 0
+
+
+def test_no_refresh_is_counted_once_wait_idle_returns(
+    tmp_path, llm_server, hashing, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Future wakes its waiters before it runs its done callbacks (CPython's
+    `Future.set_result`); here the callbacks are held back until after `wait_idle` returns,
+    as a busy machine may do, so the map must be trimmed by `wait_idle` itself."""
+    from concurrent.futures import Future
+
+    from mem0g import Memory
+
+    gate = threading.Event()
+    invoke = Future._invoke_callbacks  # type: ignore[attr-defined]
+
+    def late(self: Future[object]) -> None:
+        gate.wait(10)
+        invoke(self)
+
+    llm_server.add_rule({"task": "summarize", "response": {"summary": "Lives in London."}})
+    config = {
+        "llm": {"base_url": llm_server.base_url, "api_key": "test", "max_retries": 0},
+        "graph_store": {"provider": "embedded", "path": str(tmp_path / "s")},
+        "memory": {"summary": True, "summary_every": 1},
+    }
+    with Memory(config, embedder=hashing) as m:
+        m.add("I live in London", user_id="alice", infer=False)
+        m.summaries.wait_idle()
+        monkeypatch.setattr(Future, "_invoke_callbacks", late)
+        try:
+            m.refresh_summary(user_id="alice", wait=False)
+            m.summaries.wait_idle()
+            assert m.summaries.pending() == 0
+        finally:
+            gate.set()
+        assert m.summary(user_id="alice").text == "Lives in London."
 
 
 @pytest.mark.parametrize(
