@@ -514,6 +514,10 @@ def test_search_table_and_json(cli: Cli) -> None:
     }
     past = cli.json("search", "Alice", "-u", "alice", "--as-of", "2024-03-01", "--limit", "1")
     assert [h["destination"] for h in past["relations"]] == ["Paris"]
+    # facts obey --as-of as edges do (issue #15 item 3): the text true then, nothing said later
+    assert [f["text"] for f in past["facts"]] == ["Alice lives in Paris"]
+    before = cli.json("search", "where does Alice live", "-u", "alice", "--as-of", "1999-01-01")
+    assert (before["facts"], before["relations"]) == ([], [])
 
 
 def test_search_nothing_and_bad_input(cli: Cli) -> None:
@@ -1135,9 +1139,10 @@ def test_path_that_is_a_file(cli: Cli, tmp_path: Path) -> None:
 def test_ids_are_never_cut(
     cli: Cli, server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """At 80 columns (CliRunner's width) a long fact must wrap, not its id."""
+    """At 80 columns (a terminal's usual width) a long fact must wrap, not its id."""
     sentence = "Alice works at " + "the International Society of Long Names " * 3 + "Acme"
     monkeypatch.setitem(FACTS, sentence, ("Alice", "person", "works_at", "Acme", "organization"))
+    cli = Cli(cli.store, cli.env | {"COLUMNS": "80"})  # the fixture's is 160
     added = cli("add", sentence, "-u", "alice")
     assert added.exit_code == 0, added.output
     fact_id = _fact_ids(cli, "Acme", "-u", "alice")[sentence]
