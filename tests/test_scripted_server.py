@@ -518,3 +518,27 @@ def test_messages_match_ignores_the_recent_context() -> None:
         }
         status, body = srv.handle_chat(_body_for("t", later))
         assert status == 200 and _answer(body) == {"hit": "fallback"}
+
+
+def test_an_unscripted_fact_path_says_how_to_script_it(tmp_path: Path) -> None:
+    """A script of the graph tasks alone (README's first try) fails on the fact path, which
+    Memory runs by default: the error says how to script it or turn it off."""
+    from mem0g import Memory
+    from mem0g.llm.client import LLMError
+    from mem0g.testing.script import turn
+
+    rules = turn("moved to Paris", [("Alice", "person"), ("Paris", "city")],
+                 [("Alice", "lives_in", "Paris")])  # fmt: skip
+    with ScriptedLLMServer(rules) as llm:
+        config = {
+            "llm": {"base_url": llm.base_url, "api_key": "test", "max_retries": 0},
+            "embedder": {"provider": "hashing"},
+            "graph_store": {"provider": "embedded", "path": str(tmp_path / "store")},
+        }
+        with Memory(config) as m:
+            with pytest.raises(
+                LLMError, match=r"'extract_facts'.*turn\(\.\.\., facts=\[\.\.\.\]\)"
+            ):
+                m.add("I moved to Paris", user_id="alice")
+            assert m.stats().entities == 0
+        assert [r.task for r in llm.unmatched] == ["extract_facts"]

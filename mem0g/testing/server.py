@@ -68,6 +68,13 @@ logger = logging.getLogger(__name__)
 _CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 _MODELS_PATHS = frozenset({"/v1/models", "/models"})
 _EXCERPT_CHARS = 240
+_FACT_PATH_TASKS = {"extract_facts", "update_memory"}
+# a script written for the graph tasks alone meets these first: Memory runs the fact path
+# by default, and the bare "no rule matches" did not say so (issue #15 item 1)
+_FACT_PATH_HINT = (
+    "Memory runs the fact path by default: script it (turn(..., facts=[...])) or turn it "
+    'off ({"memory": {"facts": False}}); '
+)
 
 
 @dataclass(frozen=True)
@@ -380,6 +387,7 @@ class ScriptedLLMServer:
                 excerpt = excerpt[:_EXCERPT_CHARS] + "…"
             msg = (
                 f"{TEST_DOUBLE_LABEL}: no scripted rule matches task {task!r}; "
+                f"{_FACT_PATH_HINT if task in _FACT_PATH_TASKS else ''}"
                 f"payload excerpt: {excerpt}"
             )
             return 400, _error_body(msg, "scripted_no_match")
