@@ -1080,6 +1080,39 @@ def test_global_options_after_the_subcommand(cli: Cli, server: ScriptedLLMServer
     assert "`doctor` takes no tenant option (-u)" in result.output
 
 
+def _paragraphs(text: str | None) -> list[str]:
+    return [" ".join(p.split()) for p in (text or "").split("\n\n") if p.strip()]
+
+
+def test_help_texts_read_as_whole_sentences() -> None:
+    """A docstring's line breaks are not sentence breaks: `mem0g --help` lists each command by
+    one unbroken line (its first sentence when long), and `COMMAND --help` shows each
+    paragraph unbroken (issue #15 item 10; a wide terminal, so only a stray break splits one)."""
+    import typer
+
+    runner = CliRunner(env={"COLUMNS": "1000"})
+    listing = runner.invoke(app, ["--help"]).stdout
+    groups = [((), typer.main.get_command(app))]
+    seen = 0
+    while groups:
+        path, group = groups.pop()
+        for name, command in getattr(group, "commands", {}).items():
+            paragraphs = _paragraphs(command.help)
+            assert paragraphs, (*path, name)
+            first = paragraphs[0]
+            if not path:
+                long = len(first) > 100 and ". " in first
+                listed = first.split(". ", 1)[0] + "." if long else first
+                assert listed in listing, name
+            own = runner.invoke(app, [*path, name, "--help"])
+            assert own.exit_code == 0, own.output
+            for paragraph in paragraphs:
+                assert paragraph in own.stdout, ([*path, name], paragraph)
+            groups.append(((*path, name), command))
+            seen += 1
+    assert seen > 25  # the subcommands of entities and keys too
+
+
 def test_demo_keeps_its_own_path_option() -> None:
     import typer
 
