@@ -20,6 +20,7 @@ from mem0g.types import Tenant
 
 T1, T2, T3 = "2023-05-08T13:56:00", "2023-09-01T10:00:00", "2024-01-15T09:00:00"
 QUERIES = ["where does alice live?", "what does alice do at work?", "London", "Bob"]
+AS_OF = "2023-06-01"  # before the move and every edit: the restored history must answer it
 
 
 def _rules() -> list[dict[str, Any]]:
@@ -54,9 +55,10 @@ def _fill(m: Memory) -> None:
 
 
 def _state(m: Memory, scores: bool = True) -> dict[str, Any]:
-    """What a user sees: get_all (history included), every fact's history, searches.
-    `scores=False` leaves out fact scores (hits and their order stay): across engines they
-    differ by design, since relative fusion scales each store's own BM25 (FTS5
+    """What a user sees: get_all (history included), every fact's history, searches (now and
+    as of `AS_OF`), with the facts, relations and linked entities each returns.
+    `scores=False` leaves out fact and entity scores (hits and their order stay): across
+    engines they differ by design, since relative fusion scales each store's own BM25 (FTS5
     clamps the IDF of a term in most texts to ~0, Lucene's stays positive)."""
     state: dict[str, Any] = {}
     for tenant in sorted(m.tenants(), key=lambda t: t.key):
@@ -69,12 +71,15 @@ def _state(m: Memory, scores: bool = True) -> dict[str, Any]:
             for entity_id in (entity_event.entity_id, entity_event.other_id):
                 histories[entity_id] = [e.model_dump() for e in m.entity_history(entity_id, **ids)]
         searches = {}
-        for query in QUERIES:
-            hits = m.search(query, **ids, limit=5)
-            searches[query] = (
+        for query, as_of in [*((q, None) for q in QUERIES), (QUERIES[0], AS_OF)]:
+            hits = m.search(query, **ids, limit=5, as_of=as_of)
+            searches[f"{query} as of {as_of}"] = (
                 [(r.id, r.source, r.relation, r.destination, round(r.score, 5))
                  for r in hits.relations],
-                [(f.id, f.text, round(f.score, 5) if scores else None) for f in hits.facts],
+                [(f.id, f.text, f.valid_from, f.invalid_at, round(f.score, 5) if scores else None)
+                 for f in hits.facts],
+                [(e.id, e.name, e.matched_by, round(e.score, 5) if scores else None)
+                 for e in hits.entities],
             )  # fmt: skip
         state[tenant.key] = {
             "graph": graph.model_dump(),
@@ -114,7 +119,7 @@ def test_round_trip_embedded_neo4j_embedded(tmp_path, llm_server, minilm, neo4j_
         assert _state(b, scores=False) == unscored
         b.export(tmp_path / "b.jsonl")
     with _memory(llm_server, minilm, {"provider": "embedded", "path": str(tmp_path / "c")}) as c:
-        c.import_archive(tmp_path / "b.jsonl")
+        assert [t.reembedded for t in c.import_archive(tmp_path / "b.jsonl")] == [False] * 3
         assert _state(c) == original
         helper = {"user_id": "alice", "agent_id": "helper"}
         (merge,) = [e for e in entity_events(c.store, Tenant(**helper)) if e.event == "MERGE"]
@@ -286,6 +291,6 @@ def test_export_without_embeddings_then_import_embeds(filled, tmp_path, llm_serv
         got = _state(target)
         for key in got:
             assert got[key]["graph"] == want[key]["graph"]
-            assert [h[0] for h in got[key]["search"]["London"][0]] == [
-                h[0] for h in want[key]["search"]["London"][0]
+            assert [h[0] for h in got[key]["search"]["London as of None"][0]] == [
+                h[0] for h in want[key]["search"]["London as of None"][0]
             ]

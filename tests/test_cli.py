@@ -399,11 +399,18 @@ def test_add_needs_text_or_file(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_add_without_llm_is_one_clear_error(tmp_path: Path) -> None:
-    cli = Cli(tmp_path / "store", _env(tmp_path, None))
+    """Checked before the embedding model loads (a model that cannot load proves it: it took
+    30 s before the error, issue #15 item 8) and before a store is made."""
+    env = _env(tmp_path, None) | {
+        "MEM0G_EMBEDDER__PROVIDER": "sentence-transformers",
+        "MEM0G_EMBEDDER__MODEL": str(tmp_path / "no-such-model"),  # loading it would fail
+    }
+    cli = Cli(tmp_path / "store", env)
     result = cli("add", "Alice lives in Paris", "-u", "alice")
     assert result.exit_code == 1
     line = _error_line(result)
     assert "no LLM configured" in line and "--no-infer" in line
+    assert not cli.store.exists()
 
 
 def test_add_no_infer_text_needs_no_llm(tmp_path: Path) -> None:
