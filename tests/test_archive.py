@@ -91,6 +91,19 @@ def _state(m: Memory, scores: bool = True) -> dict[str, Any]:
     return state
 
 
+def _same(got: dict[str, Any], want: dict[str, Any]) -> None:
+    """`got == want`, part by part, so a failure names the tenant, the part and the query."""
+    assert list(got) == list(want)
+    for key, parts in want.items():
+        for part, value in parts.items():
+            if part == "search":
+                for query, hits in value.items():
+                    assert got[key][part][query] == hits, (key, query)
+            else:
+                assert got[key][part] == value, (key, part)
+    assert got == want
+
+
 def _memory(server: ScriptedLLMServer, minilm, graph_store: dict[str, Any]) -> Memory:
     return Memory(
         {
@@ -116,11 +129,11 @@ def test_round_trip_embedded_neo4j_embedded(tmp_path, llm_server, minilm, neo4j_
     with _memory(llm_server, minilm, neo4j) as b:
         imported = b.import_archive(tmp_path / "a.jsonl", batch=2)  # 2 tenants, then 1
         assert [t.reembedded for t in imported] == [False] * 3
-        assert _state(b, scores=False) == unscored
+        _same(_state(b, scores=False), unscored)
         b.export(tmp_path / "b.jsonl")
     with _memory(llm_server, minilm, {"provider": "embedded", "path": str(tmp_path / "c")}) as c:
         assert [t.reembedded for t in c.import_archive(tmp_path / "b.jsonl")] == [False] * 3
-        assert _state(c) == original
+        _same(_state(c), original)
         helper = {"user_id": "alice", "agent_id": "helper"}
         (merge,) = [e for e in entity_events(c.store, Tenant(**helper)) if e.event == "MERGE"]
         split = c.split_entity(merge.id, **helper)  # the restored merge can be taken back

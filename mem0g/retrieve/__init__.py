@@ -110,7 +110,9 @@ class DualRetriever:
                     score=float(score),
                     matched_by="embedding",
                 )
-        return sorted(hits.values(), key=lambda h: -h.score)
+        # ties (every exact name scores 1) by name, then id: not in the store's own order,
+        # which a restore or another store does not keep
+        return sorted(hits.values(), key=lambda h: (-h.score, h.name, h.id))
 
     def _siblings(
         self,
