@@ -16,7 +16,7 @@ from mem0g.archive import VERSION, ArchiveError
 from mem0g.stores.archive_reads import entity_events, fact_events
 from mem0g.testing import ScriptedLLMServer
 from mem0g.testing.script import turn
-from mem0g.types import Tenant
+from mem0g.types import Entity, PossibleDuplicate, Tenant, WritePlan
 
 T1, T2, T3 = "2023-05-08T13:56:00", "2023-09-01T10:00:00", "2024-01-15T09:00:00"
 QUERIES = ["where does alice live?", "what does alice do at work?", "London", "Bob"]
@@ -52,6 +52,17 @@ def _fill(m: Memory) -> None:
     m.refresh_summary(user_id="alice")
     names = {e.name: e.id for e in m.get_all(user_id="alice", agent_id="helper").entities}
     m.merge_entities(names["Acme"], names["Bob"], user_id="alice", agent_id="helper")
+    # a possible-duplicate pair left for review, as the resolver records one ("Diego" beside
+    # "Diego Ruiz"): written directly, no script makes the resolver doubt
+    bob = Tenant(user_id="bob")
+    diegos = ["Diego Ruiz", "Diego"]
+    ruiz, diego = (
+        Entity(tenant=bob, name=name, type="person", keys=[name.lower()],
+               embedding=[float(x) for x in vector])
+        for name, vector in zip(diegos, m.embedder.embed(diegos), strict=True)
+    )  # fmt: skip
+    pair = PossibleDuplicate(entity_id=diego.id, candidate_id=ruiz.id, reason="first name of 1")
+    m.store.apply(WritePlan(tenant=bob, new_entities=[ruiz, diego], possible_duplicates=[pair]))
 
 
 def _state(m: Memory, scores: bool = True) -> dict[str, Any]:
@@ -86,6 +97,7 @@ def _state(m: Memory, scores: bool = True) -> dict[str, Any]:
             "history": histories,
             "search": searches,
             "summary": m.summary(**ids),
+            "duplicates": m.possible_duplicates(**ids),
             "episodes": [e.model_dump() for e in m.store.episodes(tenant) if e.tenant == tenant],
         }
     return state
@@ -165,6 +177,7 @@ def test_the_archive_holds_the_whole_history(filled) -> None:
     assert lines[0]["embedder"] and lines[0]["embeddings"] is True
     kinds = [line["kind"] for line in lines]
     assert kinds.count("tenant") == kinds.count("end") == 3 and kinds[-1] == "footer"
+    assert kinds.count("duplicate") == 1
     events = [line["record"] for line in lines if line["kind"] == "fact_event"]
     assert {e["event"] for e in events} == {"ADD", "UPDATE", "DELETE"}
     relations = [line["record"] for line in lines if line["kind"] == "relation"]
