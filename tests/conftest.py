@@ -321,11 +321,27 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 # The test server's own JVM flags and neo4j.conf lines, beside scripts/neo4j's (users' servers
-# are not affected). None so far: see pytest_configure for what was measured. For trials:
-# MEM0G_NEO4J_JAVA_OPTS reaches the test servers, and MEM0G_TEST_NEO4J_SETTINGS adds
-# neo4j.conf lines ("key=value;key=value") to the session server.
+# are not affected). JVM flags: none (see pytest_configure). Settings: Cypher plans each
+# statement once per server. By default a plan older than 10 s is planned again when the
+# database's statistics moved by more than 75% since, which the tests' fill-and-empty cycles
+# do before nearly every statement: planning is speed on a long-lived database, never what a
+# statement returns. Without the replanning, the 63 Neo4j tests of test_store_contract.py
+# cost their server 322 CPU seconds instead of 376 (its start included; side by side, load
+# 18-26, 2026-12-02; docs/benchmarks.md). Compiling no expressions to bytecode as well
+# (internal.cypher.expression_engine=INTERPRETED) made no difference there (326), so is left
+# out. MEM0G_TEST_NEO4J_SETTINGS adds neo4j.conf lines ("key=value;key=value"; a key given
+# there replaces the one here) and MEM0G_NEO4J_JAVA_OPTS reaches the test servers, for trials.
 TEST_SERVER_JAVA_OPTS = ""
-TEST_SERVER_SETTINGS = [s for s in os.environ.get("MEM0G_TEST_NEO4J_SETTINGS", "").split(";") if s]
+_SETTINGS = dict(
+    line.split("=", 1)
+    for line in [
+        "dbms.cypher.min_replan_interval=1000h",
+        "internal.cypher.replan_algorithm=NONE",
+        *os.environ.get("MEM0G_TEST_NEO4J_SETTINGS", "").split(";"),
+    ]
+    if "=" in line
+)
+TEST_SERVER_SETTINGS = [f"{key}={value}" for key, value in _SETTINGS.items()]
 
 
 @pytest.fixture(scope="session")
