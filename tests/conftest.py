@@ -10,6 +10,8 @@ or scripts/neo4j). No server is an error, never a skip.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import shutil
 import sys
@@ -174,7 +176,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         for name, defs in (info.name2fixturedefs.items() if info else ())
         if defs and defs[-1].scope in ("module", "class", "package")
     )
-    if shared:
+    if shared and item.get_closest_marker("xdist_group") is None:  # a test's own group wins
         item.add_marker(pytest.mark.xdist_group(shared[0]))
 
 
@@ -319,11 +321,27 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 # The test server's own JVM flags and neo4j.conf lines, beside scripts/neo4j's (users' servers
-# are not affected). None so far: see pytest_configure for what was measured. For trials:
-# MEM0G_NEO4J_JAVA_OPTS reaches the test servers, and MEM0G_TEST_NEO4J_SETTINGS adds
-# neo4j.conf lines ("key=value;key=value") to the session server.
+# are not affected). JVM flags: none (see pytest_configure). Settings: Cypher plans each
+# statement once per server. By default a plan older than 10 s is planned again when the
+# database's statistics moved by more than 75% since, which the tests' fill-and-empty cycles
+# do before nearly every statement: planning is speed on a long-lived database, never what a
+# statement returns. Without the replanning, the 63 Neo4j tests of test_store_contract.py
+# cost their server 322 CPU seconds instead of 376 (its start included; side by side, load
+# 18-26, 2026-12-02; docs/benchmarks.md). Compiling no expressions to bytecode as well
+# (internal.cypher.expression_engine=INTERPRETED) made no difference there (326), so is left
+# out. MEM0G_TEST_NEO4J_SETTINGS adds neo4j.conf lines ("key=value;key=value"; a key given
+# there replaces the one here) and MEM0G_NEO4J_JAVA_OPTS reaches the test servers, for trials.
 TEST_SERVER_JAVA_OPTS = ""
-TEST_SERVER_SETTINGS = [s for s in os.environ.get("MEM0G_TEST_NEO4J_SETTINGS", "").split(";") if s]
+_SETTINGS = dict(
+    line.split("=", 1)
+    for line in [
+        "dbms.cypher.min_replan_interval=1000h",
+        "internal.cypher.replan_algorithm=NONE",
+        *os.environ.get("MEM0G_TEST_NEO4J_SETTINGS", "").split(";"),
+    ]
+    if "=" in line
+)
+TEST_SERVER_SETTINGS = [f"{key}={value}" for key, value in _SETTINGS.items()]
 
 
 @pytest.fixture(scope="session")
@@ -471,3 +489,40 @@ def make_memory(
     yield factory
     for memory in made:
         memory.close()
+
+
+# The tests that read the one crowd run on Neo4j (neo4j_crowd_run) carry its xdist group,
+# `pytest.mark.xdist_group("neo4j_crowd_run")`: one worker runs them, so the run is made once.
+
+
+@dataclasses.dataclass(frozen=True)
+class CrowdRun:
+    """One scripts/bench_resolver.py run on the test server: its exit code, its report, and
+    the entities the server held right after it (before any other test emptied it)."""
+
+    exit_code: int
+    report: dict[str, Any]
+    entities_on_server: int
+
+
+@pytest.fixture(scope="session")
+def neo4j_crowd_run(
+    neo4j_server: Any, neo4j_resetter: Neo4jGraphStore, tmp_path_factory: pytest.TempPathFactory
+) -> CrowdRun:
+    """scripts/bench_resolver.py's crowded world at 100 people on the test server (emptied
+    first), through the public API: the suite's largest Neo4j workload, made once for the
+    tests that read its report (the resolver's targets in test_resolve_crowd.py, the report's
+    completeness in test_bench_resolver.py) instead of once each."""
+    from script_module import load_script
+
+    bench = load_script("bench_resolver")
+    out = tmp_path_factory.mktemp("neo4j-crowd") / "crowd.json"
+    argv = ["--store", "neo4j", "--neo4j-uri", neo4j_server.uri, "--quiet", "--out", str(out),
+            "--people", "100", "--queries", "100"]  # fmt: skip
+    neo4j_resetter.reset()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("NEO4J_USERNAME", neo4j_server.user)
+        env.setenv("NEO4J_PASSWORD", neo4j_server.password)
+        code = bench.main(argv)
+    report = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    return CrowdRun(code, report, neo4j_resetter.stats().entities)
