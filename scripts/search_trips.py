@@ -8,12 +8,16 @@ statement. Prints also the chain: how many reads had to wait for an earlier read
 search (the retriever's sequence: link, walk, final read), from the retriever's own order.
 
     PYTHONPATH=. .venv/bin/python scripts/search_trips.py --out bench-results/trips.json
+
+`--plans` also counts the plans the server makes for the query set (`CALL
+db.clearQueryCaches()` reports how many it drops), reads sent apart and packed in one map.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -58,9 +62,43 @@ def count(memory: Any, store: Any, facts: bool) -> dict[str, Any]:
     }
 
 
+def _plans_cleared(store: Any) -> int:
+    """Plans the server's query cache held (it is empty afterwards)."""
+    with store._connected().session(database=store.database) as session:
+        (message,) = session.run("CALL db.clearQueryCaches()").value()
+    found = re.search(r"cleared of (\d+) quer", message)
+    return int(found.group(1)) if found else 0  # "Query cache already empty."
+
+
+def plans(memory: Any, store: Any) -> dict[str, Any]:
+    """Plans the server makes for the query set's searches (each run once, from an empty
+    cache), reads sent apart and packed in one map (graph_store.packed_reads): Neo4j plans a
+    statement again for each size bucket of its strings and lists."""
+    out: dict[str, Any] = {}
+    for packed in (False, True):
+        store._use_cypher_options("", packed)
+        _plans_cleared(store)
+        with store.recording_reads() as seen:
+            for tenant in TENANTS:
+                ids = tenant.model_dump(exclude_none=True)
+                for query in QUERIES:
+                    for extra in ({}, {"include_invalid": True}, *({"as_of": d} for d in AS_OF)):
+                        memory.search(query, **ids, limit=8, reference_time=REFERENCE, **extra)
+        out["packed" if packed else "apart"] = {
+            "plans": _plans_cleared(store),
+            "statements": len(set(seen)),
+            "reads": len(seen),
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("bench-results/search_trips.json"))
+    parser.add_argument(
+        "--plans", action="store_true", help="also count the plans the server makes, reads "
+        "packed and apart (graph_store.packed_reads)"
+    )  # fmt: skip
     args = parser.parse_args(argv)
     embedder = make_embedder(EmbedderConfig(provider="hashing"))
     result: dict[str, Any] = {}
@@ -72,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             memory.config.memory.facts = facts
             try:
                 result["with_facts" if facts else "graph_only"] = count(memory, store, facts)
+                if args.plans:
+                    result["with_facts" if facts else "graph_only"]["plans"] = plans(memory, store)
             finally:
                 memory.summaries.close()
                 memory._paths.shutdown(wait=True)
@@ -84,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
               f"max {part['max_reads']}, {part['searches']} searches)")  # fmt: skip
         for statement, mean in part["by_statement"].items():
             print(f"    {statement:28s} {mean:.2f}")
+        for way, seen in part.get("plans", {}).items():
+            print(f"    plans, reads {way}: {seen['plans']} for {seen['statements']} statements "
+                  f"read ({seen['reads']} reads)")  # fmt: skip
     print(f"wrote {args.out}")
     return 0
 
