@@ -92,6 +92,55 @@ def plans(memory: Any, store: Any) -> dict[str, Any]:
     return out
 
 
+def _search_all(memory: Any) -> int:
+    """The query set's searches, each once; returns how many."""
+    done = 0
+    for tenant in TENANTS:
+        ids = tenant.model_dump(exclude_none=True)
+        for query in QUERIES:
+            for extra in ({}, {"include_invalid": True}, *({"as_of": d} for d in AS_OF)):
+                memory.search(query, **ids, limit=8, reference_time=REFERENCE, **extra)
+                done += 1
+    return done
+
+
+def after_restarts(embedder: Any, rounds: int) -> dict[str, list[float]]:
+    """Server CPU per search (ms) over the query set's searches right after a restart of the
+    server (a fresh JVM on the same data), reads apart and packed in turn, `rounds` times
+    each: the same data, the same machine, minutes apart."""
+    from mem0g.stores.neo4j import Neo4jGraphStore
+    from mem0g.testing.neo4j import start_neo4j
+
+    server = start_neo4j()
+    auth = (server.user, server.password)
+    out: dict[str, list[float]] = {"apart": [], "packed": []}
+    try:
+        with Neo4jGraphStore(server.uri, auth, dims=embedder.dims) as store:
+            store.reset()
+            for plan in build_plans(embedder):
+                store.apply(plan)
+        for packed in (False, True) * rounds:
+            server.restart()
+            store = Neo4jGraphStore(server.uri, auth, dims=embedder.dims, packed_reads=packed)
+            memory = _memory(store, embedder)
+            try:
+                store.stats()  # the schema step at open, not a search
+                began = server.cpu_seconds()
+                searches = _search_all(memory)
+                used = server.cpu_seconds()
+                if began is not None and used is not None:
+                    cpu = round((used - began) * 1000 / searches, 1)
+                    way = "packed" if packed else "apart"
+                    out[way].append(cpu)
+                    print(f"after a restart, reads {way}: server CPU per search {cpu} ms "
+                          f"over {searches} searches", flush=True)  # fmt: skip
+            finally:
+                memory.close()
+    finally:
+        server.stop()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("bench-results/search_trips.json"))
@@ -99,8 +148,15 @@ def main(argv: list[str] | None = None) -> int:
         "--plans", action="store_true", help="also count the plans the server makes, reads "
         "packed and apart (graph_store.packed_reads)"
     )  # fmt: skip
+    parser.add_argument(
+        "--restarts", type=int, default=0, metavar="N", help="instead: server CPU per search "
+        "after a restart, reads apart and packed in turn, N times each"
+    )  # fmt: skip
     args = parser.parse_args(argv)
     embedder = make_embedder(EmbedderConfig(provider="hashing"))
+    if args.restarts:
+        print(json.dumps(after_restarts(embedder, args.restarts)))
+        return 0
     result: dict[str, Any] = {}
     with neo4j_store(embedder.dims) as store:
         for plan in build_plans(embedder):
