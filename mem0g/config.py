@@ -128,6 +128,12 @@ class GraphStoreConfig(_Section):
         description="neo4j: sessions the warm-up reads on at once while the store is idle "
         "(beside real searches it reads on one)",
     )
+    packed_reads: bool = Field(
+        default=True,
+        description="neo4j: every read sends its parameters in one map parameter, so the "
+        "server plans each statement once, not again for each new length of a query text "
+        "or an id list (the plan cache keys on string and list sizes)",
+    )
     cypher_options: str = Field(
         default="",
         pattern=r"^([A-Za-z]+=[A-Za-z]+( [A-Za-z]+=[A-Za-z]+)*)?$",

@@ -58,7 +58,13 @@ from mem0g.embed import make_embedder
 from mem0g.export import to_cypher
 from mem0g.stores import EmbeddedGraphStore, StoreError
 from mem0g.stores.lexical_query import scope_terms
-from mem0g.stores.neo4j import Neo4jGraphStore, parse_statements, statements
+from mem0g.stores.neo4j import (
+    Neo4jGraphStore,
+    packed,
+    packed_statements,
+    parse_statements,
+    statements,
+)
 from mem0g.stores.neo4j import rows as neo4j_rows
 from mem0g.stores.neo4j import writes as neo4j_writes
 from mem0g.types import (
@@ -140,6 +146,10 @@ def test_statement_file_convention() -> None:
     for name, text in library.items():
         assert not text.endswith(";") and text == text.strip(), name
         assert not re.search(r"\{\d*\}|%[sd]", text), name  # nothing to format: all $params
+        assert "$args" not in text, name  # the packed reads' one map parameter
+    assert packed("WHERE k.key = $keys[i] AND $user_id IS NULL LIMIT $limit") == (
+        "WHERE k.key = $args.keys[i] AND $args.user_id IS NULL LIMIT $args.limit"
+    )
 
 
 def _operators(plan: dict[str, Any]) -> set[str]:
@@ -167,7 +177,10 @@ def test_statements_compile_and_scan_tenants_through_indexes(
             continue
         with driver.session(notifications_min_severity="OFF") as session:
             summary = session.run("EXPLAIN " + text).consume()  # type: ignore[arg-type]
-        ops = _operators(summary.plan)
+            ops = _operators(summary.plan)
+            if summary.query_type == "r":  # a read is sent packed too (packed_reads)
+                text = packed_statements()[name]
+                ops |= _operators(session.run("EXPLAIN " + text).consume().plan)  # type: ignore[arg-type]
         checked += 1
         # whole-store statements may scan; every per-tenant or per-id one must seek
         whole_store = {"stored_embeddings", "reset_relations", "reset_nodes", "tenants"}
@@ -278,7 +291,7 @@ def test_every_query_sent_is_a_file_statement(
     assert store.delete_tenant(mallory) == 3
     assert store.facts(mallory) == [] and store.fact_history(mallory, gone.id) == []
     store.reset()
-    library = set(statements().values())
+    library = set(statements().values()) | set(packed_statements().values())
     assert sent and all(q in library for q in sent)
     assert not any("DETACH DELETE n //" in q for q in sent)
 

@@ -5,6 +5,7 @@ reads, ends by itself, writes nothing, and a failure leaves the store usable."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any
@@ -357,3 +358,50 @@ def test_a_store_with_cypher_options_searches_the_same(neo4j_connect: Any) -> No
     assert [(h.id, h.score) for h in optioned.relations] == [
         (h.id, h.score) for h in plain.relations
     ]
+
+
+def _plans_cleared(driver: Any) -> int:
+    """How many plans the server's query cache held; it is empty afterwards."""
+    with driver.session() as session:
+        (message,) = session.run("CALL db.clearQueryCaches()").value()
+    found = re.search(r"cleared of (\d+) quer", message)
+    return int(found.group(1)) if found else 0  # "Query cache already empty."
+
+
+@pytest.mark.neo4j
+@pytest.mark.parametrize("packed", [True, False], ids=["packed", "separate"])
+def test_a_search_statement_is_planned_once_whatever_the_lengths(
+    neo4j_server: Any, neo4j_connect: Any, packed: bool
+) -> None:
+    """Neo4j keys its plan cache on a string's or a list's size bucket too: with each read's
+    parameters in one map (graph_store.packed_reads, the default), searches whose query texts,
+    word lists and id lists differ in length plan each statement they read once; sent apart,
+    the same searches plan some statements again."""
+    import neo4j
+
+    embedder = make_embedder(EmbedderConfig(provider="hashing"))
+    store: Neo4jGraphStore = neo4j_connect(dims=embedder.dims, packed_reads=packed)
+    queries = [
+        "alice",
+        "where does alice person live",
+        "which city " * 12 + "does alice person live in, and where does she work at acme corp",
+        " ".join(f"word{i}" for i in range(150)) + " alice person chess paris acme corp",
+    ]
+    auth = (neo4j_server.user, neo4j_server.password)
+    with (
+        neo4j.GraphDatabase.driver(neo4j_server.uri, auth=auth) as driver,
+        Memory({}, embedder=embedder, store=store) as memory,
+    ):
+        memory.add("alice keeps bees in paris", user_id="alice", infer=False)
+        _graph_data(store, embedder, "alice")
+        memory.search(queries[0], user_id="alice")  # the schema step and the first reads
+        _plans_cleared(driver)
+        with store.recording_reads() as read:
+            hits = [memory.search(q, user_id="alice", limit=5) for q in queries]
+        plans = _plans_cleared(driver)
+    assert all(h.relations for h in hits)
+    assert {"walk", "find_entities", "lexical_facts"} <= set(read)
+    if packed:
+        assert plans == len(set(read)), sorted(set(read))
+    else:  # the test can fail: the same searches' statements sent apart are planned again
+        assert plans > len(set(read)), sorted(set(read))

@@ -170,6 +170,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="sessions the store's warm-up reads on at once in the restart phases",
     )
     p.add_argument(
+        "--packed-reads",
+        choices=("on", "off"),
+        default="on",
+        help="neo4j: graph_store.packed_reads, each read's parameters in one map parameter so "
+        "a statement is planned once whatever its strings' and lists' lengths (off: sent "
+        "apart, as before)",
+    )
+    p.add_argument(
         "--restart-variant",
         action="append",
         default=[],
@@ -335,6 +343,7 @@ def run(
                 "restart_phases": args.restart_phases,
                 "store_warmup_seconds": args.store_warmup_seconds,
                 "store_warmup_parallel": args.store_warmup_parallel,
+                "packed_reads": args.packed_reads,
                 "restart_variants": args.restart_variant,
                 "variants_only": args.variants_only,
                 "neo4j_entity_vectors": (

@@ -112,6 +112,7 @@ class BenchStores:
             # (bench_resolver.py's arguments have no warm-up options: the store's default)
             warmup_parallel=getattr(self.args, "store_warmup_parallel", 2),
             cypher_options=cypher_options,
+            packed_reads=getattr(self.args, "packed_reads", "on") == "on",
         )
 
     def restart(self, java_opts: str | None = None) -> float:

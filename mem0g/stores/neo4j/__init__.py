@@ -4,7 +4,7 @@ What lives here (the store is one class, `store.Neo4jGraphStore`, assembled from
 
 * ``store.py``: the contract, a few lines per method (reads, facts, messages, summaries, stats);
 * ``session.py``: the driver, sessions, auto-commit reads with retries, error mapping;
-* ``statements.py``: the named statements of ``cypher/*.cypher``;
+* ``statements.py``: the named statements of ``cypher/*.cypher``, and the reads packed;
 * ``rows.py``: records <-> rows (times, tenants, vectors), scope and validity parameters;
 * ``plan_rows.py``: a checked plan as the write statements' parameters;
 * ``writes.py``: `apply` (the plan rules of `stores.plan` on one `plan_check` read), deletes;
@@ -22,7 +22,20 @@ driver is an optional dependency, so `mem0g.stores` never imports this package),
 scripts. Outside this package, use only what this module exports.
 """
 
-from mem0g.stores.neo4j.statements import CYPHER_FILES, parse_statements, statements
+from mem0g.stores.neo4j.statements import (
+    CYPHER_FILES,
+    packed,
+    packed_statements,
+    parse_statements,
+    statements,
+)
 from mem0g.stores.neo4j.store import Neo4jGraphStore
 
-__all__ = ["CYPHER_FILES", "Neo4jGraphStore", "parse_statements", "statements"]
+__all__ = [
+    "CYPHER_FILES",
+    "Neo4jGraphStore",
+    "packed",
+    "packed_statements",
+    "parse_statements",
+    "statements",
+]

@@ -27,7 +27,7 @@ from neo4j.exceptions import (
 )
 
 from mem0g.stores.base import StoreError
-from mem0g.stores.neo4j.statements import statements
+from mem0g.stores.neo4j.statements import PACKED, packed_statements, statements
 from mem0g.stores.neo4j.traffic import Traffic
 
 _T = TypeVar("_T")
@@ -65,9 +65,13 @@ class Neo4jSession:
     # names of the statements run, while `recording_reads` is on (the round-trip count of
     # scripts/search_trips.py); None: off, nothing recorded
     _reads_seen: list[str] | None = None
-    # every statement with "CYPHER <options> " before it, for the auto-commit reads
-    # (graph_store.cypher_options); empty: the statements as written
+    # the auto-commit reads' texts: each statement packed (below) or as written, with
+    # "CYPHER <options> " before it (graph_store.cypher_options); empty: as written
     _read_texts: Mapping[str, str] = MappingProxyType({})
+    # graph_store.packed_reads: every auto-commit read sends its parameters in one map
+    # parameter, `$args`, so the server plans each statement once whatever the lengths of
+    # its strings and lists (statements.packed)
+    packed_reads: bool = False
     # the schema step of the first use (indexes.py): its seconds, and why the DDL ran (empty:
     # the database held the schema, two reads); None until it has run
     schema_seconds: float | None = None
@@ -84,19 +88,23 @@ class Neo4jSession:
         finally:
             self._reads_seen = None
 
-    def _use_cypher_options(self, options: str) -> None:
+    def _use_cypher_options(self, options: str, packed: bool | None = None) -> None:
         """Cypher query options (e.g. "expressionEngine=interpreted") before every auto-commit
-        read; they become Cypher text, so only option=value words are accepted."""
-        if not options:
-            return
-        if not _CYPHER_OPTIONS.fullmatch(options):
+        read; they become Cypher text, so only option=value words are accepted. `packed`
+        (None: as it is) switches the reads to one map parameter (`packed_reads`)."""
+        if options and not _CYPHER_OPTIONS.fullmatch(options):
             raise ValueError(
                 "cypher_options must be option=value words, e.g. "
                 f"'expressionEngine=interpreted'; got {options!r}"
             )
-        self._read_texts = MappingProxyType(
-            {name: f"CYPHER {options} {text}" for name, text in statements().items()}
-        )
+        if packed is not None:
+            self.packed_reads = packed
+        if not options and not self.packed_reads:
+            self._read_texts = MappingProxyType({})
+            return
+        texts = packed_statements() if self.packed_reads else statements()
+        prefix = f"CYPHER {options} " if options else ""
+        self._read_texts = MappingProxyType({name: prefix + t for name, t in texts.items()})
 
     if TYPE_CHECKING:  # provided by the store's other mixins
 
@@ -169,12 +177,13 @@ class Neo4jSession:
         idempotent, so transient failures are retried here as execute_read would."""
         driver = self._ready()
         text = self._read_texts.get(name) or statements()[name]
+        packed = self.packed_reads
         if (seen := self._reads_seen) is not None:
             seen.append(name)  # list.append is atomic: reads of the pool's threads are safe
         for attempt in range(_READ_ATTEMPTS):
             try:
                 with self._traffic.call(name), self._session(driver, READ_ACCESS) as session:
-                    return _rows(session.run(text, params))
+                    return _rows(session.run(text, {PACKED: params} if packed else params))
             except (TransientError, SessionExpired, ServiceUnavailable) as exc:
                 if attempt + 1 == _READ_ATTEMPTS:
                     raise StoreError(f"read {name} failed: {exc}") from exc

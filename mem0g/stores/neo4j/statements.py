@@ -15,6 +15,8 @@ CYPHER_FILES = (
 
 
 _HEADER = re.compile(r"//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
+_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+PACKED = "args"  # the one map parameter of a packed read: $x is read as $args.x
 
 
 def parse_statements(text: str) -> dict[str, str]:
@@ -51,3 +53,18 @@ def statements() -> dict[str, str]:
                 raise ValueError(f"statement {name!r} is defined in two cypher files")
             merged[name] = body
     return merged
+
+
+def packed(text: str) -> str:
+    """`text` reading each parameter from the one map parameter `$args` (`$x` becomes
+    `$args.x`; our statement text only, never a value). Neo4j keys its plan cache on the
+    text and the parameters' types, and the type of a string or a list carries its size
+    bucket: a search statement was planned again for each new length of its query text, word
+    list or id list. A map's type carries none, so one plan serves every length."""
+    return _PARAMETER.sub(rf"${PACKED}.\1", text)
+
+
+@functools.cache
+def packed_statements() -> dict[str, str]:
+    """Every statement as `packed` reads it (only the auto-commit reads are sent so)."""
+    return {name: packed(text) for name, text in statements().items()}

@@ -136,8 +136,10 @@ class Neo4jGraphStore(
         warmup_seconds: float = 0.0,
         warmup_parallel: int = 2,
         cypher_options: str = "",
+        packed_reads: bool = True,
     ) -> None:
-        self._use_cypher_options(cypher_options)  # (a bad value is refused before connecting)
+        # (a bad value is refused before connecting)
+        self._use_cypher_options(cypher_options, packed_reads)
         if isinstance(driver_or_uri, str):
             self._driver: Driver | None = GraphDatabase.driver(driver_or_uri, auth=auth)
             self._owns_driver = True
@@ -181,6 +183,7 @@ class Neo4jGraphStore(
             url, auth, database=config.database, dims=dims, entity_vectors=config.entity_vectors,
             warmup_seconds=config.warmup_seconds if config.warmup else 0.0,
             warmup_parallel=config.warmup_parallel, cypher_options=config.cypher_options,
+            packed_reads=config.packed_reads,
         )  # fmt: skip
 
     def __enter__(self) -> Neo4jGraphStore:
