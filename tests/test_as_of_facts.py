@@ -5,9 +5,12 @@ it was said until it was updated or deleted, and an updated fact reads as it did
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
+from mem0g import Memory
+from mem0g.embed import CachedEmbedder
 from mem0g.retrieve.timeline import FactVersion, as_of, versions
 from mem0g.types import Episode, Fact, FactEvent, Message, Provenance, Tenant, WritePlan
 from tests.conftest import MemoryFactory
@@ -129,3 +132,20 @@ def test_an_episode_caused_update_ends_the_old_text_at_the_conversation_time(
 
     assert at(JUNE - timedelta(days=1)) == ["Alice works at Acme"]
     assert at(JUNE + timedelta(days=1)) == ["Alice works at Initech"]
+
+
+def test_as_of_and_include_invalid_are_refused_together(
+    tmp_path: Path, hashing: CachedEmbedder
+) -> None:
+    """`include_invalid` (every time) would silently drop `as_of`'s filter: what was said
+    after `as_of` came back (README's CLI block ran both flags together, issue #15 item 1)."""
+    with Memory({"graph_store": {"path": str(tmp_path)}}, embedder=hashing) as m:
+        m.add("Alice lives in Paris", user_id="alice", timestamp=JUNE, infer=False)
+        for read in (
+            lambda: m.search("Paris", user_id="alice", as_of=MAY, include_invalid=True),
+            lambda: m.get_all(user_id="alice", as_of=MAY, include_invalid=True),
+        ):
+            with pytest.raises(ValueError, match="exclude each other"):
+                read()
+        assert m.search("Paris", user_id="alice", as_of=MAY).facts == []  # each alone works
+        assert m.search("Paris", user_id="alice", include_invalid=True).facts

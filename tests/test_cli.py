@@ -537,6 +537,10 @@ def test_search_nothing_and_bad_input(cli: Cli) -> None:
     result = cli("search", "x", "-u", "alice", "--as-of", "yesterday-ish")
     assert result.exit_code == 2
     assert "--as-of" in _error_line(result)
+    # --include-invalid is every time, so it would drop --as-of's filter: refused together
+    result = cli("search", "x", "-u", "alice", "--as-of", "2023-06-01", "--include-invalid")
+    assert result.exit_code == 2
+    assert "as_of and include_invalid exclude each other" in _error_line(result)
 
 
 def test_search_prints_names_verbatim(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:

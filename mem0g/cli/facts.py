@@ -44,7 +44,11 @@ def search(
         typer.Option("--as-of", help="Facts and relations as they were at this ISO date/time."),
     ] = None,
     include_invalid: Annotated[
-        bool, typer.Option("--include-invalid", help="Also relations that have ended.")
+        bool,
+        typer.Option(
+            "--include-invalid",
+            help="Also relations that have ended, at any time (so not with --as-of).",
+        ),
     ] = False,
     reference_time: Annotated[
         str | None,

@@ -85,6 +85,19 @@ def parse_messages(messages: MessagesIn) -> list[Message]:
     return parsed
 
 
+def _validity(as_of: datetime | str | None, include_invalid: bool) -> Validity:
+    """Which edges a read returns. `include_invalid` is the whole history, at every time;
+    `as_of` one time. Together the first would silently drop the second's filter (what was
+    said after `as_of` came back), so they are refused together."""
+    when = to_utc(as_of)
+    if when is not None and include_invalid:
+        raise ValueError(
+            "as_of and include_invalid exclude each other: as_of is the memory as it was at "
+            "one time, include_invalid its whole history (ended relations too, at any time)"
+        )
+    return Validity(as_of=when, include_invalid=include_invalid)
+
+
 def _collect(futures: list[Future[Any]]) -> list[Any]:
     """Wait for every path to finish (none is left running), then raise the first error."""
     wait(futures)
@@ -333,7 +346,7 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         if limit < 1:
             raise ValueError("limit must be at least 1")
         scope = self._tenant(user_id, agent_id, run_id)
-        validity = Validity(as_of=to_utc(as_of), include_invalid=include_invalid)
+        validity = _validity(as_of, include_invalid)
         qt = query_time(query, to_utc(reference_time))
         return self.retriever.search(
             query, scope, limit, validity, qt, facts=self.config.memory.facts
@@ -349,7 +362,7 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         as_of: datetime | str | None = None,
     ) -> GraphSnapshot:
         scope = self._tenant(user_id, agent_id, run_id)
-        validity = Validity(as_of=to_utc(as_of), include_invalid=include_invalid)
+        validity = _validity(as_of, include_invalid)
         snapshot = self.store.snapshot(scope, validity)
         return GraphSnapshot(
             entities=[e.model_copy(update={"embedding": None}) for e in snapshot.entities],
