@@ -77,7 +77,12 @@ def test_endpoints_mirror_memory(api) -> None:
         "DELETE"
     )
     _problem(api.get(f"/v1/memories/{fact_id}", params={"user_id": "alice"}), 404)
-    assert api.delete("/v1/memories", params={"user_id": "alice"}).json()["deleted"] > 0
+    before = api.get("/v1/stats", params={"user_id": "alice"}).json()
+    gone = api.delete("/v1/memories", params={"user_id": "alice"}).json()
+    kinds = ("entities", "relations", "facts", "episodes")
+    assert {k: gone[k] for k in kinds} == {k: before[k] for k in kinds}, (gone, before)
+    assert gone["deleted"] == before["entities"] + before["relations"] > 0
+    assert before["episodes"] > 0  # the counts cover more than the graph
     assert api.get("/v1/memories", params={"user_id": "alice"}).json()["entities"] == []
 
 

@@ -71,7 +71,14 @@ When = Annotated[datetime | None, BeforeValidator(_iso_text)]
 
 
 class Deleted(BaseModel):
+    """What a delete removed. `deleted` is entities + relations (what `Memory.delete_all`
+    returns); the kinds say it all, facts and episodes included, as the CLI prints them."""
+
     deleted: int
+    entities: int = 0
+    relations: int = 0
+    facts: int = 0
+    episodes: int = 0
 
 
 class ContextResult(BaseModel):
@@ -283,7 +290,15 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
                 "delete_all without user_id deletes that agent's/run's data for every user; "
                 "add all_users=true to the query to confirm",
             )
-        return Deleted(deleted=memory.delete_all(**ids, all_users=all_users))
+        before = memory.stats(**ids)  # the CLI's counts too (a write meanwhile is not in them)
+        deleted = memory.delete_all(**ids, all_users=all_users)
+        return Deleted(
+            deleted=deleted,
+            entities=before.entities,
+            relations=before.relations,
+            facts=before.facts,
+            episodes=before.episodes,
+        )
 
     @router.get("/memories/{fact_id}", response_model=Fact, summary="get")
     def get(
