@@ -45,7 +45,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # took 211 s of server CPU with it, 287 s without (load 17-22, 2026-12-02; the JIT's C2
     # threads were about 40% of a young server's CPU). Not adopted until the whole suite on
     # two workers is timed both ways on an idle machine: MEM0G_NEO4J_JAVA_OPTS reaches the
-    # test servers (MEM0G_NEO4J_JAVA_OPTS=-XX:TieredStopAtLevel=1 make test).
+    # test servers (MEM0G_NEO4J_JAVA_OPTS=-XX:TieredStopAtLevel=1 make test). Fewer C2
+    # compiles (-XX:CompileThresholdScaling=4 or 10; C2 threads were ~40% of a session
+    # server's CPU) saved 8-12% of server CPU over 299 of the Neo4j tests but made the
+    # warm-up test, which runs until the server's statements settle, 4x dearer: about even
+    # in total (load 8-13, 2026-12-02, docs/benchmarks.md), so not adopted either.
     _temp_in_ram(config)
     _one_inference_thread_per_worker(config)
     cpu_profile.register(config)  # MEM0G_TEST_CPU=out.json: CPU seconds per test, servers too
