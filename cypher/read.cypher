@@ -183,7 +183,9 @@ CALL () {
 RETURN key;
 
 // Whole-database counts come from the count store and the invalid_at index. Edges count
-// when they leave an :Entity (a foreign :RELATES elsewhere in the database does not).
+// when they leave an :Entity (a foreign :RELATES elsewhere in the database does not). A
+// :Fact node is a current fact (a delete removes it); one counts when it has a tenant, as
+// every tenant's `facts` would return it, from the tenant_key index without reading it.
 // name: stats_all
 CALL () { MATCH (e:Entity) RETURN count(e) AS entities }
 CALL () { MATCH (:Entity)-[r:RELATES]->() RETURN count(r) AS relations }
@@ -192,7 +194,8 @@ CALL () {
   RETURN count(r) AS invalid
 }
 CALL () { MATCH (ep:Episode) RETURN count(ep) AS episodes }
-RETURN entities, relations, invalid, episodes;
+CALL () { MATCH (f:Fact) WHERE f.tenant_key IS NOT NULL RETURN count(f) AS facts }
+RETURN entities, relations, invalid, episodes, facts;
 
 // name: stats_scope
 CALL () {
@@ -241,7 +244,8 @@ CALL () {
     AND ($run_id IS NULL OR ep.run_id = $run_id)
   RETURN count(ep) AS episodes, collect(DISTINCT ep.tenant_key) AS episode_keys
 }
-// Tenants whose only records are facts, fact history or a summary count as tenants too.
+// Tenants whose only records are facts, fact history or a summary count as tenants too; the
+// :Fact rows are the scope's current facts, the ones `facts` returns (same filter).
 CALL () {
   CALL () {
     MATCH (f:Fact) WHERE f.user_id = $user_id RETURN f AS n
@@ -269,7 +273,8 @@ CALL () {
   WITH n
   WHERE ($agent_id IS NULL OR n.agent_id = $agent_id)
     AND ($run_id IS NULL OR n.run_id = $run_id)
-  RETURN collect(DISTINCT n.tenant_key) AS fact_keys
+  RETURN count(CASE WHEN n:Fact THEN n END) AS facts,
+         collect(DISTINCT n.tenant_key) AS fact_keys
 }
-RETURN entities, relations, invalid, episodes,
+RETURN entities, relations, invalid, episodes, facts,
        entity_keys + relation_keys + episode_keys + fact_keys AS keys;

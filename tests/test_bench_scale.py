@@ -34,6 +34,9 @@ def test_tiny_scale_run_writes_its_report(tmp_path: Path) -> None:
     assert all(r["reference_cpu"]["n"] == 3 and r["repeat_cpu_vs_reference"] > 0
                for r in report["tenants_per_store"])  # fmt: skip
     assert report["reopen"]["tenants"] == 5 and report["reopen"]["open_s"] > 0
+    # the whole store's stats on a fresh open: one fact per tenant
+    stats = report["reopen"]["stats"]
+    assert (stats["facts"], stats["tenants"]) == (5, 5) and stats["first_s"] > 0
     assert report["load_before"] is not None and report["machine"]["cpu_count"]
 
 

@@ -299,3 +299,25 @@ def test_delete_all_waits_for_a_summary_refresh(make_memory, llm_server) -> None
     time.sleep(0.7)
     assert m.summary(user_id="alice") is None
     assert all(t.user_id != "alice" for t in m.tenants())
+
+
+def test_stats_takes_the_fact_count_from_the_store(make_memory, monkeypatch) -> None:
+    """`Memory.stats` reads no fact: it used to read every fact of every tenant for a number
+    (O(all facts) for `mem0g stats` and /v1/stats at 20k tenants); the store counts them."""
+    m = make_memory(**FACTS_ONLY)
+    two = [{"role": "user", "content": c} for c in ("one", "two")]
+    m.add(two, user_id="alice", timestamp=T1, infer=False)
+    m.add("three", user_id="alice", agent_id="bot", timestamp=T1, infer=False)
+    m.add("four", user_id="bob", timestamp=T1, infer=False)
+    read = {ids: len(m.get_all(**dict(ids)).facts) for ids in (
+        (("user_id", "alice"),), (("user_id", "alice"), ("agent_id", "bot")),
+        (("user_id", "bob"),))}  # fmt: skip
+    assert list(read.values()) == [3, 1, 1]
+
+    def no_reads(*args, **kwargs):
+        raise AssertionError("Memory.stats read the facts to count them")
+
+    monkeypatch.setattr(m.store, "facts", no_reads)
+    assert m.stats().facts == 4
+    assert {ids: m.stats(**dict(ids)).facts for ids in read} == read
+    assert m.stats().warmup is None  # no warm-up running (tests switch it off)

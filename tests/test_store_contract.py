@@ -1309,6 +1309,56 @@ def test_delete_tenant_takes_facts_history_and_summaries(
     assert [e.event for e in store.fact_history(A, made[A].id)] == ["ADD"]
 
 
+def _fact_counts(store: Store, scopes: tuple[Tenant, ...]) -> dict[str, tuple[int, int]]:
+    """Per scope (and "all": the whole store), (`stats(...).facts`, the facts `facts` reads);
+    the whole store's facts are those of every tenant's scope, as Memory.stats read them."""
+    every = {f.id for t in store.tenants() for f in store.facts(t)}
+    counts = {"all": (store.stats().facts, len(every))}
+    return counts | {s.key: (store.stats(s).facts, len(store.facts(s))) for s in scopes}
+
+
+def test_stats_count_the_current_facts_that_facts_reads(
+    store: Store, rng: np.random.Generator, reopen: Reopen
+) -> None:
+    """`stats(scope).facts` is the store's own count (Memory.stats no longer reads every fact
+    for it) and must equal `len(facts(scope))`: a filter scope covers its narrower tenants,
+    an update changes nothing, deleted facts and deleted tenants are not counted."""
+    a_agent = Tenant(user_id="a", agent_id="bot")  # user a's narrower tenants: it and A_BOT
+    made = {t: [fact(t, f"{t.key} {i}", rng) for i in range(n)]
+            for t, n in ((A, 3), (A_BOT, 2), (a_agent, 1), (B, 2))}  # fmt: skip
+    p = chain(A, ["P", "Q"], rng)  # the graph beside the facts is not counted as facts
+    p.new_facts, p.fact_events = made[A], added(*made[A])
+    store.apply(p)
+    for tenant in (A_BOT, a_agent, B):
+        store.apply(fact_plan(tenant, made[tenant]))
+    store.apply(fact_plan(Tenant(user_id="c"), episode=True))  # a tenant without facts
+    scopes = (USER_A, A_BOT, a_agent, B, Tenant(agent_id="bot"), Tenant(user_id="c"),
+              Tenant(user_id="nobody"))  # fmt: skip
+
+    def check(expected: dict[str, int]) -> None:
+        counts = _fact_counts(store, scopes)
+        assert all(count == read for count, read in counts.values()), counts
+        assert {k: counts[k][0] for k in expected} == expected
+
+    check({"all": 8, USER_A.key: 6, A_BOT.key: 2, a_agent.key: 3, B.key: 2,
+           Tenant(agent_id="bot").key: 3, Tenant(user_id="c").key: 0})  # fmt: skip
+    first = made[A][0]
+    update = FactChange(fact_id=first.id, text="changed")
+    changed = FactEvent(fact_id=first.id, tenant=A, event="UPDATE", old_text=first.text,
+                        new_text="changed")  # fmt: skip
+    store.apply(fact_plan(A, changes=[update], events=[changed]))
+    check({"all": 8, USER_A.key: 6})
+    gone = made[A_BOT][0]
+    delete = FactEvent(fact_id=gone.id, tenant=A_BOT, event="DELETE", old_text=gone.text)
+    store.apply(fact_plan(A_BOT, changes=[FactChange(fact_id=gone.id)], events=[delete]))
+    check({"all": 7, USER_A.key: 5, A_BOT.key: 1, a_agent.key: 2})
+    store.delete_tenant(B)
+    check({"all": 5, USER_A.key: 5, B.key: 0})
+    with reopen(store) as again:
+        assert _fact_counts(again, scopes) == _fact_counts(store, scopes)
+        assert again.stats().facts == 5
+
+
 def test_reset_empties_the_fact_memory(
     store: Store, rng: np.random.Generator, reopen: Reopen
 ) -> None:

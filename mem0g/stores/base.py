@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
@@ -78,8 +78,24 @@ class StoreStats(BaseModel):
     invalid_relations: int
     episodes: int
     tenants: int
-    facts: int = 0  # current facts (not deleted ones); counted by Memory.stats
+    # current facts (not deleted ones), as many as `facts(scope)` returns (for the whole
+    # store: of every tenant); counted by the store's engine, never by reading the facts
+    facts: int = 0
     warmup: WarmupStatus | None = None  # the store's warm-up, when it has one (Memory.stats)
+
+    @classmethod
+    def counted(cls, row: Any, tenants: int) -> StoreStats:
+        """From the one row both stores' count statements give (a sqlite3.Row or a Neo4j
+        record): entities, relations, invalid (ended relations), episodes, facts."""
+        return cls(
+            entities=row["entities"],
+            relations=row["relations"],
+            valid_relations=row["relations"] - row["invalid"],
+            invalid_relations=row["invalid"],
+            episodes=row["episodes"],
+            tenants=tenants,
+            facts=row["facts"],
+        )
 
 
 class WarmupStatus(BaseModel):

@@ -190,17 +190,21 @@ class GraphIndex(TenantLoader):
         return copy
 
     def _scope_keys(self, scope: Tenant, exact: bool = False) -> list[str]:
-        """The exact tenant keys a scope covers (`exact`: only the scope's own key)."""
-        if exact:
-            keys = [scope.key] if scope.key in self._known else []
-        else:
-            sets = [self._tenant_index.get(pair, {}) for pair in _tenant_ids(scope)]
-            if not sets:
-                return []
-            smallest = min(sets, key=len)  # in first-seen order; the others only filter
-            keys = [key for key in smallest if all(key in other for other in sets)]
+        """The exact tenant keys a scope covers (`exact`: only the scope's own key), read
+        into memory."""
+        keys = self._known_keys(scope, exact)
         self._ensure(keys)
         return keys
+
+    def _known_keys(self, scope: Tenant, exact: bool = False) -> list[str]:
+        """The keys `_scope_keys` gives, without reading their tenants (counts ask SQLite)."""
+        if exact:
+            return [scope.key] if scope.key in self._known else []
+        sets = [self._tenant_index.get(pair, {}) for pair in _tenant_ids(scope)]
+        if not sets:
+            return []
+        smallest = min(sets, key=len)  # in first-seen order; the others only filter
+        return [key for key in smallest if all(key in other for other in sets)]
 
     @_locked
     def get_entities(self, scope: Tenant, ids: Sequence[str]) -> list[Entity]:

@@ -170,6 +170,22 @@ _DELETE_ALL = {
 }
 
 
+# `stats`: counted by SQLite over the tenant_key indexes, so no tenant is read into memory for
+# a count (the whole store's `mem0g stats` read every record of 20k tenants). A current fact is
+# a row of `facts` (a delete removes the row; its history stays in fact_events). A scope's
+# exact tenant keys go in as one JSON array, as loading.py reads a tenant set's rows.
+_COUNTED = "entities, relations, invalid, episodes, facts"
+_IN_KEYS = "WHERE tenant_key IN (SELECT value FROM json_each(:keys))"
+_COUNTS = {
+    scoped: f"""SELECT {_COUNTED} FROM
+        (SELECT count(*) AS entities FROM entities {where}),
+        (SELECT count(*) AS relations, count(invalid_at) AS invalid FROM relations {where}),
+        (SELECT count(*) AS episodes FROM episodes {where}),
+        (SELECT count(*) AS facts FROM facts {where})"""
+    for scoped, where in ((False, ""), (True, _IN_KEYS))
+}
+
+
 # Upserts (built from the constant column names above; values always go in as ? parameters).
 # ON CONFLICT updates in place, so a record keeps its rowid and the load order stays stable.
 _UPSERT = {

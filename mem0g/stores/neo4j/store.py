@@ -490,11 +490,4 @@ class Neo4jGraphStore(
         else:
             (row,) = self._read("stats_scope", _scope(scope))
             tenants = len(set(row["keys"]))
-        return StoreStats(
-            entities=row["entities"],
-            relations=row["relations"],
-            valid_relations=row["relations"] - row["invalid"],
-            invalid_relations=row["invalid"],
-            episodes=row["episodes"],
-            tenants=tenants,
-        )
+        return StoreStats.counted(row, tenants)
