@@ -1,7 +1,7 @@
 """The `episode_context` ranking (retrieve/episodes.py): the facts stored in the same add as
 one of the best facts of a search get a share (its weight) of that fact's fused score; how it
-is computed, how its weight and `context_seeds` change the order, and that a search with it
-needs no LLM, on both stores."""
+is computed, how its weight and `context_seeds` change the order, that it never lifts a fact
+past the fact it is next to, and that a search with it needs no LLM, on both stores."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from conftest import MemoryFactory
 
 from mem0g.config import FusionConfig, FusionWeights
-from mem0g.retrieve.episodes import episode_context
+from mem0g.retrieve.episodes import capped, episode_context
 from mem0g.retrieve.fusion import fuse, ranked
 from mem0g.testing.neo4j import free_port
 
@@ -22,11 +22,17 @@ RANKINGS = {
 EPISODES = {"a": ["e1"], "b": ["e1"], "c": ["e2"], "d": ["e2", "e3"]}
 
 
-def order(recipe: FusionConfig, seeds: int = 5) -> list[str]:
-    fused, sources = fuse(RANKINGS, recipe)
-    near = episode_context(fused, sources, RANKINGS, EPISODES, seeds)
+def scores(recipe: FusionConfig, seeds: int = 5, cap: bool = True) -> list[tuple[str, float]]:
+    """What the fact retriever does (retrieve/facts.py `_fused`), best first."""
+    before, sources = fuse(RANKINGS, recipe)
+    near = episode_context(before, sources, RANKINGS, EPISODES, seeds)
     rankings = {**RANKINGS, "episode_context": near}
-    return [i for i, _ in ranked(*fuse(rankings, recipe), rankings)]
+    fused, sources = fuse(rankings, recipe)
+    return ranked(capped(fused, before, near) if cap else fused, sources, rankings)
+
+
+def order(recipe: FusionConfig, seeds: int = 5, cap: bool = True) -> list[str]:
+    return [i for i, _ in scores(recipe, seeds, cap)]
 
 
 def test_the_neighbours_of_the_best_facts_get_a_share_of_their_score() -> None:
@@ -51,14 +57,35 @@ def test_its_weight_and_seeds_change_the_order_as_specified() -> None:
     fused, _ = fuse({**RANKINGS, "episode_context": [("b", 2.0)]}, RELATIVE)
     assert fused["b"] == pytest.approx(0.5 + 0.3 * 2.0)  # the score as it is, not rescaled
     heavy = FusionConfig(method="relative", weights=FusionWeights(episode_context=2.0))
-    assert order(heavy)[:2] == ["b", "a"]  # b: 0.5 + 2 x 2.0; a: 2.0 + 2 x 0.5
+    assert order(heavy, cap=False)[:2] == ["b", "a"]  # b: 0.5 + 2 x 2.0; a: 2.0 + 2 x 0.5
+    assert order(heavy)[:2] == ["a", "b"]  # capped: b stops just below a (next test)
     # with one seed (a) only b is lifted
     assert order(RELATIVE, seeds=1) == ["a", "b", "c", "d"]
     # RRF fuses it by its ranks like any other ranking: at weight 1, b's 1/63 + 1/61 beats
-    # c's 1/62 + 1/64; at 0.3 it does not (1/63 + 0.3/61 < 1/62 + 0.3/64)
+    # c's 1/62 + 1/64; uncapped at 0.3 it does not (1/63 + 0.3/61 < 1/62 + 0.3/64), capped
+    # it does: c's share comes from d, weaker than c (1/64), so it lifts c no higher
     rrf = FusionConfig(method="rrf", weights=FusionWeights(episode_context=1.0))
     assert order(rrf) == ["a", "b", "c", "d"]
-    assert order(FusionConfig(method="rrf")) == ["a", "c", "b", "d"]
+    assert order(FusionConfig(method="rrf"), cap=False) == ["a", "c", "b", "d"]
+    assert order(FusionConfig(method="rrf")) == ["a", "b", "c", "d"]
+
+
+def test_a_neighbour_never_passes_the_fact_it_is_next_to() -> None:
+    """Its share lifts it at most to just below its seed's score before the share, and never
+    takes away its own score."""
+    heavy = FusionConfig(method="relative", weights=FusionWeights(episode_context=2.0))
+    got = dict(scores(heavy))
+    before, _ = fuse(RANKINGS, heavy)
+    assert got["b"] < before["a"] and got["b"] == pytest.approx(before["a"])  # held below a
+    assert got["a"] == pytest.approx(before["a"])  # a's share from b (0.5) lifts it no higher
+    assert got["d"] == pytest.approx(before["c"])  # d: 0 + 2 x c's 0.5, held below c's 0.5
+    assert got["c"] == pytest.approx(before["c"])  # c keeps its own 0.5 (d lends 0.0)
+    assert all(got[i] >= before[i] for i in before)  # never below its own score
+    # at the default weight the cap is not reached here: the share is added as it is
+    assert dict(scores(RELATIVE))["b"] == pytest.approx(0.5 + 0.3 * 2.0)
+    assert capped({"x": 5.0}, {"x": 1.0}, [("x", 3.0)])["x"] == pytest.approx(3.0)
+    assert capped({"x": 5.0}, {"x": 4.0}, [("x", 3.0)]) == {"x": 4.0}
+    assert capped({"x": 2.0}, {"x": 1.0}, [("x", 3.0)]) == {"x": 2.0}  # under the cap
 
 
 @pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])

@@ -191,9 +191,11 @@ def _show_results(
             console.print(Text("  nothing found", style="dim"))
     console.print(
         Text(
-            "\nMemory scores are the cosine similarity of query and memory. Relation scores are "
-            "fused ranks (reciprocal-rank fusion of graph expansion and triple similarity): "
-            "higher is better; only the order matters.",
+            "\nMemory scores add up each ranking's score scaled to 0-1 over this search "
+            "(meaning: the embeddings' cosine; words: BM25), plus a boost when said in a time "
+            "the question names and a share for being said beside a better match. Relation "
+            "scores are fused ranks (reciprocal-rank fusion of graph expansion and triple "
+            "similarity). Higher is better; only the order matters.",
             style="dim",
         )
     )

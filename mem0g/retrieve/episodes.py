@@ -6,6 +6,11 @@ a strong match is more likely to matter: neighbour expansion, the passage-level 
 classic retrieval, here over the add a fact came from. Fused with a weight below 1 it lends a
 discounted share of the neighbour's score, never more than the neighbour has. Only the search's
 own candidates (the facts its other rankings found) take part: no extra read. No LLM.
+
+A neighbour is relevant through its seed, so the share never lifts it above that seed
+(`capped`): without the cap, in a small memory where one word ("Maya") is in every fact,
+three facts from one exchange about food rose above the one fact that answered "Where does
+Maya live?" (found first by both the dense and the BM25 ranking).
 """
 
 from __future__ import annotations
@@ -39,3 +44,19 @@ def episode_context(
                 if fact_id != seed and score > best.get(fact_id, float("-inf")):
                     best[fact_id] = score
     return sorted(best.items(), key=lambda item: -item[1])  # stable: ties keep their order
+
+
+def capped(
+    fused: Mapping[str, float], before: Mapping[str, float], near: Ranking
+) -> dict[str, float]:
+    """`fused` (with the `near` ranking, this module's) with each neighbour's score held just
+    below its seed's score before the share (`near` scores are those), but never below its
+    own score without the share (`before`): the share can bring a fact up to the fact it is
+    next to, not level with it or past it (a tie would go by the rankings' ranks, where the
+    neighbour may lead)."""
+    out = dict(fused)
+    for fact_id, seed_score in near:
+        if fact_id in out:
+            ceiling = seed_score - 1e-9 * max(1.0, abs(seed_score))
+            out[fact_id] = max(before.get(fact_id, float("-inf")), min(out[fact_id], ceiling))
+    return out

@@ -21,7 +21,7 @@ import numpy as np
 from mem0g.config import RetrievalConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.retrieve.episodes import NAME as EPISODE_CONTEXT
-from mem0g.retrieve.episodes import episode_context
+from mem0g.retrieve.episodes import capped, episode_context
 from mem0g.retrieve.fusion import Ranking, diversify, fuse, ranked
 from mem0g.retrieve.timeline import FactVersion, as_of, said_at, versions
 from mem0g.retrieve.timewin import QueryTime, with_time
@@ -212,25 +212,27 @@ class FactRetriever:
             rankings = with_time(rankings, spans, texts, qt, self.config.fusion)
         episodes = {i: [p.episode_id for p in v.fact.provenance if p.timestamp <= when]
                     for i, v in by_id.items() if v.fact is not None}  # fmt: skip
-        rankings = self._with_context(rankings, episodes)
-        fused, sources = fuse(rankings, self.config.fusion)
+        rankings, fused, sources = self._fused(rankings, episodes)
         true_then = {i: s for i, s in fused.items() if i in by_id}
         order = ranked(true_then, sources, rankings)
         texts = {i: v.text for i, v in by_id.items()}
         top = diversify(order, vectors, limit, self.config.fusion, texts)
         return [_sourced(version_hit(by_id[i], s), sources[i]) for i, s in top]
 
-    def _with_context(
+    def _fused(
         self, rankings: Mapping[str, Ranking], episodes: Mapping[str, list[str]]
-    ) -> dict[str, Ranking]:
-        """`rankings` and, when the recipe weighs it, the `episode_context` ranking over the
-        candidates (`episodes`: their episode ids), from the other rankings' fused order."""
+    ) -> tuple[dict[str, Ranking], dict[str, float], dict[str, dict[str, int]]]:
+        """`rankings` fused, with, when the recipe weighs it, the `episode_context` ranking
+        over the candidates (`episodes`: their episode ids) from the other rankings' fused
+        order, each neighbour held below its seed (`episodes.capped`)."""
         recipe = self.config.fusion
+        before, sources = fuse(rankings, recipe)
         if recipe.weights.episode_context <= 0:
-            return dict(rankings)
+            return dict(rankings), before, sources
+        near = episode_context(before, sources, rankings, episodes, recipe.context_seeds)
+        rankings = {**rankings, EPISODE_CONTEXT: near}
         fused, sources = fuse(rankings, recipe)
-        near = episode_context(fused, sources, rankings, episodes, recipe.context_seeds)
-        return {**rankings, EPISODE_CONTEXT: near}
+        return rankings, capped(fused, before, near), sources
 
     def _current(
         self,
@@ -245,8 +247,7 @@ class FactRetriever:
             texts = {i: f.text for i, f in records.items()}
             rankings = with_time(rankings, spans, texts, qt, self.config.fusion)
         episodes = {i: [p.episode_id for p in f.provenance] for i, f in records.items()}
-        rankings = self._with_context(rankings, episodes)
-        fused, sources = fuse(rankings, self.config.fusion)
+        rankings, fused, sources = self._fused(rankings, episodes)
         pool = ranked(fused, sources, rankings)[: max(3 * limit, limit + 10)]
         unknown = [i for i, _ in pool if i not in records]
         if unknown:  # found only by an extra ranking: read them
