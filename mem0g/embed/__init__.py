@@ -60,8 +60,7 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
-        # a library should not draw bars on the user's stderr (transformers leaves it untyped)
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        hf_logging.disable_progress_bar()  # a library should not draw bars on the user's stderr
 
         source = model or bundled_model_path()
         if source is not None and os.path.isdir(source):
