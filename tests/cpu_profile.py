@@ -1,8 +1,9 @@
 """Where the suite's CPU goes, per test: `MEM0G_TEST_CPU=out.json pytest ...` (with
 pytest-xdist, one file per worker: out.gw0.json, ...). On 2 cores the suite's wall time is
 bounded by CPU seconds, and most of them are spent outside pytest, in the Neo4j servers, which
-no pytest timing sees. For each test: its wall time, the CPU of pytest itself, of the child
-processes it waited for (CLI runs, writers), and of every Neo4j server this run started
+no pytest timing sees. For each test: when it began (seconds after the run did, one clock for
+all workers: which worker ends last, and on what), its wall time, the CPU of pytest itself, of
+the child processes it waited for (CLI runs, writers), and of every Neo4j server this run started
 (java processes carrying this run's marker in their environment, sampled from /proc: the
 session server and the servers tests start themselves). The JSON holds the tests, the totals
 per file, and the run's totals; the slowest files by server CPU are printed at the end.
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 
 MARKER = "MEM0G_TEST_CPU_RUN"
+EPOCH = "MEM0G_TEST_CPU_EPOCH"  # one clock for all of a run's workers (their rows' "start")
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -89,6 +91,7 @@ class CPUProfile:
         self.servers = ServerCPU(marker)
         self.rows: list[dict[str, Any]] = []
         self.began = (time.monotonic(), *_own(), 0.0)
+        self.epoch = float(os.environ.setdefault(EPOCH, str(time.time())))  # the run's start
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
@@ -99,6 +102,7 @@ class CPUProfile:
         row = {
             "test": item.nodeid,
             "neo4j": item.get_closest_marker("neo4j") is not None,
+            "start": round(time.time() - self.epoch, 3),  # where the tail is, across workers
             "wall": round(wall2 - wall, 3),
             "pytest_cpu": round(me2 - me, 3),
             "children_cpu": round(kids2 - kids, 3),
@@ -148,6 +152,8 @@ def register(config: pytest.Config) -> None:
     its own marker, so its tests' server CPU is its own server's)."""
     out = os.environ.get("MEM0G_TEST_CPU")
     worker = getattr(config, "workerinput", {}).get("workerid")
+    if out:
+        os.environ.setdefault(EPOCH, str(time.time()))  # the controller's, its workers inherit it
     if not out or (worker is None and config.getoption("numprocesses", None)):
         return  # (the xdist controller runs no tests)
     path = Path(out) if worker is None else Path(out).with_suffix(f".{worker}.json")
