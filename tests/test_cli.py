@@ -18,8 +18,8 @@ from typing import Any
 
 import networkx as nx
 import pytest
+from cli_runner import CliRunner
 from click.testing import Result
-from typer.testing import CliRunner
 
 from mem0g import Memory, __version__
 from mem0g.archive import VERSION

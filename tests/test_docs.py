@@ -36,9 +36,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+import cli_runner
 import pytest
-import typer
-from typer.testing import CliRunner, Result
+from cli_runner import CliRunner
+from typer.testing import Result
 
 from mem0g.cli import app
 from mem0g.testing import ScriptedLLMServer
@@ -194,7 +195,7 @@ def _mem0g(args: list[str]) -> Parsed:
     """Parse like the real CLI, down to the leaf subcommand, without running anything."""
     from mem0g.cli.args import rearrange
 
-    command: Any = typer.main.get_command(app)
+    command: Any = cli_runner.command(app)  # built once: this runs for every docs command
     ctx = command.make_context("mem0g", rearrange(command, None, args))
     root, names = dict(ctx.params), []
     while hasattr(command, "get_command"):  # a group: resolve and parse its subcommand
@@ -527,7 +528,7 @@ class _Session:
             answers = cast(io.BytesIO, stdout)
             sys.stdin = io.TextIOWrapper(io.BufferedReader(_McpClient(answers)), encoding="utf-8")
             try:
-                command = typer.main.get_command(app)
+                command = cli_runner.command(app)
                 code = command.main(args, prog_name="mem0g", standalone_mode=False) or 0
                 failure = ""
             except Exception as err:  # the test's failure message shows it

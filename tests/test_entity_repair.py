@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from builders import CURRENT, DIMS, EVERYTHING, T0, Store, entity, ids, plan, relation, walk
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from mem0g import Memory
 from mem0g.cli import app

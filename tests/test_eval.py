@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from mem0g.cli import app
 from mem0g.eval import (

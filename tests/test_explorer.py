@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import CliRunner
 from service_support import live_server, service_memory
-from typer.testing import CliRunner
 
 from mem0g.cli import app as cli
 from mem0g.service.app import create_app

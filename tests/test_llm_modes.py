@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from mem0g.cli import app
 from mem0g.config import LLMConfig

@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from mem0g.cli import app
 from mem0g.config import LLMConfig

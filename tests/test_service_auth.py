@@ -193,7 +193,7 @@ def test_bad_keys_files_are_refused(tmp_path, doc) -> None:
 
 
 def test_keys_add_command(tmp_path) -> None:
-    from typer.testing import CliRunner
+    from cli_runner import CliRunner
 
     from mem0g.cli import app
 

@@ -185,7 +185,7 @@ def test_cli_http_takes_keys_per_request_and_binds_beyond_loopback_only_with_key
 ) -> None:
     import json
 
-    from typer.testing import CliRunner
+    from cli_runner import CliRunner
 
     from mem0g.cli import app
     from mem0g.service import mcp_server
