@@ -365,7 +365,11 @@ def test_docker_route_can_be_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _docker_engine_answers() is False
 
 
+# A server of its own and 8,000 vectors (99 s at load 12-14): handed out last, as the file's
+# order had it, it ran alone for its last 51 s while the other worker had finished
+# (2026-12-03, the whole suite on two workers); `long` tests go first in their phase.
 @pytest.mark.neo4j
+@pytest.mark.long
 def test_docker_route_through_pytest_docker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
