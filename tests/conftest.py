@@ -333,8 +333,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 # cost their server 322 CPU seconds instead of 376 (its start included; side by side, load
 # 18-26, 2026-12-02; docs/benchmarks.md). Compiling no expressions to bytecode as well
 # (internal.cypher.expression_engine=INTERPRETED) made no difference there (326), so is left
-# out. MEM0G_TEST_NEO4J_SETTINGS adds neo4j.conf lines ("key=value;key=value"; a key given
-# there replaces the one here) and MEM0G_NEO4J_JAVA_OPTS reaches the test servers, for trials.
+# out; so are the serial GC (-XX:+UseSerialGC: 198 CPU s against 196) and no background index
+# sampling (209 against 215, within the spread), side by side on 110 and 89 Neo4j tests
+# (2026-12-03, docs/benchmarks.md). MEM0G_TEST_NEO4J_SETTINGS adds neo4j.conf lines
+# ("key=value;key=value"; a key given there replaces the one here) and MEM0G_NEO4J_JAVA_OPTS
+# reaches the test servers, for trials.
 TEST_SERVER_JAVA_OPTS = ""
 _SETTINGS = dict(
     line.split("=", 1)
