@@ -14,7 +14,7 @@ a ranking the store does not compute are written as `extra` rankings (functions 
         [--store neo4j] --out bench-results/lab-embedded.pkl
     .venv/bin/python scripts/fusion_lab.py check bench-results/lab-embedded.pkl
     .venv/bin/python scripts/fusion_lab.py replay bench-results/lab-embedded.pkl \
-        --recipes 'dense;hybrid;mine:{"common_words": 1.0}'
+        --recipes 'dense,hybrid,mine:{"common_words": 1.0}'
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from eval_fusion import CATEGORIES, KS, NAMES, REFS, ingest  # noqa: E402
+from eval_fusion import CATEGORIES, KS, NAMES, REFS, ingest, top_level  # noqa: E402
 
 from mem0g import Memory  # noqa: E402
 from mem0g.config import FusionConfig, RetrievalConfig  # noqa: E402
@@ -246,7 +246,7 @@ def main() -> None:
         same = sum(g == q.search for g, q in zip(got, cap.questions, strict=True))
         print(f"replay == Memory.search on {same} of {len(cap.questions)} questions")
         return
-    for spec in args.recipes.split(";"):
+    for spec in top_level(args.recipes):  # a preset, or name:json as in eval_fusion.py
         name, _, body = spec.partition(":")
         recipe = PRESETS[name] if not body else FusionConfig.model_validate(json.loads(body))
         print(line(name, recalls(cap, replay(cap, recipe))))
