@@ -47,6 +47,44 @@ CALL (hits) {
 }
 RETURN size(hits) AS fetched, found;
 
+// How many of the scope's current facts hold each word ($queries: one scoped Lucene query a
+// word, built as for lexical_facts): each count stops past $share of the scope's facts (the
+// index's limit), which is all the caller asks (Neo4jGraphStore.common_fact_words). The
+// scope's facts are counted from the id indexes, as stats_scope counts them.
+// name: fact_word_counts
+CALL () {
+  CALL () {
+    MATCH (f:Fact) WHERE f.user_id = $user_id RETURN f
+    UNION ALL
+    MATCH (f:Fact) WHERE $user_id IS NULL AND f.agent_id = $agent_id RETURN f
+    UNION ALL
+    MATCH (f:Fact) WHERE $user_id IS NULL AND $agent_id IS NULL AND f.run_id = $run_id
+    RETURN f
+  }
+  WITH f
+  WHERE (NOT $exact OR f.tenant_key = $tenant_key)
+    AND ($agent_id IS NULL OR f.agent_id = $agent_id)
+    AND ($run_id IS NULL OR f.run_id = $run_id)
+  RETURN count(f) AS facts
+}
+CALL (facts) {
+  UNWIND range(0, size($queries) - 1) AS i
+  CALL (i, facts) {
+    CALL db.index.fulltext.queryNodes('mem0g_fact_text', $queries[i],
+                                      {limit: toInteger(floor(facts * $share)) + 1})
+    YIELD node
+    WITH node AS f
+    WHERE (NOT $exact OR f.tenant_key = $tenant_key)
+      AND ($user_id IS NULL OR f.user_id = $user_id)
+      AND ($agent_id IS NULL OR f.agent_id = $agent_id)
+      AND ($run_id IS NULL OR f.run_id = $run_id)
+    RETURN count(f) AS holding
+  }
+  WITH i, holding ORDER BY i
+  RETURN collect(holding) AS counts
+}
+RETURN facts, counts;
+
 // name: lexical_relations
 CALL db.index.fulltext.queryRelationships('mem0g_relation_text', $query, {limit: $fetch})
 YIELD relationship, score

@@ -206,6 +206,15 @@ class FusionConfig(_Section):
         description="how many of the best facts lend their episode's other facts a share of "
         "their score (the `episode_context` ranking)",
     )
+    common_words: float = Field(
+        default=0.5,
+        gt=0.0,
+        le=1.0,
+        description="a query word held by more than this share of the scope's facts is left "
+        "out of the facts' BM25 query: within the scope it tells no fact apart (past one half "
+        "its Robertson-Sparck Jones weight is <= 0), but BM25's store-wide statistics, over "
+        "every tenant, weigh a user's own name as a rare word; 1.0 keeps every word",
+    )
     near_duplicate: float = Field(
         default=1.0,
         ge=-1.0,

@@ -1,7 +1,8 @@
 """The fact half of `search`: which facts answer a query, ranked. No LLM calls.
 
 Current facts (no `as_of`): the store's own rankings (dense `similar_facts`, lexical
-`lexical_facts`), fused by `retrieve.fusion`. With `as_of=T`: the versions of the scope's facts
+`lexical_facts`, without the query words most of the scope's facts hold: `common_fact_words`),
+fused by `retrieve.fusion`. With `as_of=T`: the versions of the scope's facts
 true at T (`retrieve.timeline`: an updated fact's old text, nothing said after T) are ranked
 here, by the same two signals computed in Python (an old text's embedding is computed at query
 time, an old text is not in the store's indexes), and fused the same way.
@@ -93,10 +94,16 @@ class HistoricalFacts:
         return as_of(versions(self.store.facts(scope), events), when)
 
     def rankings(
-        self, found: list[FactVersion], qvec: np.ndarray, words: list[str], k: int
+        self,
+        found: list[FactVersion],
+        qvec: np.ndarray,
+        words: list[str],
+        k: int,
+        share: float = 1.0,
     ) -> tuple[list[tuple[int, float]], list[tuple[int, float]], np.ndarray]:
         """(dense, lexical) rankings of `found`, as (index, score) best first, k each, and
-        the unit vectors of `found`."""
+        the unit vectors of `found`; BM25 leaves out the words more than `share` of `found`
+        hold (`FusionConfig.common_words`, as the stores' `common_fact_words`)."""
         if not found:
             return [], [], np.zeros((0, 0), dtype=np.float32)
         vectors: list[np.ndarray | None] = [
@@ -110,7 +117,10 @@ class HistoricalFacts:
                 vectors[i] = np.asarray(vec)
         matrix = unit_rows([np.asarray(v, dtype=np.float32) for v in vectors], None)
         dense = row_scores(matrix, unit_vector(qvec)[0])
-        lexical = bm25([stems(terms(v.text)) for v in found], stems(words))
+        docs = [stems(terms(v.text)) for v in found]
+        held = [set(d) for d in docs]
+        rare = [w for w in stems(words) if sum(w in h for h in held) <= share * len(found)]
+        lexical = bm25(docs, rare)
         order = range(len(found))
         # ties as the stores order them: cosine by write order (here: the versions' order),
         # BM25 by text; never by the random ids
@@ -159,7 +169,7 @@ class FactRetriever:
             when = validity.as_of
             return lambda extra: self._historical(qvec, words, scope, when, k, limit, extra, qt)
         dense_ref = self.submit(self.store.similar_facts, scope, qvec, k)
-        lexical_ref = self.submit(self.lexical, scope, words, k) if self.lexical else None
+        lexical_ref = self.submit(self._lexical, scope, words, k) if self.lexical else None
 
         def finish(extra: Mapping[str, Ranking] | None) -> list[FactHit]:
             records: dict[str, Fact] = {}
@@ -173,6 +183,18 @@ class FactRetriever:
             return self._current(scope, records, {**rankings, **(extra or {})}, limit, qt)
 
         return finish
+
+    def _lexical(self, scope: Tenant, words: list[str], k: int) -> list[tuple[Fact, float]]:
+        """The store's BM25 over the query words that do not fill the scope
+        (`FusionConfig.common_words`): a user's own name, in most of their facts, is rare
+        store-wide (other tenants lack it), so BM25 weighs it high and, matched by nearly
+        every fact, it ranks the scope's shortest facts first whatever they say."""
+        assert self.lexical is not None
+        share = self.config.fusion.common_words
+        if share < 1.0 and words:
+            common = set(self.store.common_fact_words(scope, words, share))
+            words = [w for w in words if w not in common]
+        return self.lexical(scope, words, k)
 
     def search(
         self,
@@ -198,7 +220,8 @@ class FactRetriever:
         qt: QueryTime | None,
     ) -> list[FactHit]:
         found = self.history.at(scope, when)
-        dense, lexical, matrix = self.history.rankings(found, qvec, words, k)
+        share = self.config.fusion.common_words
+        dense, lexical, matrix = self.history.rankings(found, qvec, words, k, share)
         rankings: dict[str, Ranking] = {
             "dense_facts": [(found[i].fact_id, s) for i, s in dense],
             "bm25_facts": [(found[i].fact_id, s) for i, s in lexical],

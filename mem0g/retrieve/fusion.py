@@ -2,7 +2,8 @@
 (`config.FusionConfig`) gives each name a weight; named presets are recipes too.
 
 Rankings, all computed without an LLM:
-- `dense_facts` / `bm25_facts`: facts by embedding cosine / by the store's BM25;
+- `dense_facts` / `bm25_facts`: facts by embedding cosine / by the store's BM25 (over the
+  query words that at most `common_words` of the scope's facts hold: `retrieve.facts`);
 - `dense_relations` / `bm25_relations`: edges by triple-embedding cosine / by BM25 over
   "source relation destination";
 - `graph_expansion`: edges around the linked entities (score = cosine / hop);
@@ -210,9 +211,17 @@ PRESETS: dict[str, FusionConfig] = {
     "hybrid": FusionConfig(),
     # the hybrid recipe fused by ranks only (RRF, k = 60), without episode context: the
     # default before `relative`
-    "hybrid_rrf": FusionConfig(method="rrf", weights=FusionWeights(episode_context=0)),
-    # the hybrid recipe without episode context: the default before it
-    "hybrid_relative": FusionConfig(method="relative", weights=FusionWeights(episode_context=0)),
+    "hybrid_rrf": FusionConfig(
+        method="rrf", weights=FusionWeights(episode_context=0), common_words=1.0
+    ),
+    # the hybrid recipe without episode context: the default before it (and before
+    # `common_words`)
+    "hybrid_relative": FusionConfig(
+        method="relative", weights=FusionWeights(episode_context=0), common_words=1.0
+    ),
+    # the hybrid recipe with every query word in the facts' BM25: the default before
+    # `common_words`
+    "hybrid_all_words": FusionConfig(common_words=1.0),
     # plain vector search: what mem0g did before lexical retrieval (facts: cosine only)
     "dense": FusionConfig(
         method="rrf",
@@ -224,6 +233,7 @@ PRESETS: dict[str, FusionConfig] = {
     "dense_bm25": FusionConfig(
         method="rrf",
         weights=FusionWeights(time=0, graph_expansion=0, entity_linked_facts=0, episode_context=0),
+        common_words=1.0,
     ),
     # the hybrid recipe with the facts linked to the query's entities (`retrieve.linked`)
     "hybrid_linked": FusionConfig(weights=FusionWeights(entity_linked_facts=1.0)),

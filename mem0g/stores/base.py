@@ -282,6 +282,14 @@ class GraphStore(Protocol):
     ) -> list[tuple[Fact, float]]:
         """(`capabilities.lexical`) BM25 top-k current facts for the query words."""
 
+    def common_fact_words(
+        self, scope: Tenant, words: list[str], share: float, *, exact: bool = False
+    ) -> list[str]:
+        """(`capabilities.lexical`) the `words` (in their order) that more than `share` of
+        the scope's current facts hold, as the fact index analyses them (stemmed): words
+        that tell none of the scope's facts apart, however rare BM25's store-wide
+        statistics make them (`retrieve.facts`)."""
+
     def lexical_entities(
         self, scope: Tenant, words: list[str], k: int
     ) -> list[tuple[Entity, float]]:

@@ -220,3 +220,40 @@ def search(
             offset += page
             page *= 2
     return found[:k]
+
+
+def common_words(
+    conn: sqlite3.Connection,
+    table: str,
+    tenant_keys: Sequence[str],
+    words: list[str],
+    share: float,
+) -> list[str]:
+    """The words more than `share` of the tenant keys' rows of `table` hold (FTS5's own
+    analysis: a fact word by its Porter stem). Each count stops at the first row past the
+    share, so a word most of a large scope holds costs no more than that share's rows."""
+    if not words or not tenant_keys:
+        return []
+    fts = _SOURCES[table][0]
+    keys = json.dumps(list(tenant_keys))
+    (rows,) = conn.execute(_SCOPE_ROWS[table], (keys,)).fetchone()
+    cap = int(rows * share) + 1  # more than share x rows
+    common = []
+    for word in words:
+        expression = match_expression(tenant_keys, [word])
+        if expression is None or rows == 0:
+            continue
+        (n,) = conn.execute(
+            f"""SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ?
+                AND tenant_key IN (SELECT value FROM json_each(?)) LIMIT ?)""",
+            (expression, keys, cap),
+        ).fetchone()
+        if n > rows * share:
+            common.append(word)
+    return common
+
+
+_SCOPE_ROWS = {  # the base rows of a scope's tenant keys (each base table has tenant_key)
+    table: f"SELECT count(*) FROM {table} WHERE tenant_key IN (SELECT value FROM json_each(?))"
+    for table in _SOURCES
+}

@@ -421,6 +421,14 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
         return [(self._facts.out(i), s) for i, s in hits if i in self._facts.facts]
 
     @_locked
+    def common_fact_words(
+        self, scope: Tenant, words: list[str], share: float, *, exact: bool = False
+    ) -> list[str]:
+        """The query words more than `share` of the scope's current facts hold (FTS5)."""
+        keys = self._scope_keys(scope, exact)
+        return lexical.common_words(self._connection(), "facts", keys, words, share)
+
+    @_locked
     def lexical_relations(
         self, scope: Tenant, words: list[str], k: int, validity: Validity
     ) -> list[EdgeRef]:

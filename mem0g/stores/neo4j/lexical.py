@@ -112,6 +112,25 @@ def search(
     return best_first(found)[:k]
 
 
+def common_words(
+    read: Callable[[str, dict[str, Any]], list[dict[str, Any]]],
+    params: dict[str, Any],
+    words: list[str],
+    share: float,
+    scope: Tenant,
+    exact: bool = False,
+) -> list[str]:
+    """The words more than `share` of the scope's current facts hold (`fact_word_counts`:
+    one round trip; each word a scoped Lucene query, as `search` builds them)."""
+    queries = [(w, q) for w in words if (q := lucene_scoped([w], scope, exact)) is not None]
+    if not queries:
+        return []
+    (row,) = read("fact_word_counts",
+                  {**params, "queries": [q for _, q in queries], "share": share})  # fmt: skip
+    facts = int(row["facts"])
+    return [w for (w, _), n in zip(queries, row["counts"], strict=True) if n > facts * share]
+
+
 def best_first(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Hits by score, best first; a stable sort, so equal scores keep the statement's order
     (cypher/lexical.cypher: facts and edges by text, then id; names by id)."""

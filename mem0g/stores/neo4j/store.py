@@ -391,6 +391,13 @@ class Neo4jGraphStore(
                               self.max_fetch, scope, exact)  # fmt: skip
         return [(_fact(h["fact"]), float(h["score"])) for h in hits]
 
+    def common_fact_words(
+        self, scope: Tenant, words: list[str], share: float, *, exact: bool = False
+    ) -> list[str]:
+        """The query words more than `share` of the scope's current facts hold (Lucene)."""
+        self._ready()
+        return lexical.common_words(self._read, _scope(scope, exact), words, share, scope, exact)
+
     def lexical_relations(
         self, scope: Tenant, words: list[str], k: int, validity: Validity
     ) -> list[EdgeRef]:
