@@ -148,18 +148,23 @@ class FactRetriever:
         limit: int,
         validity: Validity,
         qt: QueryTime | None = None,
+        lexical: Future[list[tuple[Fact, float]]] | None = None,
     ) -> Callable[[Mapping[str, Ranking] | None], list[FactHit]]:
         """Start the store's reads (on the read pool, if any) and return `finish(extra)`,
         which waits for them and fuses (the `time` ranking included); `extra`: more named
         rankings of fact ids found meanwhile by the graph half of a search. Two steps, so
-        that no read-pool task ever waits on another (no pool deadlock)."""
+        that no read-pool task ever waits on another (no pool deadlock). `lexical`: the BM25
+        read of a current search, already started (`DualRetriever.early_reads`)."""
         k = max(self.config.fact_top_k, limit)
         words = query_terms(query)
-        if validity.as_of is not None and not validity.include_invalid:
+        if not self.current(validity):
             when = validity.as_of
+            assert when is not None
             return lambda extra: self._historical(qvec, words, scope, when, k, limit, extra, qt)
         dense_ref = self.submit(self.store.similar_facts, scope, qvec, k)
-        lexical_ref = self.submit(self.lexical, scope, words, k) if self.lexical else None
+        lexical_ref = lexical
+        if lexical_ref is None and self.lexical is not None:
+            lexical_ref = self.submit(self.lexical, scope, words, k)
 
         def finish(extra: Mapping[str, Ranking] | None) -> list[FactHit]:
             records: dict[str, Fact] = {}
@@ -173,6 +178,11 @@ class FactRetriever:
             return self._current(scope, records, {**rankings, **(extra or {})}, limit, qt)
 
         return finish
+
+    @staticmethod
+    def current(validity: Validity) -> bool:
+        """The current facts answer (the store's own rankings), not the versions of as_of."""
+        return validity.as_of is None or validity.include_invalid
 
     def search(
         self,
