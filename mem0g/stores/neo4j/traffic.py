@@ -26,7 +26,9 @@ class Traffic:
         self._lock = threading.Lock()
         self._busy = 0
         self.calls = 0  # real calls ended so far (the warm-up stands down after enough)
-        self._last = -float("inf")  # monotonic time the last real call ended
+        # monotonic time the last real call ended; opening counts as one, so a client that
+        # searches right after opening never finds the warm-up's first reads beside its own
+        self._last = time.monotonic()
         self._local = threading.local()
         self._names: set[str] = set()  # statements the background threads ran
 
