@@ -120,13 +120,18 @@ class GraphStoreConfig(_Section):
         description="neo4j: warm the server's read paths in the background when the store "
         "opens (and after reindex), so the first searches after a restart are not slow",
     )
-    warmup_seconds: float = Field(default=30.0, gt=0, description="neo4j: the warm-up's bound")
+    warmup_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="neo4j: the warm-up's bound, in seconds of its own work (the time it "
+        "stands aside for real searches is not counted)",
+    )
     warmup_parallel: int = Field(
         default=2,
         ge=1,
         le=8,
-        description="neo4j: sessions the warm-up reads on at once while the store is idle "
-        "(beside real searches it reads on one)",
+        description="neo4j: sessions the warm-up reads on at once (it reads only while the "
+        "store is idle)",
     )
     packed_reads: bool = Field(
         default=True,

@@ -112,6 +112,69 @@ def test_the_warmup_waits_while_real_reads_run() -> None:
     assert traffic.quiet()  # its reads left no count behind
 
 
+def test_standing_aside_does_not_spend_the_budget() -> None:
+    """Real traffic longer than the whole budget: the warm-up waits it out and then does its
+    work (the budget counts its own seconds, not those it stood aside)."""
+    traffic = Traffic(gap=0.05)
+    holding = threading.Event()
+    ended_at: list[float] = []
+    read_at: list[float] = []
+
+    def real_search() -> None:
+        with traffic.call():
+            holding.set()
+            time.sleep(0.6)
+        ended_at.append(time.monotonic())
+
+    def read(name: str, params: dict[str, Any]) -> None:
+        read_at.append(time.monotonic())
+        time.sleep(0.001)
+
+    searcher = threading.Thread(target=real_search)
+    searcher.start()
+    holding.wait(5)
+    warmup = Warmup(read, lambda: (["a"], {}), budget=0.3, searches=lambda: [],
+                    quiet=traffic.wait_quiet, real_calls=lambda: traffic.calls)  # fmt: skip
+    warmup.start()
+    warmup.join(10)
+    searcher.join(5)
+    status = warmup.status
+    assert status.state == "done" and status.yielded_s >= 0.5 > 0.3
+    assert read_at and min(read_at) >= ended_at[0] + 0.05 - 1e-3
+    assert status.rounds > 0 and not status.stood_down and status.real_calls == 1
+
+
+def test_it_stands_down_once_real_traffic_has_warmed_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream of real calls with no pause as long as the gap: the warm-up reads nothing,
+    and once the stream has made REAL_ENOUGH calls it ends (its work was done for it)."""
+    monkeypatch.setattr(warmup_module, "REAL_ENOUGH", 40)
+    traffic = Traffic(gap=0.2)
+    reads: list[str] = []
+    first = threading.Event()
+
+    def stream() -> None:
+        for _ in range(60):
+            with traffic.call():
+                first.set()
+                time.sleep(0.005)
+
+    streaming = threading.Thread(target=stream)
+    streaming.start()
+    first.wait(5)
+    warmup = Warmup(lambda name, params: reads.append(name), lambda: (["a"], {}), budget=30,
+                    searches=lambda: [], quiet=traffic.wait_quiet,
+                    real_calls=lambda: traffic.calls)  # fmt: skip
+    warmup.start()
+    streaming.join(10)
+    warmup.join(10)
+    status = warmup.status
+    assert status.state == "done" and status.stood_down and not status.settled
+    assert reads == [] and status.rounds == 0
+    assert 40 <= status.real_calls <= 60
+
+
 def test_searches_over_real_shapes_come_first_then_the_statements_they_did_not_run() -> None:
     done: list[str] = []
 
@@ -274,6 +337,65 @@ def test_warmup_reads_everything_writes_nothing_and_ends(
         assert memory.stats().warmup == status  # Memory.stats reports it
         hits = memory.search("bees", user_id="alice")
         assert [f.text for f in hits.facts][:1] == ["alice keeps bees"]
+
+
+@pytest.mark.neo4j
+def test_a_warmup_beside_a_stream_of_searches_reads_nothing_until_they_stop(
+    neo4j_connect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started while a client searches back to back, the warm-up sends no read of its own
+    (not even its samples) until the stream has stopped for the gap, then searches the
+    store's own data until settled, and writes nothing."""
+    embedder = make_embedder(EmbedderConfig(provider="hashing"))
+    store: Neo4jGraphStore = neo4j_connect(dims=embedder.dims)
+    with Memory({}, embedder=embedder, store=store) as memory:
+        for user in ("alice", "bob"):
+            memory.add(f"{user} keeps bees", user_id=user, infer=False)
+            _graph_data(store, embedder, user)
+        memory.search("bees", user_id="alice")  # the schema step, before the census
+
+        def census() -> tuple[Any, ...]:
+            return tuple(store._read_tx("census", lambda tx: tx.run(
+                "MATCH (n) OPTIONAL MATCH (n)-[r]->() "
+                "RETURN count(DISTINCT n) AS nodes, count(r) AS rels, "
+                "sum(size(keys(n))) AS props").single().values()))  # fmt: skip
+
+        before = census()
+        own: list[float] = []  # when each of the warm-up's reads started
+        read = store._read
+
+        def spy(name: str, params: dict[str, Any]) -> Any:
+            if threading.current_thread().name.startswith(THREAD_NAME):
+                own.append(time.monotonic())
+            return read(name, params)
+
+        monkeypatch.setattr(store, "_read", spy)
+        monkeypatch.setattr(warmup_module, "SHAPE_MIN_ROUNDS", 5)
+        streaming = threading.Event()
+        stream_ended: list[float] = []
+        searched: list[int] = []
+
+        def stream() -> None:
+            queries = ["where does alice person live", "bees", "who plays chess", "acme corp"]
+            for i in range(40):
+                memory.search(queries[i % 4], user_id="alice" if i % 2 else "bob")
+                searched.append(i)
+                streaming.set()
+            stream_ended.append(time.monotonic())
+
+        searcher = threading.Thread(target=stream)
+        searcher.start()
+        streaming.wait(60)
+        warmup = store.start_warmup(budget=300)
+        searcher.join(120)
+        warmup.join(330)
+        status = store.warmup_status
+        assert len(searched) == 40 and stream_ended
+        assert status.state == "done" and status.settled, status
+        assert own and min(own) >= stream_ended[0] + store._traffic.gap - 0.01
+        assert status.yielded_s > 0 and status.real_calls > 0 and not status.stood_down
+        assert status.searches >= 5 * status.shapes > 0
+        assert census() == before
 
 
 @pytest.mark.neo4j

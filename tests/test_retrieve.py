@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from builders import plan
 
 from mem0g.config import FusionConfig, FusionWeights, RetrievalConfig
 from mem0g.embed import CachedEmbedder, HashingEmbedder
@@ -393,3 +394,56 @@ def test_siblings_come_from_the_hubs_of_the_best_scoring_edges(
     assert len(calls[0]) == 41
     search(RetrievalConfig(link_threshold=0.99, sibling_hubs=0))
     assert calls == []
+
+
+def test_the_reads_that_need_no_vector_are_sent_before_the_query_is_embedded(
+    any_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """find_entities, lexical_entities (link_lexical) and the BM25 facts need only the
+    query's words: on a server they overlap the query embedding. The embedder waits for
+    them (on Neo4j they run on the read pool; a read sent after the embedding would never
+    come), and the search returns what it did with them sent after it."""
+    import time
+
+    from mem0g import Memory
+
+    store = any_store
+    sent: list[str] = []
+    early = {"find_entities", "lexical_entities", "lexical_facts"}
+    for name in (*early, "similar_facts"):
+        real = getattr(store, name)
+        monkeypatch.setattr(
+            store, name, lambda *a, _r=real, _n=name, **k: (sent.append(_n), _r(*a, **k))[1]
+        )
+
+    class Watching(HashingEmbedder):
+        seen: list[str] | None = None
+
+        def embed(self, texts: Any) -> np.ndarray:
+            if list(texts) == [query]:
+                deadline = time.monotonic() + 10
+                while not early <= set(sent) and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                Watching.seen = list(sent)
+            return super().embed(texts)
+
+    def vec(text: str) -> list[float]:
+        return HashingEmbedder(64).embed([text])[0].tolist()
+
+    query = "where does Xavier live"
+    tenant = Tenant(user_id="a")
+    xavier, paris = (Entity(tenant=tenant, name=n, keys=[normalize_name(n)], embedding=vec(n))
+                     for n in ("Xavier", "Paris"))  # fmt: skip
+    lives = Relation(tenant=tenant, source_id=xavier.id, source="Xavier", relation="lives_in",
+                     destination_id=paris.id, destination="Paris",
+                     embedding=vec("Xavier lives_in Paris"))  # fmt: skip
+    with Memory({"retrieval": {"link_lexical": True}}, embedder=Watching(64), store=store) as m:
+        m.add("Xavier lives in Paris", user_id="a", infer=False)
+        store.apply(plan(tenant, [xavier, paris], [lives]))
+        sent.clear()
+        hits = m.search(query, user_id="a")
+    assert Watching.seen is not None and early <= set(Watching.seen), Watching.seen
+    assert "similar_facts" not in Watching.seen  # it needs the vector
+    assert [f.text for f in hits.facts][:1] == ["Xavier lives in Paris"]
+    assert [e.name for e in hits.entities][:1] == ["Xavier"]
+    assert [h.relation for h in hits.relations] == ["lives_in"]

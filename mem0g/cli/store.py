@@ -267,6 +267,8 @@ def _warmup_detail(status: WarmupStatus) -> str:
         )
     else:
         done = f"{status.rounds} rounds of {status.statements} read statements (an empty store)"
+    if status.stood_down:
+        return f"{done}, stood down: {status.real_calls} real reads had warmed the server"
     return f"{done}, {'settled' if status.settled else 'not settled within the bound'}"
 
 

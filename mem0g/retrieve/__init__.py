@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -39,7 +40,16 @@ from mem0g.retrieve.timewin import QueryTime, with_time
 from mem0g.stores.base import EdgeRef, GraphStore
 from mem0g.stores.lexical_query import query_terms, terms
 from mem0g.stores.walk import WalkRequest, graph_ranking, sibling_keys
-from mem0g.types import EntityHit, Relation, RelationHit, SearchResult, Tenant, Validity
+from mem0g.types import (
+    Entity,
+    EntityHit,
+    Fact,
+    Relation,
+    RelationHit,
+    SearchResult,
+    Tenant,
+    Validity,
+)
 
 _T = TypeVar("_T")
 
@@ -48,6 +58,15 @@ def query_ngrams(query: str, max_n: int = 4) -> list[str]:
     """Normalised word n-grams of the query that could be entity names: the rule that links
     facts to entities at add time (`resolve.links.name_ngrams`), so both match alike."""
     return name_ngrams(query, max_n)
+
+
+@dataclass(frozen=True)
+class EarlyReads:
+    """The reads of a search that need no query vector, started before it is embedded."""
+
+    names: Future[list[Entity]]  # find_entities: the query's n-grams as name/alias keys
+    name_words: Future[list[tuple[Entity, float]]] | None  # lexical_entities (link_lexical)
+    fact_words: Future[list[tuple[Fact, float]]] | None  # lexical_facts (the fact half)
 
 
 class DualRetriever:
@@ -81,12 +100,36 @@ class DualRetriever:
         hits = self.store.similar_relations(scope, qvec, k, validity)
         return [(ref.id, float(ref.score)) for ref in hits]
 
-    def link(self, query: str, qvec: np.ndarray, scope: Tenant) -> list[EntityHit]:
-        """Entities the query names: exact name/alias n-grams first, then close name embeddings."""
+    def early_reads(
+        self, query: str, scope: Tenant, limit: int = 0, validity: Validity | None = None
+    ) -> EarlyReads:
+        """Start the reads that need no query vector: the names the query's n-grams match,
+        the names sharing its words (`link_lexical`) and, with `validity` (a search with
+        its fact half), the BM25 facts of a current search (no as_of), so that on a server
+        they run while the query is embedded. The same reads as before, only sooner."""
+        lexical = self.store.capabilities.lexical
+        names = self.submit(self.store.find_entities, scope, query_ngrams(query))
+        words = None
+        if lexical and self.config.link_lexical:
+            k = self.config.link_top_k
+            words = self.submit(self.store.lexical_entities, scope, query_terms(query), k)
+        fact_words = None
+        if lexical and validity is not None and FactRetriever.current(validity):
+            k = max(self.config.fact_top_k, limit)
+            fact_words = self.submit(self.facts.words_ranking, scope, query_terms(query), k)
+        return EarlyReads(names=names, name_words=words, fact_words=fact_words)
+
+    def link(
+        self, query: str, qvec: np.ndarray, scope: Tenant, early: EarlyReads | None = None
+    ) -> list[EntityHit]:
+        """Entities the query names: exact name/alias n-grams first, then close name embeddings.
+        `early`: the vector-free reads already started (`early_reads`)."""
+        if early is None:
+            early = self.early_reads(query, scope)
         hits: dict[str, EntityHit] = {}
         nearest = functools.partial(self.store.similar_entities, light=True)
         similar = self.submit(nearest, scope, qvec, self.config.link_top_k)
-        for entity in self.store.find_entities(scope, query_ngrams(query)):
+        for entity in early.names.result():
             hits[entity.id] = EntityHit(
                 id=entity.id,
                 name=entity.name,
@@ -95,10 +138,8 @@ class DualRetriever:
                 score=1.0,
                 matched_by="name",
             )
-        if self.config.link_lexical:  # a name's word: "Caroline" for "Caroline Smith"
-            for found in linked.lexical_links(
-                self.store, scope, query, hits, self.config.link_top_k
-            ):
+        if early.name_words is not None:  # a name's word: "Caroline" for "Caroline Smith"
+            for found in linked.lexical_links(early.name_words.result(), hits):
                 hits[found.id] = found
         for entity, score in similar.result():
             if score >= self.config.link_threshold and entity.id not in hits:
@@ -174,9 +215,14 @@ class DualRetriever:
         """Relations (and entities) for the query; with `facts`, the fact half too. The query
         is embedded once; the fact reads start first and are fused last, so they overlap the
         graph half's reads on the read pool (no pool task ever waits on another)."""
+        early = self.early_reads(query, scope, limit, validity if facts else None)
         qvec = self.embedder.embed([query])[0]
-        finish = self.facts.begin(query, qvec, scope, limit, validity, qt) if facts else None
-        result = self._relations(query, qvec, scope, limit, validity, qt)
+        finish = (
+            self.facts.begin(query, qvec, scope, limit, validity, qt, early.fact_words)
+            if facts
+            else None
+        )
+        result = self._relations(query, qvec, scope, limit, validity, qt, early)
         if finish is not None:
             extra = None
             if linked.wanted(self.store, self.config):  # facts about the linked entities
@@ -193,10 +239,11 @@ class DualRetriever:
         limit: int,
         validity: Validity,
         qt: QueryTime | None,
+        early: EarlyReads | None = None,
     ) -> SearchResult:
         k = max(self.config.triple_top_k, limit)
         nearest_ref = self.submit(self._nearest, scope, qvec, k, validity)
-        linked = self.link(query, qvec, scope)
+        linked = self.link(query, qvec, scope, early)
         # BM25 over "source relation destination" with the words of the query that do not
         # name a linked entity: those entities' edges come from the walk, and their names,
         # in every edge of theirs, would only rank the shortest edges first

@@ -158,18 +158,23 @@ class FactRetriever:
         limit: int,
         validity: Validity,
         qt: QueryTime | None = None,
+        lexical: Future[list[tuple[Fact, float]]] | None = None,
     ) -> Callable[[Mapping[str, Ranking] | None], list[FactHit]]:
         """Start the store's reads (on the read pool, if any) and return `finish(extra)`,
         which waits for them and fuses (the `time` ranking included); `extra`: more named
         rankings of fact ids found meanwhile by the graph half of a search. Two steps, so
-        that no read-pool task ever waits on another (no pool deadlock)."""
+        that no read-pool task ever waits on another (no pool deadlock). `lexical`: the BM25
+        read of a current search, already started (`DualRetriever.early_reads`)."""
         k = max(self.config.fact_top_k, limit)
         words = query_terms(query)
-        if validity.as_of is not None and not validity.include_invalid:
+        if not self.current(validity):
             when = validity.as_of
+            assert when is not None
             return lambda extra: self._historical(qvec, words, scope, when, k, limit, extra, qt)
         dense_ref = self.submit(self.store.similar_facts, scope, qvec, k)
-        lexical_ref = self.submit(self._lexical, scope, words, k) if self.lexical else None
+        lexical_ref = lexical
+        if lexical_ref is None and self.lexical is not None:
+            lexical_ref = self.submit(self.words_ranking, scope, words, k)
 
         def finish(extra: Mapping[str, Ranking] | None) -> list[FactHit]:
             records: dict[str, Fact] = {}
@@ -184,7 +189,7 @@ class FactRetriever:
 
         return finish
 
-    def _lexical(self, scope: Tenant, words: list[str], k: int) -> list[tuple[Fact, float]]:
+    def words_ranking(self, scope: Tenant, words: list[str], k: int) -> list[tuple[Fact, float]]:
         """The store's BM25 over the query words that do not fill the scope
         (`FusionConfig.common_words`): a user's own name, in most of their facts, is rare
         store-wide (other tenants lack it), so BM25 weighs it high and, matched by nearly
@@ -195,6 +200,11 @@ class FactRetriever:
             common = set(self.store.common_fact_words(scope, words, share))
             words = [w for w in words if w not in common]
         return self.lexical(scope, words, k)
+
+    @staticmethod
+    def current(validity: Validity) -> bool:
+        """The current facts answer (the store's own rankings), not the versions of as_of."""
+        return validity.as_of is None or validity.include_invalid
 
     def search(
         self,

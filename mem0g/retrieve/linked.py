@@ -13,8 +13,7 @@ import numpy as np
 from mem0g.config import RetrievalConfig
 from mem0g.retrieve.fusion import Ranking
 from mem0g.stores.base import GraphStore
-from mem0g.stores.lexical_query import query_terms
-from mem0g.types import EntityHit, Tenant
+from mem0g.types import Entity, EntityHit, Tenant
 
 NAME = "entity_linked_facts"
 
@@ -38,16 +37,11 @@ def linked_facts(
     return {NAME: [(fact_id, score) for fact_id, score, _ in found]}
 
 
-def lexical_links(
-    store: GraphStore, scope: Tenant, query: str, known: Collection[str], k: int
-) -> list[EntityHit]:
+def lexical_links(hits: Sequence[tuple[Entity, float]], known: Collection[str]) -> list[EntityHit]:
     """(`retrieval.link_lexical`) entities sharing a word with the query, by the store's BM25
-    over names and aliases (`lexical_entities`), beyond those `known` already: "Caroline"
-    reaches "Caroline Smith", which the exact n-gram match misses. Scored by BM25 relative to
-    the best match, below 1 (an exact name's score)."""
-    if not store.capabilities.lexical:
-        return []
-    hits = store.lexical_entities(scope, query_terms(query), k)
+    over names and aliases (`hits`: its `lexical_entities`), beyond those `known` already:
+    "Caroline" reaches "Caroline Smith", which the exact n-gram match misses. Scored by BM25
+    relative to the best match, below 1 (an exact name's score)."""
     top = max((score for _, score in hits), default=0.0)
     return [
         EntityHit(id=e.id, name=e.name, type=e.type, aliases=e.aliases,

@@ -110,7 +110,9 @@ class WarmupStatus(BaseModel):
     searches: int = 0  # searches over the store's own data run in all
     planned_apart: int = 0  # statements no such search ran, read once against the empty tenant
     settled: bool = False  # its rounds stopped getting faster before the bound
-    yielded_s: float = 0.0  # seconds it waited for real reads and writes to finish
+    yielded_s: float = 0.0  # seconds it stood aside for real reads and writes
+    real_calls: int = 0  # real reads and writes the store served meanwhile
+    stood_down: bool = False  # it ended because those had warmed the server already
     error: str | None = None
 
 

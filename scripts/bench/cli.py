@@ -17,6 +17,7 @@ from typing import Any
 
 import bench
 from bench.add import bench_add
+from bench.breakdown import statement_breakdown
 from bench.cypher_profile import profile_searches
 from bench.data import TARGET_USER, UTC, build_graph, make_queries, warm_queries
 from bench.report import TARGET_EDGES, print_report, targets
@@ -188,6 +189,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "field 'separate': the graph half as separate reads, not the walk statement), no "
         "store warm-up: phases 'cold NAME' (the first N searches) and 'warm NAME' (after "
         "--server-warmup untimed ones); repeatable",
+    )
+    p.add_argument(
+        "--statement-breakdown",
+        type=int,
+        default=0,
+        metavar="N",
+        help="neo4j (throwaway server): after the first run, record its searches' reads and "
+        "replay them after restarts, one read at a time, with the server's CPU per read from "
+        "/proc: each statement alone after its own restart (N reads), then N searches' reads "
+        "in order after one restart (scripts/bench/breakdown.py)",
     )
     p.add_argument(
         "--variants-only",
@@ -445,6 +456,12 @@ def run(
                 "busy": busy(search_load, timing_load, others=timing["other_processes_cores"]),
             }
             entry["phases"] = []
+            if args.statement_breakdown > 0 and stores.kind == "neo4j":
+                entry["statement_breakdown"] = statement_breakdown(
+                    args, stores, memory, inner.dims, queries[: args.queries + args.warmup],
+                    TARGET_USER, progress, label,
+                )  # fmt: skip
+                write_report(complete=False)
             if not (args.variants_only and args.restart_variant):
                 entry["phases"], memory = restart_phases(
                     args,

@@ -120,7 +120,8 @@ class Neo4jSession:
         """The driver, after the schema has been applied once by this store."""
         driver = self._connected()
         if not self._schema_ready:
-            with self._lock:
+            # (real work the warm-up stands aside for: a first search waits on it)
+            with self._traffic.call("schema"), self._lock:
                 if not self._schema_ready:
                     began = time.monotonic()
                     with _errors("could not apply the schema"):

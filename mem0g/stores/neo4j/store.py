@@ -210,6 +210,7 @@ class Neo4jGraphStore(
             self._read, plan, budget, searches=lambda: shape_searches(self),
             quiet=self._traffic.wait_quiet, background=self._traffic.mark_background,
             idle=functools.partial(self._traffic.quiet, IDLE_GAP),
+            real_calls=lambda: self._traffic.calls,
             covered=self._traffic.background_reads, parallel=self.warmup_parallel,
         )  # fmt: skip
         self._warmup.start()

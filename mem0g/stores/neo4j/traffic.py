@@ -1,26 +1,34 @@
 """Real work in flight on a Neo4j store, so its background warm-up stands aside.
 
 The warm-up (warmup.py) runs searches over the store's own data to get the server's read
-paths compiled, and on a small server it would compete with the first real searches for the
-same cores (measured: first-minute p95 rose from 192.9 to 223.8 ms beside the empty-tenant
-warm-up, docs/benchmarks.md). So every read and write of any other thread is counted while it
-runs, and the warm-up starts its next read only when none is in flight and none ended in the
-last `gap` seconds (a search's reads come in bursts a few ms apart: link, then the walk)."""
+paths compiled, and on a small server it competes with the first real searches for the same
+cores: beside a stream of searches, yielding only for a 10 ms gap, it raised their server CPU
+per search from 137 to 201 ms on an idle machine (docs/benchmarks.md), and a stream of real
+searches warms the server anyway. So every read and write of any other thread is counted
+while it runs, and the warm-up starts its next read only when none is in flight and none
+ended in the last `gap` seconds (IDLE_GAP, a second: longer than the pause between the
+searches of a stream, which is a query embedding and the client's own work)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+IDLE_GAP = 1.0
+"""Seconds without any real call before the warm-up reads (then on all its sessions)."""
 
 
 class Traffic:
-    def __init__(self, gap: float = 0.01) -> None:
+    def __init__(self, gap: float = IDLE_GAP) -> None:
         self.gap = gap
         self._lock = threading.Lock()
         self._busy = 0
-        self._last = -float("inf")  # monotonic time the last real call ended
+        self.calls = 0  # real calls ended so far (the warm-up stands down after enough)
+        # monotonic time the last real call ended; opening counts as one, so a client that
+        # searches right after opening never finds the warm-up's first reads beside its own
+        self._last = time.monotonic()
         self._local = threading.local()
         self._names: set[str] = set()  # statements the background threads ran
 
@@ -39,6 +47,7 @@ class Traffic:
         finally:
             with self._lock:
                 self._busy -= 1
+                self.calls += 1
                 self._last = time.monotonic()
 
     def mark_background(self) -> None:
@@ -55,20 +64,31 @@ class Traffic:
     def quiet(self, gap: float | None = None) -> bool:
         """No real call in flight, and none ended in the last `gap` seconds (default: the
         store's `gap`)."""
+        return self._left(self.gap if gap is None else gap) == 0.0
+
+    def _left(self, gap: float) -> float | None:
+        """Seconds until quiet if nothing else comes (None: a call is in flight)."""
         with self._lock:
-            since = time.monotonic() - self._last
-            return self._busy == 0 and since >= (self.gap if gap is None else gap)
+            if self._busy:
+                return None
+            return max(0.0, gap - (time.monotonic() - self._last))
 
     def wait_quiet(
-        self, stop: threading.Event, poll: float = 0.002, gap: float | None = None
+        self,
+        stop: threading.Event,
+        give_up: Callable[[], bool] | None = None,
+        *,
+        poll: float = 0.05,
+        gap: float | None = None,
     ) -> float:
-        """Block until no real call is in flight nor just ended (or `stop`); seconds waited."""
+        """Block until no real call is in flight nor ended in the last `gap` seconds (or
+        `stop`, or `give_up()`); seconds waited. It sleeps until the gap would end, at most
+        `poll` at a time, so a long wait costs a few wake-ups a second."""
         began = time.monotonic()
-        while not self.quiet(gap) and not stop.is_set():
-            stop.wait(poll)
+        wanted = self.gap if gap is None else gap
+        while not stop.is_set() and not (give_up is not None and give_up()):
+            left = self._left(wanted)
+            if left == 0.0:
+                break
+            stop.wait(poll if left is None else min(poll, left))
         return time.monotonic() - began
-
-
-IDLE_GAP = 1.0
-"""Seconds without any real call after which the warm-up also reads on its extra sessions:
-beside searches in progress one warm-up read at a time, on an idle store several."""

@@ -122,16 +122,18 @@ def _search(store: Any, row: dict[str, Any]) -> None:
 
 
 class Warmup:
-    """In a daemon thread, until `budget` seconds are spent or `stop()`. With data: rounds of
-    the `searches()` over real data shapes first, until they stop getting faster or
-    `SHAPE_SHARE` of the budget is spent; then one round of the statements no search ran
-    (`covered()`: the names the searches read), read against the empty tenant so that their
-    plans are cached too; then searches again until settled. Without data: rounds of
-    `read(name, params)` over the statements until settled. Before each read or search it
-    waits for `quiet` (no real call in flight); that wait counts against the budget. While
-    the store is `idle()` (no real call for a longer while) the calls of a round run on
-    `parallel` threads (the server's planner and JIT, and the client, then overlap); beside
-    real searches, one at a time."""
+    """In a daemon thread, until `budget` seconds of its own work are spent, or `stop()`, or
+    real traffic has done its job (`real_calls()`, the real reads and writes so far, grew by
+    REAL_ENOUGH since it started: a server that served that many is as warm as the warm-up
+    would make it). With data: rounds of the `searches()` over real data shapes first, until
+    they stop getting faster or `SHAPE_SHARE` of the budget is spent; then one round of the
+    statements no search ran (`covered()`: the names the searches read), read against the
+    empty tenant so that their plans are cached too; then searches again until settled.
+    Without data: rounds of `read(name, params)` over the statements until settled. Before
+    each read or search it waits for `quiet` (no real call in flight nor for a while: it
+    stands aside while real searches keep coming); that wait does not count against the
+    budget. While the store is `idle()` the calls of a round run on `parallel` threads (the
+    server's planner and JIT, and the client, then overlap)."""
 
     def __init__(
         self,
@@ -140,8 +142,9 @@ class Warmup:
         budget: float,
         *,
         searches: Callable[[], list[Search]] | None = None,
-        quiet: Callable[[threading.Event], float] | None = None,
+        quiet: Callable[[threading.Event, Callable[[], bool]], float] | None = None,
         idle: Callable[[], bool] | None = None,
+        real_calls: Callable[[], int] | None = None,
         background: Callable[[], None] | None = None,
         covered: Callable[[], set[str]] | None = None,
         parallel: int = 1,
@@ -153,6 +156,8 @@ class Warmup:
         self._searches = searches
         self._quiet = quiet
         self._idle = idle
+        self._real_calls = real_calls
+        self._real_base = 0
         self._background = background
         self._covered = covered
         self._parallel = max(1, parallel)
@@ -172,13 +177,26 @@ class Warmup:
         self._thread.join(timeout)
 
     def _go(self, started: float) -> bool:
-        """Wait for quiet; False once stopped or out of time."""
+        """Wait for quiet; False once stopped, out of time, or stood down."""
         if self._quiet is not None and not self._stop.is_set():
-            self.status.yielded_s += self._quiet(self._stop)
+            self.status.yielded_s += self._quiet(self._stop, self._stood_down)
         return self._live(started)
+
+    def _stood_down(self) -> bool:
+        """Real traffic since the start has warmed the server as much as this would."""
+        if self._real_calls is None:
+            return False
+        self.status.real_calls = self._real_calls() - self._real_base
+        self.status.stood_down = self.status.real_calls >= REAL_ENOUGH
+        return self.status.stood_down
+
+    def _worked(self, started: float) -> float:
+        """Seconds since `started`, less those spent standing aside for real calls."""
+        return time.monotonic() - started - self.status.yielded_s
 
     def _run(self) -> None:
         started = time.monotonic()
+        self._real_base = self._real_calls() if self._real_calls is not None else 0
         self.status.state = "running"
         try:
             if self._background is not None:
@@ -187,6 +205,9 @@ class Warmup:
                 self._pool = ThreadPoolExecutor(
                     self._parallel - 1, thread_name_prefix=THREAD_NAME, initializer=self._background
                 )
+            if not self._go(started):  # its first reads (schema step, samples) stand aside too
+                self.status.state = "done"
+                return
             names, params = self._plan()
             self.status.statements = len(names)
 
@@ -197,7 +218,7 @@ class Warmup:
             self.status.shapes = len(searches)
             if searches:  # real data shapes: the row-walking code gets compiled too
                 history: list[float] = []
-                share = started + SHAPE_SHARE * self._budget
+                share = SHAPE_SHARE * self._budget
                 settled = self._rounds(
                     started, searches, history, SHAPE_MIN_ROUNDS, until=share, shapes=True
                 )
@@ -220,7 +241,7 @@ class Warmup:
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True, cancel_futures=True)
-        self.status.seconds = time.monotonic() - started
+            self.status.seconds = time.monotonic() - started
 
     def _call(self, started: float, call: Search) -> float | None:
         """One call after the wait for quiet: its seconds, None when stopped or out of time."""
@@ -231,7 +252,11 @@ class Warmup:
         return time.monotonic() - began
 
     def _live(self, started: float) -> bool:
-        return not self._stop.is_set() and time.monotonic() - started < self._budget
+        return (
+            not self._stop.is_set()
+            and self._worked(started) < self._budget
+            and not self._stood_down()
+        )
 
     def _round(self, started: float, calls: Sequence[Search]) -> list[float | None]:
         """One round: each call's seconds (None: not run, stopped or out of time). This
@@ -252,7 +277,7 @@ class Warmup:
         def extra() -> None:
             while self._live(started) and not drained.is_set():
                 if self._idle is not None and not self._idle():
-                    self._stop.wait(0.005)
+                    self._stop.wait(0.05)
                     continue
                 if (index := take()) is None:
                     return
@@ -283,11 +308,11 @@ class Warmup:
         shapes: bool = False,
     ) -> bool:
         """Rounds over `calls`: `count` of them, or until settled (`min_rounds` and
-        `history`, each round's time without the waits for quiet), or until the monotonic
-        time `until`. True once settled."""
+        `history`, each round's time without the waits for quiet), or until `until` seconds
+        of work since `started`. True once settled."""
         done = 0
         while count is None or done < count:
-            if until is not None and time.monotonic() >= until:
+            if until is not None and self._worked(started) >= until:
                 return False
             times = self._round(started, calls)
             if shapes:  # also those of a round cut short
@@ -308,6 +333,7 @@ SHAPE_SHARE = 0.7  # of the budget for the first searches, then the statements n
 MIN_ROUNDS = 30  # a JIT compiles a path after some hundreds of calls; 30 rounds of ~30
 SHAPE_MIN_ROUNDS = 25  # rounds of SAMPLES searches: 200 searches over real rows at least
 SETTLED = 1.15  # the last rounds within 15% of the fastest so far: warm
+REAL_ENOUGH = 2000  # real calls (~300 searches of 6-8 reads) that warm a server as 25 rounds do
 
 
 def _settled(rounds: list[float], min_rounds: int = MIN_ROUNDS) -> bool:
