@@ -218,7 +218,8 @@ class FusionConfig(_Section):
         description="a query word held by more than this share of the scope's facts is left "
         "out of the facts' BM25 query: within the scope it tells no fact apart (past one half "
         "its Robertson-Sparck Jones weight is <= 0), but BM25's store-wide statistics, over "
-        "every tenant, weigh a user's own name as a rare word; 1.0 keeps every word",
+        "every tenant, weigh a user's own name as a rare word; only beside a rarer query word "
+        "(when every word is common all are kept); 1.0 keeps every word",
     )
     near_duplicate: float = Field(
         default=1.0,

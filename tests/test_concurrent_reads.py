@@ -162,9 +162,11 @@ def test_reads_run_on_the_pool_and_errors_reach_the_caller(
 
         monkeypatch.setattr(memory.store, name, spy)
     memory.search("who works with Alice?", user_id="alice")
-    for name in ("similar_relations", "similar_entities", "similar_facts"):
+    # every store read goes to the pool, the vector-free exact-name lookup too: it is sent
+    # before the query is embedded, so its round trip overlaps the embedding
+    for name in ("similar_relations", "similar_entities", "similar_facts", "find_entities"):
         assert threads[name].startswith("mem0g-read"), (name, threads[name])
-    assert threads["find_entities"] == threading.current_thread().name
+    assert threading.current_thread().name not in set(threads.values())
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise StoreError("the triple index is gone")

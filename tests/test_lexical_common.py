@@ -111,3 +111,35 @@ def test_the_default_and_the_presets_say_which_words_they_keep() -> None:
         FusionConfig(common_words=0.0)
     with pytest.raises(ValueError):
         FusionConfig(common_words=1.5)
+
+
+@pytest.mark.parametrize("store_kind", BOTH)
+def test_when_every_query_word_is_common_bm25_keeps_them(make_memory: MemoryFactory) -> None:
+    """Words are left out only beside a rarer one: a one-fact tenant's word is in every fact,
+    and so is a word of most facts asked alone; BM25 still finds them (it did not, when the
+    rule left an empty query)."""
+    dead = {"base_url": f"http://127.0.0.1:{free_port()}/v1", "max_retries": 0, "timeout": 1}
+    m = make_memory(memory={"facts": True}, llm=dead)
+    m.add("Maya plays the violin", user_id="solo", infer=False, timestamp="2024-01-10")
+    hits = m.search("violin", user_id="solo").facts
+    assert [h.text for h in hits] == ["Maya plays the violin"]
+    assert "bm25_facts" in hits[0].sources
+    for text in MAYA[:4]:
+        m.add(text, user_id="u", infer=False, timestamp="2024-01-10")
+    lexical = [h.text for h in m.search("Maya", user_id="u", limit=4).facts
+               if "bm25_facts" in h.sources]  # fmt: skip
+    assert sorted(lexical) == sorted(MAYA[:4])  # "maya" in all four, and the only word
+    # beside a rarer word the common one is still left out
+    lexical = [h.text for h in m.search("Maya cello", user_id="u", limit=4).facts
+               if "bm25_facts" in h.sources]  # fmt: skip
+    assert lexical == ["Maya's sister plays the cello"]
+
+
+def test_the_as_of_path_keeps_words_that_are_all_common(hashing: CachedEmbedder) -> None:
+    when = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    texts = ["Maya likes tea", "Maya bakes bread"]
+    found = [FactVersion(fact_id=str(i), tenant=A, text=t, start=when) for i, t in enumerate(texts)]
+    history = HistoricalFacts(None, hashing)  # type: ignore[arg-type]
+    qvec = np.asarray(hashing.embed(["maya"])[0])
+    _, lexical, _ = history.rankings(found, qvec, query_terms("Maya"), 10, 0.5)
+    assert {i for i, _ in lexical} == {0, 1}

@@ -119,8 +119,9 @@ class HistoricalFacts:
         dense = row_scores(matrix, unit_vector(qvec)[0])
         docs = [stems(terms(v.text)) for v in found]
         held = [set(d) for d in docs]
-        rare = [w for w in stems(words) if sum(w in h for h in held) <= share * len(found)]
-        lexical = bm25(docs, rare)
+        stemmed = stems(words)
+        rare = [w for w in stemmed if sum(w in h for h in held) <= share * len(found)]
+        lexical = bm25(docs, rare or stemmed)  # every word common: none tells less than another
         order = range(len(found))
         # ties as the stores order them: cosine by write order (here: the versions' order),
         # BM25 by text; never by the random ids
@@ -198,7 +199,9 @@ class FactRetriever:
         share = self.config.fusion.common_words
         if share < 1.0 and words:
             common = set(self.store.common_fact_words(scope, words, share))
-            words = [w for w in words if w not in common]
+            # only beside a rarer word: when every word is common (one word, a tiny scope)
+            # none tells the facts apart less than another, and BM25 still ranks by them
+            words = [w for w in words if w not in common] or words
         return self.lexical(scope, words, k)
 
     @staticmethod
