@@ -1,5 +1,6 @@
 """The commands on a store as a whole: `dump`, `stats`, `reindex`, `doctor` (config, LLM,
-embedder and store checks), `demo`, `reset` and `delete` (a tenant's data)."""
+embedder and store checks), `warmup` (a Neo4j server's, in the foreground), `demo`, `reset`
+and `delete` (a tenant's data)."""
 
 from __future__ import annotations
 
@@ -329,6 +330,63 @@ def doctor(ctx: typer.Context) -> None:
         table.add_row(name, Text(status, style=styles[status]), Text(detail))
     _out().print(table)
     if any(status == "fail" for _, status, _ in checks):
+        raise typer.Exit(EXIT_FAILURE)
+
+
+@app.command()
+def warmup(
+    ctx: typer.Context,
+    seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--seconds",
+            min=0.1,
+            help="The warm-up's bound, in seconds of its own work (default: "
+            "graph_store.warmup_seconds).",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Warm a freshly started Neo4j server's read paths, in the foreground, then exit.
+
+    Run it after the server starts and before traffic arrives (a deploy step, or
+    `scripts/neo4j start && mem0g warmup`): the server plans and compiles the search and
+    add paths over this store's own data, so the first real searches are fast. It reads
+    only; a progress line every 5 s goes to stderr. The embedded store runs inside each
+    process and has no server to warm."""
+    config = _state(ctx).config()
+    settings = config.graph_store
+    if settings.provider != "neo4j":
+        _say(_err(), "the embedded store runs inside each process: it has no server to warm")
+        return
+    bound = seconds if seconds is not None else settings.warmup_seconds
+    quiet = settings.model_copy(update={"warmup": False})
+    from mem0g.stores.neo4j import Neo4jGraphStore
+
+    store = cast(
+        Neo4jGraphStore, _open_store(config.model_copy(update={"graph_store": quiet}), None)
+    )
+    try:
+        _say(_err(), f"warming {_location(config)} for at most {bound:g} s of its own work")
+        running = store.start_warmup(bound)
+        shown = time.monotonic()
+        while running.status.state in ("waiting", "running"):
+            running.join(0.2)
+            if time.monotonic() - shown >= 5.0:
+                status = running.status
+                _say(_err(), f"  {status.seconds:.0f} s: {status.rounds} rounds, "
+                     f"{status.searches} searches of its own data")  # fmt: skip
+                shown = time.monotonic()
+        status = running.status
+    finally:
+        store.close()
+    if as_json:
+        _print_json(status.model_dump(mode="json"))
+    elif status.state == "failed":
+        _say(_err(), f"warm-up failed after {status.seconds:.1f} s: {status.error}", "red")
+    else:
+        _say(_out(), f"warm-up {status.state} in {status.seconds:.1f} s ({_warmup_detail(status)})")
+    if status.state == "failed":
         raise typer.Exit(EXIT_FAILURE)
 
 

@@ -74,13 +74,22 @@ def create_app(
 
     @app.get("/readyz", response_model=Health, tags=["health"], responses={503: {"model": Health}})
     def readyz() -> Any:
-        """The store answers a read and the embedder embeds: ready for traffic."""
+        """The store answers a read and the embedder embeds: ready for traffic. While the
+        store warms a freshly started server (`ready_after_warmup`), not yet: the probe says
+        how far it got, and reads nothing, for the warm-up reads only when no one else does."""
         checks: dict[str, str] = {}
-        try:
-            memory.store.tenant_version(_PROBE)
-            checks["store"] = "ok"
-        except Exception as err:
-            checks["store"] = f"failed: {type(err).__name__}"
+        warm = memory.store.warmup_status
+        if settings.ready_after_warmup and warm.state in ("waiting", "running"):
+            checks["warmup"] = (
+                f"{warm.state}: {warm.seconds:.1f} s of its work, {warm.rounds} rounds, "
+                f"{warm.searches} searches"
+            )
+        else:
+            try:
+                memory.store.tenant_version(_PROBE)
+                checks["store"] = "ok"
+            except Exception as err:
+                checks["store"] = f"failed: {type(err).__name__}"
         try:
             memory.embedder.embed(["readyz"])
             checks["embedder"] = "ok"

@@ -53,6 +53,13 @@ class ServiceSettings(BaseSettings):
         ge=1,
         description="OpenMP/torch threads per embedding call (None: the library's default)",
     )
+    ready_after_warmup: bool = Field(
+        default=True,
+        description="/readyz answers 503 while the store's warm-up of a freshly started "
+        "Neo4j server runs (graph_store.warmup), so a load balancer sends the first searches "
+        "to a warm server; the probe then reads nothing from the store, which the warm-up "
+        "would stand aside for",
+    )
     limits: Limits = Field(default_factory=Limits)
     queue: QueueSettings = Field(default_factory=QueueSettings)
 

@@ -320,8 +320,7 @@ def restart_phases(
         }
         if name == "after store warm-up":
             waited = time.perf_counter()
-            while store.warmup_status.state in ("waiting", "running"):  # (not yet started)
-                time.sleep(0.2)
+            memory.wait_for_warmup()  # what a warm start (`mem0g warmup`, /readyz) waits for
             phase["waited_for_warmup_s"] = round(time.perf_counter() - waited, 1)
         timed_phase(phase, memory, inner, timed, 0, stores, progress, label)
         phase["store_warmup"] = store.warmup_status.model_dump(mode="json")

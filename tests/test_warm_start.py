@@ -1,0 +1,125 @@
+"""A warm start: traffic held until a freshly started Neo4j server is warm. `mem0g warmup`
+runs the store's warm-up in the foreground (a deploy step after the server starts),
+`Memory.wait_for_warmup` blocks a Python process until it has ended, and the service's
+`/readyz` answers 503 meanwhile without reading the store (its warm-up reads only while no one
+else does). A real server for the Neo4j half; the embedded store has no server to warm."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_runner import CliRunner
+from fastapi.testclient import TestClient
+
+from mem0g import Memory
+from mem0g.cli import app
+from mem0g.service.app import create_app
+from mem0g.service.settings import ServiceSettings
+from mem0g.stores.base import WarmupStatus
+from mem0g.stores.embedded import EmbeddedGraphStore
+
+
+def _config(server: Any, **store: Any) -> dict[str, Any]:
+    return {
+        "graph_store": {"provider": "neo4j", "url": server.uri, "username": server.user,
+                        "password": server.password, **store},
+        "embedder": {"provider": "hashing"},
+        "memory": {"graph": False, "summary": False},
+    }  # fmt: skip
+
+
+def _census(memory: Memory) -> tuple[Any, ...]:
+    store: Any = memory.store
+    return tuple(store._read_tx("census", lambda tx: tx.run(
+        "MATCH (n) OPTIONAL MATCH (n)-[r]->() "
+        "RETURN count(DISTINCT n) AS nodes, count(r) AS rels, "
+        "sum(size(keys(n))) AS props").single().values()))  # fmt: skip
+
+
+@pytest.mark.neo4j
+def test_mem0g_warmup_warms_the_server_in_the_foreground_and_writes_nothing(
+    tmp_path: Path, neo4j_server: Any, neo4j_connect: Any
+) -> None:
+    neo4j_connect().close()  # emptied
+    with Memory(_config(neo4j_server, warmup=False)) as memory:
+        for user in ("alice", "bob"):
+            memory.add(f"{user} keeps bees", user_id=user, infer=False)
+        before = _census(memory)
+        env = {
+            "MEM0G_GRAPH_STORE__PROVIDER": "neo4j",
+            "MEM0G_GRAPH_STORE__URL": neo4j_server.uri,
+            "MEM0G_GRAPH_STORE__USERNAME": neo4j_server.user,
+            "MEM0G_GRAPH_STORE__PASSWORD": neo4j_server.password,
+            "MEM0G_EMBEDDER__PROVIDER": "hashing",
+            "MEM0G_HOME": str(tmp_path),
+        }
+        result = CliRunner(env=env).invoke(app, ["warmup", "--seconds", "3", "--json"])
+        assert result.exit_code == 0, result.output
+        status = WarmupStatus.model_validate_json(result.stdout)
+        # it ran over the store's own data, ended by itself or its bound, and stopped there
+        assert status.state == "done" and status.searches > 0, status
+        assert status.seconds < 3 + 5  # its own work is bounded; a round in flight ends
+        assert "warming neo4j" in result.stderr and "3 s of its own work" in result.stderr
+        assert _census(memory) == before  # wrote nothing
+        plain = CliRunner(env=env).invoke(app, ["warmup", "--seconds", "1"])
+        assert plain.exit_code == 0, plain.output
+        assert plain.stdout.startswith("warm-up done in ")
+
+
+def test_mem0g_warmup_on_the_embedded_store_says_there_is_no_server(tmp_path: Path) -> None:
+    env = {"MEM0G_HOME": str(tmp_path), "MEM0G_GRAPH_STORE__PROVIDER": None}
+    result = CliRunner(env=env).invoke(app, ["--path", str(tmp_path / "g"), "warmup"])
+    assert result.exit_code == 0, result.output
+    assert "no server to warm" in result.stderr and result.stdout == ""
+
+
+@pytest.mark.neo4j
+def test_readyz_holds_traffic_until_the_warmup_ends_without_reading_the_store(
+    neo4j_server: Any, neo4j_connect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    neo4j_connect().close()
+    with Memory(_config(neo4j_server, warmup=False)) as filler:
+        filler.add("alice keeps bees", user_id="alice", infer=False)
+    memory = Memory(_config(neo4j_server, warmup=True, warmup_seconds=3))
+    store: Any = memory.store
+    probed: list[str] = []
+    real = store.tenant_version
+    monkeypatch.setattr(store, "tenant_version", lambda t: probed.append("read") or real(t))
+    try:
+        with TestClient(create_app(memory)) as api:
+            # the warm-up starts a second after the open (its idle gap), then works 3 s
+            early = api.get("/readyz")
+            assert early.status_code == 503, early.json()
+            assert set(early.json()["checks"]) == {"warmup", "embedder"}
+            assert early.json()["checks"]["warmup"].startswith(("waiting", "running"))
+            assert probed == []  # the probe left the store alone for the warm-up
+            status = memory.wait_for_warmup(60)
+            assert status.state == "done" and status.searches > 0, status
+            ready = api.get("/readyz")
+            assert ready.status_code == 200
+            assert ready.json()["checks"] == {"store": "ok", "embedder": "ok"}
+            assert probed == ["read"]
+        held = create_app(memory, ServiceSettings(ready_after_warmup=False))
+        store.start_warmup(3)  # a warm-up again (as after reindex), not waited for
+        with TestClient(held) as api:
+            assert api.get("/readyz").status_code == 200  # the switch off: ready at once
+    finally:
+        memory.close()
+
+
+def test_wait_for_warmup_returns_at_once_without_one_and_at_its_timeout_with_one(
+    tmp_path: Path, hashing: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = EmbeddedGraphStore(tmp_path / "g", dims=hashing.dims)
+    with Memory({"memory": {"summary": False}}, embedder=hashing, store=store) as memory:
+        assert memory.wait_for_warmup().state == "off"  # nothing to wait for
+        running = WarmupStatus(state="running", seconds=1.0)
+        monkeypatch.setattr(EmbeddedGraphStore, "warmup_status", property(lambda s: running))
+        seen: list[WarmupStatus] = []
+        began = time.monotonic()
+        assert memory.wait_for_warmup(0.5, progress=seen.append, every=0.1) is running
+        assert 0.5 <= time.monotonic() - began < 5
+        assert seen and all(s is running for s in seen)  # progress while it waited
