@@ -121,10 +121,13 @@ class GraphStoreConfig(_Section):
         "opens (and after reindex), so the first searches after a restart are not slow",
     )
     warmup_seconds: float = Field(
-        default=30.0,
+        # 30 s stopped it before its rounds settled; alone on an idle machine it settled in
+        # 51 s at 10k edges (docs/benchmarks.md, 2026-12-03): it ends when settled
+        default=120.0,
         gt=0,
         description="neo4j: the warm-up's bound, in seconds of its own work (the time it "
-        "stands aside for real searches is not counted)",
+        "stands aside for real searches is not counted); it ends earlier once its rounds "
+        "stop getting faster",
     )
     warmup_parallel: int = Field(
         default=2,

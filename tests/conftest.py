@@ -63,7 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _no_background_warmup() -> None:
     """A Neo4j store opened from a config warms the server's read paths in the background
-    (graph_store.warmup, on by default), for up to 30 s on two sessions: in a test, that is
+    (graph_store.warmup, on by default), for up to 120 s on two sessions: in a test, that is
     server CPU taken from the test itself. The suite's stores, in this process and in the CLI
     and service processes it starts, open without it (MEM0G_GRAPH_STORE__WARMUP=false, which
     a config's own `warmup` overrides); tests/test_neo4j_warmup.py and the doctor test turn it

@@ -220,7 +220,9 @@ def test_neo4j_run_writes_complete_report(
     assert names == [
         "search_p95 <= 4x query_embed_p95 at 100k edges",
         "first minute search_p95 <= 4x query_embed_p95 at 10k edges",
+        "warm start search_p95 <= 4x query_embed_p95 at 10k edges",
         "first minute search_p95 <= 6x query_embed_p95 at 100k edges",
+        "warm start search_p95 <= 6x query_embed_p95 at 100k edges",
         "warm search_p95 <= 3x query_embed_p95 at 100k edges",
     ]
     assert all(t["pass"] is None for t in report["targets"])  # no 10k/100k size in this run
@@ -312,8 +314,10 @@ class _Restarts:
 
     kind = "neo4j"
 
-    def __init__(self, connect: Any) -> None:
+    def __init__(self, connect: Any, server: Any = None, args: Any = None) -> None:
         self._connect = connect
+        if server is not None:  # the warm start's `mem0g warmup` runs for real, on it
+            self.uri, self.auth, self.args = server.uri, (server.user, server.password), args
         self.restarts = 0
         self.java_opts: list[str | None] = []
         self.budgets: list[float] = []
@@ -323,6 +327,11 @@ class _Restarts:
         self.restarts += 1
         self.java_opts.append(java_opts)
         return 0.0
+
+    def warm_start(self, seconds: float) -> tuple[float, dict[str, Any]]:
+        from bench.stores import BenchStores
+
+        return BenchStores.warm_start(self, seconds)  # type: ignore[arg-type]
 
     def connect(self, dims: int, warmup_seconds: float = 0.0, cypher_options: str = "") -> Any:
         self.budgets.append(warmup_seconds)
@@ -340,12 +349,15 @@ class _Restarts:
 
 
 @pytest.mark.neo4j
-def test_restart_phases_open_cold_then_warming_then_warmed_stores(neo4j_connect: Any) -> None:
+def test_restart_phases_open_cold_then_warming_then_warmed_stores(
+    neo4j_server: Any, neo4j_connect: Any
+) -> None:
     """The restart phases' logic on the test server, the restart itself counted instead of
-    done (Neo4jServer.restart is tested in test_neo4j_server.py): three restarts; the cold
-    store has no warm-up, the other two have the given budget; the last phase searches only
-    once the warm-up ended; each phase times exactly its first N searches; the returned
-    memory is the last phase's, still open."""
+    done (Neo4jServer.restart is tested in test_neo4j_server.py): four restarts; the cold
+    store has no warm-up, the other three have the given budget; the third phase searches
+    only once the warm-up ended; the warm start runs `mem0g warmup` in its own process on
+    the server first; each phase times exactly its first N searches; the returned memory is
+    the last phase's, still open."""
     from bench import search
 
     from mem0g import Memory
@@ -362,16 +374,20 @@ def test_restart_phases_open_cold_then_warming_then_warmed_stores(neo4j_connect:
         ["--store", "neo4j", "--restart-phases", "4", "--store-warmup-seconds", "20"]
     )
     queries = data.make_queries(data.build_graph(100, seed=3), 6, random.Random(2))
-    fake = _Restarts(neo4j_connect)
+    fake = _Restarts(neo4j_connect, neo4j_server, args)
     phases, memory = search.restart_phases(
         args, fake, first, inner, queries, timing.Progress(quiet=True), "t"
     )
     assert [p["phase"] for p in phases] == list(search.RESTART_PHASES)
-    assert fake.restarts == 3 and fake.budgets == [0.0, 20.0, 20.0]
-    assert [p["search"]["n"] for p in phases] == [4, 4, 4]
+    assert search.RESTART_PHASES[-1] == "warm start"
+    assert fake.restarts == 4 and fake.budgets == [0.0, 20.0, 20.0, 20.0]
+    assert [p["search"]["n"] for p in phases] == [4, 4, 4, 4]
     assert phases[0]["store_warmup"]["state"] == "off"
     assert phases[2]["store_warmup"]["state"] == "done", phases[2]["store_warmup"]
     assert phases[2]["waited_for_warmup_s"] >= 0
+    warm = phases[3]["warm_start"]  # what `mem0g warmup --json` printed
+    assert warm["state"] == "done" and warm["rounds"] > 0, warm  # (an empty store: plans)
+    assert phases[3]["warm_start_s"] > 0 and "warm_start" not in phases[2]
     # the schema step of each phase's store: after the first, the database holds the schema
     assert phases[1]["schema"]["gaps"] == [] and phases[1]["schema"]["s"] > 0
     assert memory.store is fake.stores[-1] and memory.config.memory.facts is False
@@ -418,13 +434,19 @@ def test_phase_targets_judge_the_named_phase_at_its_size() -> None:
         return {"ratio_p95": ratio, "busy": False, **({"phase": phase} if phase else {})}
 
     sizes = [
-        {"edges": 10_000, **run(9.0), "phases": [run(3.9, "first minute"), run(9.0, "cold")]},
+        {
+            "edges": 10_000,
+            **run(9.0),
+            "phases": [run(3.9, "first minute"), run(9.0, "cold"), run(4.2, "warm start")],
+        },
         {"edges": 100_000, **run(3.5), "phases": [run(6.1, "first minute"), run(2.9, "warm")]},
     ]
     verdicts = {
         t["name"]: (t["value"], t["pass"]) for t in bench_report.targets("neo4j", sizes, None)
     }
     assert verdicts["first minute search_p95 <= 4x query_embed_p95 at 10k edges"] == (3.9, True)
+    assert verdicts["warm start search_p95 <= 4x query_embed_p95 at 10k edges"] == (4.2, False)
     assert verdicts["first minute search_p95 <= 6x query_embed_p95 at 100k edges"] == (6.1, False)
+    assert verdicts["warm start search_p95 <= 6x query_embed_p95 at 100k edges"] == (None, None)
     assert verdicts["warm search_p95 <= 3x query_embed_p95 at 100k edges"] == (2.9, True)
     assert verdicts["search_p95 <= 4x query_embed_p95 at 100k edges"] == (3.5, True)

@@ -151,10 +151,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         default=0,
         metavar="N",
-        help="neo4j (throwaway server): after the first run, restart the server three times "
+        help="neo4j (throwaway server): after the first run, restart the server four times "
         "and time the first N searches each time: 'cold' (a store opened without its warm-up), "
-        "'first minute' (with it, searched at once) and 'after store warm-up' (searched once it "
-        "ended); servers restart on every deploy, upgrade and crash",
+        "'first minute' (with it, searched at once), 'after store warm-up' (searched once it "
+        "ended) and 'warm start' (`mem0g warmup` in its own process first, as a deploy runs "
+        "it, then searched at once); servers restart on every deploy, upgrade and crash",
     )
     p.add_argument(
         "--store-warmup-seconds",
@@ -312,8 +313,9 @@ def run(
         "restart phases (--restart-phases N, neo4j): the server is restarted (a fresh JVM, "
         "its data and OS file cache kept) before each of 'cold' (store opened with "
         "graph_store.warmup off), 'first minute' (warm-up on, the first N searches at once, "
-        "concurrent with it) and 'after store warm-up' (searched once the warm-up ended); "
-        "each times the first N searches, none untimed",
+        "concurrent with it), 'after store warm-up' (searched once the warm-up ended) and "
+        "'warm start' (`mem0g warmup --seconds S` run first in its own process, S the store's "
+        "warm-up bound, then searched at once); each times the first N searches, none untimed",
     ]
 
     def write_report(complete: bool) -> dict[str, Any]:

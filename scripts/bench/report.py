@@ -13,7 +13,13 @@ SEARCH_TARGET_RATIO = 2.0
 SEARCH_TARGETS = {"embedded": (SEARCH_TARGET_RATIO, 10_000), "neo4j": (4.0, 100_000)}
 # issue #18: (phase, edges, max search p95 / query-embedding p95) after a server restart
 PHASE_TARGETS = {
-    "neo4j": [("first minute", 10_000, 4.0), ("first minute", 100_000, 6.0), ("warm", 100_000, 3.0)]
+    "neo4j": [
+        ("first minute", 10_000, 4.0),
+        ("warm start", 10_000, 4.0),  # the first minute after `mem0g warmup`
+        ("first minute", 100_000, 6.0),
+        ("warm start", 100_000, 6.0),
+        ("warm", 100_000, 3.0),
+    ]
 }
 
 

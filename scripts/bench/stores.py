@@ -115,6 +115,34 @@ class BenchStores:
             packed_reads=getattr(self.args, "packed_reads", "on") == "on",
         )
 
+    def warm_start(self, seconds: float) -> tuple[float, dict[str, Any]]:
+        """`mem0g warmup --seconds S` in its own process, as a deploy runs it after the server
+        starts and before traffic; returns its wall seconds and the status it printed."""
+        import json
+        import subprocess
+
+        env = {
+            **os.environ,
+            "MEM0G_GRAPH_STORE__PROVIDER": "neo4j",
+            "MEM0G_GRAPH_STORE__URL": self.uri,
+            "MEM0G_GRAPH_STORE__USERNAME": self.auth[0],
+            "MEM0G_GRAPH_STORE__PASSWORD": self.auth[1],
+        }
+        packed = getattr(self.args, "packed_reads", "on") == "on"
+        env["MEM0G_GRAPH_STORE__PACKED_READS"] = "true" if packed else "false"
+        if self.args.neo4j_database:
+            env["MEM0G_GRAPH_STORE__DATABASE"] = self.args.neo4j_database
+        begin = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", "from mem0g.cli import app; app()", "warmup",
+             "--seconds", str(seconds), "--json"],
+            env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        took = time.perf_counter() - begin
+        if done.returncode != 0:
+            raise SystemExit(f"error: mem0g warmup failed ({done.returncode}): {done.stderr}")
+        return took, json.loads(done.stdout)
+
     def restart(self, java_opts: str | None = None) -> float:
         """A fresh JVM on the same data, as after a deploy, an upgrade or a crash (the
         throwaway server only; `java_opts`: extra JVM flags for this start instead of
