@@ -6,7 +6,6 @@ else does). A real server for the Neo4j half; the embedded store has no server t
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from mem0g import Memory
 from mem0g.cli import app
 from mem0g.service.app import create_app
 from mem0g.service.settings import ServiceSettings
-from mem0g.stores.base import WarmupStatus
+from mem0g.stores.base import WarmupStatus, wait_until_ended
 from mem0g.stores.embedded import EmbeddedGraphStore
 
 
@@ -59,9 +58,9 @@ def test_mem0g_warmup_warms_the_server_in_the_foreground_and_writes_nothing(
         result = CliRunner(env=env).invoke(app, ["warmup", "--seconds", "3", "--json"])
         assert result.exit_code == 0, result.output
         status = WarmupStatus.model_validate_json(result.stdout)
-        # it ran over the store's own data, ended by itself or its bound, and stopped there
-        assert status.state == "done" and status.searches > 0, status
-        assert status.seconds < 3 + 5  # its own work is bounded; a round in flight ends
+        # it ran over the store's own data and ended, by itself or by its bound (how long a
+        # round in flight takes past the bound depends on the load: not asserted)
+        assert status.state == "done" and status.searches > 0 and status.seconds > 0, status
         assert "warming neo4j" in result.stderr and "3 s of its own work" in result.stderr
         assert _census(memory) == before  # wrote nothing
         plain = CliRunner(env=env).invoke(app, ["warmup", "--seconds", "1"])
@@ -118,8 +117,15 @@ def test_wait_for_warmup_returns_at_once_without_one_and_at_its_timeout_with_one
         assert memory.wait_for_warmup().state == "off"  # nothing to wait for
         running = WarmupStatus(state="running", seconds=1.0)
         monkeypatch.setattr(EmbeddedGraphStore, "warmup_status", property(lambda s: running))
-        seen: list[WarmupStatus] = []
-        began = time.monotonic()
-        assert memory.wait_for_warmup(0.5, progress=seen.append, every=0.1) is running
-        assert 0.5 <= time.monotonic() - began < 5
-        assert seen and all(s is running for s in seen)  # progress while it waited
+        assert memory.wait_for_warmup(0.2) is running  # its timeout: the status as it is
+
+
+def test_waiting_polls_until_the_warmup_ends_and_shows_progress_meanwhile() -> None:
+    running, done = WarmupStatus(state="running"), WarmupStatus(state="done", rounds=3)
+    answers = iter([WarmupStatus(state="waiting"), running, running, done])
+    seen: list[WarmupStatus] = []
+    assert wait_until_ended(lambda: next(answers), progress=seen.append, every=0) is done
+    assert [s.state for s in seen] == ["waiting", "running", "running"]
+    seen.clear()
+    assert wait_until_ended(lambda: running, timeout=0, progress=seen.append) is running
+    assert seen == []  # the timeout came first

@@ -37,7 +37,7 @@ from mem0g.config import MemoryConfig, resolve_setting
 from mem0g.embed import make_embedder
 from mem0g.llm.client import LLMClient, LLMError
 from mem0g.stores import make_store
-from mem0g.stores.base import VECTOR_KINDS, GraphStore, WarmupStatus
+from mem0g.stores.base import VECTOR_KINDS, GraphStore, WarmupStatus, wait_until_ended
 from mem0g.types import Tenant
 
 # ---------------------------------------------------------------- dump and stats
@@ -369,15 +369,12 @@ def warmup(
     try:
         _say(_err(), f"warming {_location(config)} for at most {bound:g} s of its own work")
         running = store.start_warmup(bound)
-        shown = time.monotonic()
-        while running.status.state in ("waiting", "running"):
-            running.join(0.2)
-            if time.monotonic() - shown >= 5.0:
-                status = running.status
-                _say(_err(), f"  {status.seconds:.0f} s: {status.rounds} rounds, "
-                     f"{status.searches} searches of its own data")  # fmt: skip
-                shown = time.monotonic()
-        status = running.status
+
+        def show(status: WarmupStatus) -> None:
+            _say(_err(), f"  {status.seconds:.0f} s: {status.rounds} rounds, "
+                 f"{status.searches} searches of its own data")  # fmt: skip
+
+        status = wait_until_ended(lambda: running.status, progress=show)
     finally:
         store.close()
     if as_json:

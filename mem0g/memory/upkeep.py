@@ -3,11 +3,10 @@ counts, and the vector-index rebuild."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 
 from mem0g.memory.parts import MemoryPart
-from mem0g.stores.base import IndexRebuild, StoreStats, WarmupStatus
+from mem0g.stores.base import IndexRebuild, StoreStats, WarmupStatus, wait_until_ended
 from mem0g.stores.repair import describe
 from mem0g.types import Tenant
 
@@ -61,19 +60,7 @@ class StoreUpkeep(MemoryPart):
         """Block until the store's warm-up has ended (or `timeout` seconds): a deploy that
         sends traffic only then gets a warm server from its first search (Neo4j; a store
         without a warm-up returns at once). `progress` sees the status every `every` s."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        shown = time.monotonic()
-        while True:
-            status = self.store.warmup_status
-            if status.state not in ("waiting", "running"):
-                return status
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                return status
-            if progress is not None and now - shown >= every:
-                progress(status)
-                shown = now
-            time.sleep(0.1)
+        return wait_until_ended(lambda: self.store.warmup_status, timeout, progress, every)
 
     def rebuild_indexes(
         self,

@@ -21,6 +21,7 @@ What a store can do beyond that is declared, not sniffed: `GraphStore.capabiliti
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -114,6 +115,29 @@ class WarmupStatus(BaseModel):
     real_calls: int = 0  # real reads and writes the store served meanwhile
     stood_down: bool = False  # it ended because those had warmed the server already
     error: str | None = None
+
+
+def wait_until_ended(
+    status: Callable[[], WarmupStatus],
+    timeout: float | None = None,
+    progress: Callable[[WarmupStatus], None] | None = None,
+    every: float = 5.0,
+) -> WarmupStatus:
+    """Poll a warm-up's `status` until it is neither waiting nor running, or `timeout`
+    seconds; `progress` sees it every `every` seconds meanwhile."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    shown = time.monotonic()
+    while True:
+        now_status = status()
+        if now_status.state not in ("waiting", "running"):
+            return now_status
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            return now_status
+        if progress is not None and now - shown >= every:
+            progress(now_status)
+            shown = now
+        time.sleep(0.1)
 
 
 class IndexRebuild(BaseModel):

@@ -19,6 +19,18 @@ def _db_hits(plan: dict[str, Any]) -> int:
     return int(plan.get("dbHits", 0)) + sum(_db_hits(c) for c in plan.get("children", []))
 
 
+def _operators(plan: dict[str, Any], out: dict[str, float], path: str = "") -> None:
+    """db hits per operator of a plan, keyed by its position and what it works on."""
+    args = plan.get("args", {}) or {}
+    key = f"{path}/{plan.get('operatorType', '?')}"
+    details = str(args.get("Details", ""))[:80]
+    out[f"{key} {details}".strip()] = out.get(f"{key} {details}".strip(), 0.0) + int(
+        plan.get("dbHits", 0)
+    )
+    for i, child in enumerate(plan.get("children", [])):
+        _operators(child, out, f"{path}{i}")
+
+
 def profile_searches(memory: Memory, queries: Sequence[str]) -> dict[str, Any]:
     """Per statement: mean db hits, mean rows returned, and how many runs it had per search."""
     store: Any = memory.store
@@ -36,6 +48,7 @@ def profile_searches(memory: Memory, queries: Sequence[str]) -> dict[str, Any]:
     finally:
         del store._read  # the method again
     per: dict[str, dict[str, float]] = {}
+    operators: dict[str, dict[str, float]] = {}
     driver = store._ready()
     with store._session(driver, READ_ACCESS) as session:
         for name, params in captured:
@@ -46,12 +59,19 @@ def profile_searches(memory: Memory, queries: Sequence[str]) -> dict[str, Any]:
             entry["runs"] += 1
             entry["db_hits"] += _db_hits(profile)
             entry["rows"] += rows
+            _operators(profile, operators.setdefault(name, {}))
     searches = max(len(queries), 1)
     return {
         name: {
             "per_search": round(e["runs"] / searches, 2),
             "mean_db_hits": round(e["db_hits"] / e["runs"], 1),
             "mean_rows": round(e["rows"] / e["runs"], 1),
+            # the operators with the most db hits, mean per run (plan position, type, details)
+            "top_operators": {
+                op: round(hits / e["runs"], 1)
+                for op, hits in sorted(operators[name].items(), key=lambda kv: -kv[1])[:8]
+                if hits
+            },
         }
         for name, e in sorted(per.items())
     }
