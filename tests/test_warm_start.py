@@ -129,3 +129,34 @@ def test_waiting_polls_until_the_warmup_ends_and_shows_progress_meanwhile() -> N
     seen.clear()
     assert wait_until_ended(lambda: running, timeout=0, progress=seen.append) is running
     assert seen == []  # the timeout came first
+
+
+class _Warming:
+    """A Neo4j store's warm-up as doctor drives it: the budget it was given, and a status."""
+
+    def __init__(self, status: WarmupStatus) -> None:
+        self.budgets: list[float] = []
+        self.status = status
+
+    def start_warmup(self, budget: float) -> _Warming:
+        self.budgets.append(budget)
+        return self
+
+    def join(self, timeout: float | None = None) -> None:
+        return None
+
+
+@pytest.mark.parametrize("seconds", [5.0, 120.0])
+def test_doctor_waits_for_a_warmup_of_at_most_its_cap(seconds: float) -> None:
+    from mem0g.cli.store import DOCTOR_WARMUP_CAP, _warm
+    from mem0g.config import MemoryConfig
+
+    config = MemoryConfig.model_validate(
+        {"graph_store": {"provider": "neo4j", "warmup": True, "warmup_seconds": seconds}}
+    )
+    unsettled = _Warming(WarmupStatus(state="done", seconds=30.2, rounds=9, shapes=8))
+    line = _warm(unsettled, config)  # type: ignore[arg-type]
+    assert unsettled.budgets == [min(seconds, DOCTOR_WARMUP_CAP)]
+    assert ("`mem0g warmup` runs it to the end" in line) == (seconds > DOCTOR_WARMUP_CAP), line
+    settled = _Warming(WarmupStatus(state="done", seconds=12.0, settled=True, shapes=8))
+    assert "runs it to the end" not in _warm(settled, config)  # type: ignore[arg-type]

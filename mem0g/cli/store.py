@@ -241,8 +241,14 @@ def _store_check(
         check("store", "fail", _reason(err))
 
 
+DOCTOR_WARMUP_CAP = 30.0
+"""Seconds of warm-up work doctor waits for at most: a check, not a deploy step (the bound,
+120 s by default, is for `mem0g warmup` and the store's background warm-up)."""
+
+
 def _warm(store: GraphStore, config: MemoryConfig) -> str:
-    """How long the server's warm-up takes when a store opens (Neo4j): doctor runs one."""
+    """How long the server's warm-up takes when a store opens (Neo4j): doctor runs one,
+    for at most DOCTOR_WARMUP_CAP seconds of its work."""
     settings = config.graph_store
     if settings.provider != "neo4j":
         return ""
@@ -250,12 +256,17 @@ def _warm(store: GraphStore, config: MemoryConfig) -> str:
         return "; warm-up off (graph_store.warmup)"
     from mem0g.stores.neo4j import Neo4jGraphStore
 
-    warmup = cast(Neo4jGraphStore, store).start_warmup(settings.warmup_seconds)
-    warmup.join(settings.warmup_seconds + 10)
+    bound = min(settings.warmup_seconds, DOCTOR_WARMUP_CAP)
+    warmup = cast(Neo4jGraphStore, store).start_warmup(bound)
+    warmup.join(bound + 10)
     status = warmup.status
     if status.state == "failed":
         return f"; warm-up failed after {status.seconds:.1f} s: {status.error}"
-    return f"; warm-up {status.state} in {status.seconds:.1f} s ({_warmup_detail(status)})"
+    capped = ""
+    if bound < settings.warmup_seconds and not status.settled and not status.stood_down:
+        capped = f"; doctor stops at {bound:g} s, `mem0g warmup` runs it to the end"
+    detail = _warmup_detail(status)
+    return f"; warm-up {status.state} in {status.seconds:.1f} s ({detail}){capped}"
 
 
 def _warmup_detail(status: WarmupStatus) -> str:
