@@ -79,7 +79,7 @@ def create_app(
         how far it got, and reads nothing, for the warm-up reads only when no one else does."""
         checks: dict[str, str] = {}
         warm = memory.store.warmup_status
-        if settings.ready_after_warmup and warm.state in ("waiting", "running"):
+        if settings.ready_after_warmup and not warm.ended:
             checks["warmup"] = (
                 f"{warm.state}: {warm.seconds:.1f} s of its work, {warm.rounds} rounds, "
                 f"{warm.searches} searches"

@@ -116,6 +116,11 @@ class WarmupStatus(BaseModel):
     stood_down: bool = False  # it ended because those had warmed the server already
     error: str | None = None
 
+    @property
+    def ended(self) -> bool:
+        """Done, failed or off: nothing left to wait for."""
+        return self.state not in ("waiting", "running")
+
 
 def wait_until_ended(
     status: Callable[[], WarmupStatus],
@@ -129,7 +134,7 @@ def wait_until_ended(
     shown = time.monotonic()
     while True:
         now_status = status()
-        if now_status.state not in ("waiting", "running"):
+        if now_status.ended:
             return now_status
         now = time.monotonic()
         if deadline is not None and now >= deadline:
