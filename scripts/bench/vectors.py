@@ -101,14 +101,18 @@ class VectorSource:
         out: list[np.ndarray] = []
         reused = 0
         noise_rng = np.random.default_rng(rng.randrange(2**32))
+        anyone = sorted(pool)  # the donors of a text with no shape in the pool (sorted once)
         for text, keys in zip(texts, shapes, strict=True):
             if text in pool:
                 out.append(self.cache[text])
                 continue
-            donors = next(
-                (by_shape[keys[:d]] for d in range(len(keys), 0, -1) if keys[:d] in by_shape),
-                None,
-            ) or sorted(pool)
+            donors = (
+                next(
+                    (by_shape[keys[:d]] for d in range(len(keys), 0, -1) if keys[:d] in by_shape),
+                    None,
+                )
+                or anyone
+            )
             out.append(perturb(self.cache[rng.choice(donors)], noise_rng))
             reused += 1
         info = {
