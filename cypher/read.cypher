@@ -7,7 +7,8 @@
 // Scans of a whole tenant start from a UNION ALL of index seeks ("anchors"): exactly one
 // branch runs (the others are switched off by parameter-only predicates), so a small tenant
 // in a large shared database is read through the tenant_key/user_id/agent_id/run_id indexes.
-// Rows come back in write order (written, pos: the apply call and the position in its plan).
+// Rows come back in write order (written, pos: the apply call and the position in its plan;
+// an edge holds them as one sortable key, `ord`, plan_rows.write_order).
 
 // name: get_entities
 UNWIND range(0, size($ids) - 1) AS i
@@ -88,7 +89,7 @@ WHERE ($user_id IS NULL OR r.user_id = $user_id)
            AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
 WITH i, direction, r, s, d
-ORDER BY i, direction, r.written, r.pos, r.created_at, r.id
+ORDER BY i, direction, r.ord
 LIMIT $row_limit
 RETURN i, CASE WHEN $vector IS NULL
             THEN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
@@ -101,7 +102,7 @@ RETURN i, CASE WHEN $vector IS NULL
                                 ELSE coalesce(2 * vector.similarity.cosine(r.embedding, $vector)
                                               - 1, 0.0) END}
             END AS relation
-ORDER BY i, direction, r.written, r.pos, r.created_at, r.id;
+ORDER BY i, direction, r.ord;
 
 // The sibling edges of the retriever ("who works with X" -> X's coworkers): per key
 // {hub_id, relation, hub_is_destination}, in key order, the edges (x)-[relation]->(hub)
@@ -134,13 +135,13 @@ WHERE ($user_id IS NULL OR r.user_id = $user_id)
            AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
 WITH r, s, d, min(i) AS first_key
-ORDER BY first_key, r.written, r.pos, r.created_at, r.id
+ORDER BY first_key, r.ord
 LIMIT $limit
 RETURN r {.id, .name, source_id: s.id, destination_id: d.id,
           score: CASE WHEN coalesce(r.embedding_zero, false) THEN 0.0
                       ELSE coalesce(2 * vector.similarity.cosine(r.embedding, $vector) - 1, 0.0)
                  END} AS relation
-ORDER BY first_key, r.written, r.pos, r.created_at, r.id;
+ORDER BY first_key, r.ord;
 
 // name: episodes
 CALL () {

@@ -101,7 +101,7 @@ RETURN CASE WHEN $light THEN r {.id, .name, source_id: s.id, destination_id: d.i
                    updated_at: toString(r.updated_at),
                    provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]}
             END AS relation, score
-ORDER BY score DESC, r.written, r.pos
+ORDER BY score DESC, r.ord
 LIMIT $want;
 
 // name: similar_relations_scan
@@ -126,7 +126,7 @@ WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
 WITH r, CASE WHEN $zero_query OR coalesce(r.embedding_zero, false) THEN 0.5
              ELSE vector.similarity.cosine(r.embedding, $vector) END AS score
-ORDER BY score DESC, r.written, r.pos
+ORDER BY score DESC, r.ord
 LIMIT $want
 MATCH (s:Entity)-[r]->(d:Entity)
 RETURN CASE WHEN $light THEN r {.id, .name, source_id: s.id, destination_id: d.id}
@@ -136,7 +136,7 @@ RETURN CASE WHEN $light THEN r {.id, .name, source_id: s.id, destination_id: d.i
                    updated_at: toString(r.updated_at),
                    provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]}
             END AS relation, score
-ORDER BY score DESC, r.written, r.pos;
+ORDER BY score DESC, r.ord;
 
 // Facts: only current facts are :Fact nodes (a deleted fact's node is gone).
 // name: similar_facts_index

@@ -245,6 +245,20 @@ CALL (e) {
 MERGE (m:Mem0gSchema)
 SET m.version = $version;
 
+// Version 4 gives each edge its write order as one sortable string, `ord` (plan_rows.py,
+// write_order: written and pos zero-padded to 19 and 9 digits, then the id), which the reads
+// sort by instead of (written, pos, created_at, id). Edges written before it get theirs here,
+// $batch per transaction; an edge lacking written or pos (never written by mem0g) sorts
+// after the others, as a null did. Idempotent: only edges without the key are touched.
+// name: backfill_relation_order
+MATCH ()-[r:RELATES]->()
+WHERE r.ord IS NULL
+CALL (r) {
+  SET r.ord = right('0000000000000000000' + coalesce(toString(r.written), '9999999999999999999'), 19)
+              + right('000000000' + coalesce(toString(r.pos), '999999999'), 9)
+              + coalesce(r.id, '')
+} IN TRANSACTIONS OF $batch ROWS;
+
 // Version 3 scopes the full-text indexes (lexical.cypher): indexes made before it lack
 // `lex_scope` and are dropped and made again; rows written before it get their scope terms,
 // a chunk of tenants ($groups: the ids and the terms Python computed) per call, committed

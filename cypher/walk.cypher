@@ -35,10 +35,10 @@ CALL () {
              AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
              AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
   WITH i, direction, r, s, d
-  ORDER BY i, direction, r.written, r.pos, r.created_at, r.id
+  ORDER BY i, direction, r.ord
   LIMIT $row_limit
   WITH r, s, d, min(2 * i + direction) AS first
-  ORDER BY first, r.written, r.pos, r.created_at, r.id
+  ORDER BY first, r.ord
   LIMIT $limit
   RETURN collect(r {.id, .name, source_id: s.id, destination_id: d.id,
                     score: CASE WHEN coalesce(r.embedding_zero, false) THEN 0.0
@@ -85,7 +85,7 @@ CALL (keys) {
              AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
              AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
   WITH r, s, d, min(i) AS first_key
-  ORDER BY first_key, r.written, r.pos, r.created_at, r.id
+  ORDER BY first_key, r.ord
   LIMIT $sibling_limit
   RETURN collect(r {.id, .name, source_id: s.id, destination_id: d.id,
                     score: CASE WHEN coalesce(r.embedding_zero, false) THEN 0.0

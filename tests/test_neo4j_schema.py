@@ -16,6 +16,7 @@ from builders import CURRENT, DIMS, A, chain
 
 from mem0g.stores.neo4j import Neo4jGraphStore, statements
 from mem0g.stores.neo4j.indexes import SCHEMA_VERSION
+from mem0g.stores.neo4j.plan_rows import write_order
 from mem0g.stores.neo4j.schema_check import (
     VECTOR_INDEXES,
     DeclaredSchema,
@@ -245,3 +246,18 @@ def test_stores_opening_at_once_on_a_partial_schema_all_succeed(
     assert all(s._schema_ready and s._vector_indexes for s in stores)
     assert _complete(driver, DIMS) == []
     assert _cypher(driver, "MATCH (m:Mem0gSchema) RETURN count(m) AS n") == [{"n": 1}]
+
+
+def test_write_order_sorts_as_its_numbers_and_id() -> None:
+    """`ord` compares as (written, pos, id) do, for any widths of the numbers (no server)."""
+    rows = [
+        (0, 0, "b"), (0, 0, "c"), (0, 1, "a"), (9, 0, "a"), (10, 0, "a"), (10, 99, "a"),
+        (10, 100, "a"), (1_796_312_503_308_062_288, 0, "z"), (1_796_312_503_308_062_288, 12, "a"),
+        (10**19 - 1, 10**9 - 1, "a"),
+    ]  # fmt: skip
+    keys = [write_order(*row) for row in rows]
+    assert sorted(keys) == keys and len({len(k) for k in keys}) == 1
+    assert write_order(7, 1_234_567, "id") == "0000000000000000007001234567id"
+    for written, pos in ((-1, 0), (10**19, 0), (0, -1), (0, 10**9)):
+        with pytest.raises(ValueError, match="write order out of range"):
+            write_order(written, pos, "x")

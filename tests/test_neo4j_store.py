@@ -65,8 +65,10 @@ from mem0g.stores.neo4j import (
     parse_statements,
     statements,
 )
+from mem0g.stores.neo4j import plan_rows as neo4j_plan_rows
 from mem0g.stores.neo4j import rows as neo4j_rows
 from mem0g.stores.neo4j import writes as neo4j_writes
+from mem0g.stores.neo4j.indexes import SCHEMA_VERSION
 from mem0g.types import (
     AliasUpdate,
     Entity,
@@ -189,6 +191,7 @@ def test_statements_compile_and_scan_tenants_through_indexes(
         whole_store |= {"warmup_sample"}  # the warm-up's samples: the first $limit rows met
         # schema v3: which tenants' rows lack scope terms (once, on an older database)
         whole_store |= {f"scope_terms_missing_{k}" for k in ("facts", "entities", "relations")}
+        whole_store |= {"backfill_relation_order"}  # schema v4: every edge, once
         if name not in whole_store:
             assert not ops & full_scans, (name, sorted(ops))
     assert checked >= 20
@@ -363,7 +366,7 @@ def test_entities_of_an_older_database_get_their_key_nodes_once(
 ) -> None:
     store = neo4j_connect(dims=DIMS)
     store.stats()  # a new database: schema applied, layout version recorded
-    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": 3}]
+    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": SCHEMA_VERSION}]
     # what an earlier mem0g wrote: keys on the entity, no :EntityKey nodes, no version
     cypher(
         driver,
@@ -380,9 +383,60 @@ def test_entities_of_an_older_database_get_their_key_nodes_once(
     assert ids(reopened.find_entities(A, ["olga"], exact=True)) == ["old1"]
     keys = "MATCH (k:EntityKey)-[:KEY_OF]->(:Entity {id: 'old1'}) RETURN k.key AS key ORDER BY key"
     assert cypher(driver, keys) == [{"key": "olga"}, {"key": "olya"}]
-    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": 3}]
+    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": SCHEMA_VERSION}]
     neo4j_connect(dims=DIMS).stats()  # the version is current: nothing is added again
     assert cypher(driver, keys) == [{"key": "olga"}, {"key": "olya"}]
+
+
+def test_edges_of_an_older_database_get_their_write_order_once(
+    neo4j_connect: Connect,
+    driver: neo4j.Driver,
+    rng: np.random.Generator,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Schema v4: the edges of a v3 database get `ord`, the string Python writes with a new
+    edge, and every read keeps the order the four keys gave."""
+    store = neo4j_connect(dims=DIMS)
+    hub, *others = [entity(A, f"n{i}", rng) for i in range(4)]
+    rels = [relation(A, hub, f"r{i}", others[i % 3], rng) for i in range(9)]
+    rels += [relation(A, others[i % 3], f"in{i}", hub, rng) for i in range(3)]
+    store.apply(plan(A, [hub, *others], rels[:5]))
+    store.apply(plan(A, [], rels[5:]))  # a second apply call: a later `written`
+    # what each edge must get: the Python key of its (written, pos, id)
+    held = "MATCH ()-[r:RELATES]->() RETURN r.id AS id, r.written AS w, r.pos AS p, r.ord AS o"
+    rows = cypher(driver, held)
+    assert len(rows) == 12 and len({r["w"] for r in rows}) == 2
+    assert all(r["o"] == neo4j_plan_rows.write_order(r["w"], r["p"], r["id"]) for r in rows)
+    before = ids(store.relations_touching(A, [hub.id], CURRENT))
+    assert before == ids(rels[:9]) + ids(rels[9:])  # out before in, each in write order
+    # an old edge of unusual numbers: the Cypher key must pad them as Python does
+    cypher(driver, "MATCH ()-[r:RELATES {id: $id}]->() SET r.written = 7, r.pos = 1234567",
+           id=rels[0].id)  # fmt: skip
+    cypher(driver, "MATCH ()-[r:RELATES]->() REMOVE r.ord")
+    cypher(driver, "MATCH (m:Mem0gSchema) SET m.version = 3")
+
+    reopened = neo4j_connect(dims=DIMS)
+    assert ids(reopened.relations_touching(A, [hub.id], CURRENT)) == before
+    rows = cypher(driver, held)
+    assert all(r["o"] == neo4j_plan_rows.write_order(r["w"], r["p"], r["id"]) for r in rows)
+    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": SCHEMA_VERSION}]
+    # an edge without the key (an older mem0g writing after the upgrade) comes last
+    cypher(driver, "MATCH ()-[r:RELATES {id: $id}]->() REMOVE r.ord", id=rels[0].id)
+    last = [*before[1:9], rels[0].id, *before[9:]]
+    assert ids(reopened.relations_touching(A, [hub.id], CURRENT)) == last
+    ran: list[str] = []
+    again = neo4j_connect(dims=DIMS)
+    real = again._auto
+
+    def auto(driver: neo4j.Driver, name: str, params: dict[str, Any] | None = None) -> Any:
+        ran.append(name)
+        return real(driver, name, params)
+
+    monkeypatch.setattr(again, "_auto", auto)
+    again.stats()  # the version is current: the back-fill does not run again
+    assert ran and "backfill_relation_order" not in ran
+    assert cypher(driver, "MATCH ()-[r:RELATES {id: $id}]->() RETURN r.ord AS o",
+                  id=rels[0].id) == [{"o": None}]  # fmt: skip
 
 
 def test_dims_follow_the_data(neo4j_connect: Connect, rng: np.random.Generator) -> None:

@@ -50,8 +50,10 @@ _INDEX_DOWN = ("no such vector schema index", "come online", "failed state")
 
 
 # the data layout (cypher/schema.cypher): 2 = with :EntityKey nodes, 3 = full-text indexes
-# scoped by each row's `lex_scope` terms (lexical.py)
-SCHEMA_VERSION = lexical.SCOPED_VERSION
+# scoped by each row's `lex_scope` terms (lexical.py), 4 = each edge's write order in one
+# sortable property, `ord` (plan_rows.write_order)
+ORDERED_VERSION = 4
+SCHEMA_VERSION = ORDERED_VERSION
 
 
 def _index_down(exc: StoreError) -> bool:
@@ -108,6 +110,8 @@ class VectorIndexes(Neo4jSession):
                 self.reset_batch,
             )
             self._auto(driver, "await_indexes", {"seconds": 300})
+        if version < ORDERED_VERSION:
+            self._auto(driver, "backfill_relation_order", {"batch": self.reset_batch})
         if version < SCHEMA_VERSION:
             self._auto(driver, "set_schema_version", {"version": SCHEMA_VERSION})
         found = {r["name"]: r["dims"] for r in self._auto(driver, "vector_index_dims")}

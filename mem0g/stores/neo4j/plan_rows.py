@@ -23,6 +23,23 @@ from mem0g.types import (
     plan_episodes,
 )
 
+# An edge's place in write order as one property: the reads that walk a hub's edges sort
+# hundreds of candidates before their LIMIT, and one string key reads one property per edge
+# where (written, pos, created_at, id) read four (a search's walk at 100k edges: about 10%
+# of its server time, docs/benchmarks.md). Written with the edge; schema v4 gives it to the
+# edges of an older database (cypher/schema.cypher, `backfill_relation_order`, which builds
+# the same string).
+ORDER_FIELD = "ord"
+_WRITTEN_DIGITS, _POS_DIGITS = 19, 9  # time_ns() until the year 2286; a plan's position
+
+
+def write_order(written: int, pos: int, rel_id: str) -> str:
+    """The sortable key of (written, pos, id): both numbers zero-padded to a fixed width, so
+    comparing strings compares them; the id makes it unique (two applies of one nanosecond)."""
+    if not 0 <= written < 10**_WRITTEN_DIGITS or not 0 <= pos < 10**_POS_DIGITS:
+        raise ValueError(f"write order out of range: written={written}, pos={pos}")
+    return f"{written:0{_WRITTEN_DIGITS}d}{pos:0{_POS_DIGITS}d}{rel_id}"
+
 
 def _plan_rows(plan: WritePlan, written: int) -> dict[str, Any]:
     """The parameters of write.cypher for one plan; a plan's repeated updates of one record
@@ -111,6 +128,7 @@ def _relation_row(r: Relation, written: int, pos: int) -> dict[str, Any]:
         "provenance_at": [_db_time(p.timestamp) for p in r.provenance],
         "written": written,
         "pos": pos,
+        ORDER_FIELD: write_order(written, pos, r.id),
         "embedding_zero": True if flat else None,
     }
     return {
