@@ -43,9 +43,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # serial Neo4j phase slower: 764 s with it, 540 s without, on the quiet 2-core machine
     # (2026-12-01). In CPU seconds it is cheaper: the 58 Neo4j tests of test_store_contract.py
     # took 211 s of server CPU with it, 287 s without (load 17-22, 2026-12-02; the JIT's C2
-    # threads were about 40% of a young server's CPU). Not adopted until the whole suite on
-    # two workers is timed both ways on an idle machine: MEM0G_NEO4J_JAVA_OPTS reaches the
-    # test servers (MEM0G_NEO4J_JAVA_OPTS=-XX:TieredStopAtLevel=1 make test). Fewer C2
+    # threads were about 40% of a young server's CPU). The whole suite on two workers with
+    # it (MEM0G_NEO4J_JAVA_OPTS=-XX:TieredStopAtLevel=1 make test, idle machine, 2026-12-03
+    # 16:00-16:14 UTC): 13.4 minutes, the two session JVMs 474 + 442 CPU s, against 10-12
+    # minutes and about 630-660 CPU s with the default JIT: not adopted. Fewer C2
     # compiles (-XX:CompileThresholdScaling=4 or 10; C2 threads were ~40% of a session
     # server's CPU) saved 8-12% of server CPU over 299 of the Neo4j tests but made the
     # warm-up test, which runs until the server's statements settle, 4x dearer: about even

@@ -6,6 +6,9 @@ else does). A real server for the Neo4j half; the embedded store has no server t
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from mem0g.service.app import create_app
 from mem0g.service.settings import ServiceSettings
 from mem0g.stores.base import WarmupStatus, wait_until_ended
 from mem0g.stores.embedded import EmbeddedGraphStore
+from mem0g.testing.neo4j import free_port
 
 
 def _config(server: Any, **store: Any) -> dict[str, Any]:
@@ -66,6 +70,29 @@ def test_mem0g_warmup_warms_the_server_in_the_foreground_and_writes_nothing(
         plain = CliRunner(env=env).invoke(app, ["warmup", "--seconds", "1"])
         assert plain.exit_code == 0, plain.output
         assert plain.stdout.startswith("warm-up done in ")
+
+
+def test_mem0g_warmup_of_an_unreachable_server_fails_once_and_clearly(tmp_path: Path) -> None:
+    """Exit 1, the cause on stderr once (the command's line, not also the warm-up's own
+    warning), nothing on stdout."""
+    env = {
+        **os.environ,
+        "MEM0G_GRAPH_STORE__PROVIDER": "neo4j",
+        "MEM0G_GRAPH_STORE__URL": f"bolt://127.0.0.1:{free_port()}",  # nothing listens there
+        "MEM0G_GRAPH_STORE__PASSWORD": "unused-password",
+        "MEM0G_EMBEDDER__PROVIDER": "hashing",
+        "MEM0G_HOME": str(tmp_path),
+    }
+    # its own process: logging as a user's shell gets it (pytest's handlers catch warnings)
+    done = subprocess.run(
+        [sys.executable, "-c", "from mem0g.cli import app; app()", "warmup", "--seconds", "5"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    failed = [line for line in done.stderr.splitlines() if "fail" in line or "stopped" in line]
+    assert len(failed) == 1 and failed[0].startswith("warm-up failed after"), done.stderr
+    assert "Connection refused" in failed[0] or "connect" in failed[0].lower(), done.stderr
 
 
 def test_mem0g_warmup_on_the_embedded_store_says_there_is_no_server(tmp_path: Path) -> None:

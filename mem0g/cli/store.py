@@ -4,6 +4,7 @@ and `delete` (a tenant's data)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from enum import Enum
@@ -377,6 +378,9 @@ def warmup(
     store = cast(
         Neo4jGraphStore, _open_store(config.model_copy(update={"graph_store": quiet}), None)
     )
+    # the command reports a failure itself: the warm-up's own warning would say it twice
+    warm_log = logging.getLogger("mem0g.stores.neo4j.warmup")
+    was_disabled, warm_log.disabled = warm_log.disabled, True
     try:
         _say(_err(), f"warming {_location(config)} for at most {bound:g} s of its own work")
         running = store.start_warmup(bound)
@@ -387,6 +391,7 @@ def warmup(
 
         status = wait_until_ended(lambda: running.status, progress=show)
     finally:
+        warm_log.disabled = was_disabled
         store.close()
     if as_json:
         _print_json(status.model_dump(mode="json"))
