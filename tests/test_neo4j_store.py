@@ -393,9 +393,10 @@ def test_edges_of_an_older_database_get_their_write_order_once(
     driver: neo4j.Driver,
     rng: np.random.Generator,
     monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Schema v4: the edges of a v3 database get `ord`, the string Python writes with a new
-    edge, and every read keeps the order the four keys gave."""
+    edge, and every read keeps the order the four keys gave; the migration says so."""
     store = neo4j_connect(dims=DIMS)
     hub, *others = [entity(A, f"n{i}", rng) for i in range(4)]
     rels = [relation(A, hub, f"r{i}", others[i % 3], rng) for i in range(9)]
@@ -416,7 +417,9 @@ def test_edges_of_an_older_database_get_their_write_order_once(
     cypher(driver, "MATCH (m:Mem0gSchema) SET m.version = 3")
 
     reopened = neo4j_connect(dims=DIMS)
-    assert ids(reopened.relations_touching(A, [hub.id], CURRENT)) == before
+    with caplog.at_level("INFO", logger="mem0g.stores.neo4j.indexes"):
+        assert ids(reopened.relations_touching(A, [hub.id], CURRENT)) == before
+    assert any("write-order keys given in" in r.getMessage() for r in caplog.records)
     rows = cypher(driver, held)
     assert all(r["o"] == neo4j_plan_rows.write_order(r["w"], r["p"], r["id"]) for r in rows)
     assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": SCHEMA_VERSION}]

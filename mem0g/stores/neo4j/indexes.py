@@ -110,8 +110,11 @@ class VectorIndexes(Neo4jSession):
                 self.reset_batch,
             )
             self._auto(driver, "await_indexes", {"seconds": 300})
-        if version < ORDERED_VERSION:
+        if version < ORDERED_VERSION:  # about 2.5 s per 100k edges (docs/benchmarks.md)
+            began = time.monotonic()
+            log.info("mem0g schema v4: giving every edge its write-order key (once)")
             self._auto(driver, "backfill_relation_order", {"batch": self.reset_batch})
+            log.info("mem0g schema v4: write-order keys given in %.1f s", time.monotonic() - began)
         if version < SCHEMA_VERSION:
             self._auto(driver, "set_schema_version", {"version": SCHEMA_VERSION})
         found = {r["name"]: r["dims"] for r in self._auto(driver, "vector_index_dims")}
