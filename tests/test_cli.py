@@ -920,6 +920,33 @@ def test_doctor_with_an_unreachable_llm(tmp_path: Path) -> None:
 
 
 @pytest.mark.neo4j
+def test_doctor_says_when_opening_the_store_upgraded_an_older_layout(
+    tmp_path: Path, neo4j_server: Any, neo4j_connect: Any
+) -> None:
+    import neo4j
+
+    from mem0g.stores.neo4j.indexes import SCHEMA_VERSION
+
+    neo4j_connect().close()  # emptied, the schema current
+    auth = (neo4j_server.user, neo4j_server.password)
+    with neo4j.GraphDatabase.driver(neo4j_server.uri, auth=auth) as driver:
+        driver.execute_query("MATCH (m:Mem0gSchema) SET m.version = $v", v=SCHEMA_VERSION - 1)
+        env = _env(tmp_path, None) | {
+            "MEM0G_GRAPH_STORE__PROVIDER": "neo4j",
+            "NEO4J_URI": neo4j_server.uri,
+            "NEO4J_USERNAME": neo4j_server.user,
+            "NEO4J_PASSWORD": neo4j_server.password,
+        }
+        result = CliRunner(env=env).invoke(app, ["doctor"])
+        assert _rows(result)["store"] == "ok", result.output
+        text = " ".join(result.stdout.replace("│", " ").split())
+        gap = f"layout version {SCHEMA_VERSION - 1}, this mem0g writes {SCHEMA_VERSION}"
+        assert "schema brought up to date in" in text and gap in text, text
+        records, _, _ = driver.execute_query("MATCH (m:Mem0gSchema) RETURN m.version AS v")
+        assert [r["v"] for r in records] == [SCHEMA_VERSION]
+
+
+@pytest.mark.neo4j
 def test_doctor_shows_where_neo4j_settings_came_from(
     tmp_path: Path, neo4j_server: Any, neo4j_connect: Any
 ) -> None:
@@ -938,6 +965,7 @@ def test_doctor_shows_where_neo4j_settings_came_from(
     result = CliRunner(env=env).invoke(app, ["doctor"])
     assert _rows(result)["store"] == "ok", result.output
     text = " ".join(result.stdout.replace("│", " ").split())
+    assert "schema brought up to date" not in text  # the test server's schema is current
     assert f"neo4j {uri} (NEO4J_URI)" in text
     assert f"user {user} (default)" in text
     assert "(NEO4J_PASSWORD)" in text and "password unset" not in text

@@ -229,6 +229,7 @@ def _store_check(
         store = _open_store(config.model_copy(update={"graph_store": quiet}), dims)
         try:
             counts = store.stats()
+            upgraded = _schema_upgrade(store, config)
             warmup = _warm(store, config)
         finally:
             store.close()
@@ -236,10 +237,24 @@ def _store_check(
             "store",
             "ok",
             f"{_location(config)}: {counts.entities} entities, {counts.relations} "
-            f"relations, {counts.episodes} episodes, {counts.tenants} tenants{warmup}",
+            f"relations, {counts.episodes} episodes, {counts.tenants} tenants{upgraded}{warmup}",
         )
     except Exception as err:
         check("store", "fail", _reason(err))
+
+
+def _schema_upgrade(store: GraphStore, config: MemoryConfig) -> str:
+    """What opening the store changed in the database's schema (Neo4j): a store that finds an
+    older layout or missing indexes brings them up to date, doctor's store as any other."""
+    if config.graph_store.provider != "neo4j":
+        return ""
+    from mem0g.stores.neo4j import Neo4jGraphStore
+
+    neo4j_store = cast(Neo4jGraphStore, store)
+    if not neo4j_store.schema_gaps:
+        return ""
+    gaps = "; ".join(neo4j_store.schema_gaps)
+    return f"; schema brought up to date in {neo4j_store.schema_seconds or 0.0:.1f} s ({gaps})"
 
 
 DOCTOR_WARMUP_CAP = 30.0
