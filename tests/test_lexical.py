@@ -26,6 +26,7 @@ from mem0g.stores.lexical_query import (
     stems,
     terms,
 )
+from mem0g.stores.neo4j.indexes import SCHEMA_VERSION
 from mem0g.stores.neo4j.lexical import MIN_FETCH
 from mem0g.stores.walk import WalkRequest
 from mem0g.types import (
@@ -510,7 +511,7 @@ def test_an_older_neo4j_database_gets_scope_terms_once(
         )
         assert missing[0]["n"] == 0
         version, _, _ = driver.execute_query("MATCH (m:Mem0gSchema) RETURN m.version AS v")
-        assert [r["v"] for r in version] == [3]
+        assert [r["v"] for r in version] == [SCHEMA_VERSION]  # v3, then the later steps
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="mem0g.stores.neo4j.lexical"):
             neo4j_connect(dims=DIMS).stats()  # current: nothing is done again
