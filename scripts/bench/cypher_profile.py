@@ -22,11 +22,9 @@ def _db_hits(plan: dict[str, Any]) -> int:
 def _operators(plan: dict[str, Any], out: dict[str, float], path: str = "") -> None:
     """db hits per operator of a plan, keyed by its position and what it works on."""
     args = plan.get("args", {}) or {}
-    key = f"{path}/{plan.get('operatorType', '?')}"
     details = str(args.get("Details", ""))[:80]
-    out[f"{key} {details}".strip()] = out.get(f"{key} {details}".strip(), 0.0) + int(
-        plan.get("dbHits", 0)
-    )
+    key = f"{path}/{plan.get('operatorType', '?')} {details}".strip()
+    out[key] = out.get(key, 0.0) + int(plan.get("dbHits", 0))
     for i, child in enumerate(plan.get("children", [])):
         _operators(child, out, f"{path}{i}")
 
