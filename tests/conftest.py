@@ -38,19 +38,20 @@ _RAM_TMP = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Test servers keep the JVM's default JIT. C1 alone (-XX:TieredStopAtLevel=1) made one
+    # Test servers keep tiered compilation, with C2 inlining less (TEST_SERVER_JAVA_OPTS, below: a
+    # quarter less server CPU on 124 Neo4j tests). C1 alone (-XX:TieredStopAtLevel=1) made one
     # open-empty-write fixture cheaper (0.28 s of server CPU instead of 0.67 s), but the whole
     # serial Neo4j phase slower: 764 s with it, 540 s without, on the quiet 2-core machine
-    # (2026-12-01). In CPU seconds it is cheaper: the 58 Neo4j tests of test_store_contract.py
-    # took 211 s of server CPU with it, 287 s without (load 17-22, 2026-12-02; the JIT's C2
-    # threads were about 40% of a young server's CPU). The whole suite on two workers with
-    # it (MEM0G_NEO4J_JAVA_OPTS=-XX:TieredStopAtLevel=1 make test, idle machine, 2026-12-03
-    # 16:00-16:14 UTC): 13.4 minutes, the two session JVMs 474 + 442 CPU s, against 10-12
-    # minutes and about 630-660 CPU s with the default JIT: not adopted. Fewer C2
-    # compiles (-XX:CompileThresholdScaling=4 or 10; C2 threads were ~40% of a session
-    # server's CPU) saved 8-12% of server CPU over 299 of the Neo4j tests but made the
-    # warm-up test, which runs until the server's statements settle, 4x dearer: about even
-    # in total (load 8-13, 2026-12-02, docs/benchmarks.md), so not adopted either.
+    # (2026-12-01). In CPU seconds it is cheaper: the 58 Neo4j tests of test_store_contract.py took
+    # 211 s of server CPU with it, 287 s without (load 17-22, 2026-12-02; the JIT's C2 threads were
+    # about 40% of a young server's CPU). The whole suite on two workers with it
+    # (MEM0G_NEO4J_JAVA_OPTS=-XX:TieredStopAtLevel=1 make test, idle machine, 2026-12-03 16:00-16:14
+    # UTC): 13.4 minutes, the two session JVMs 474 + 442 CPU s, against 10-12 minutes and about
+    # 630-660 CPU s with the default JIT: not adopted. Fewer C2 compiles
+    # (-XX:CompileThresholdScaling=4 or 10; C2 threads were ~40% of a session server's CPU) saved
+    # 8-12% of server CPU over 299 of the Neo4j tests but made the warm-up test, which runs until
+    # the server's statements settle, 4x dearer: about even in total (load 8-13, 2026-12-02,
+    # docs/benchmarks.md), so not adopted either.
     _temp_in_ram(config)
     _one_inference_thread_per_worker(config)
     cpu_profile.register(config)  # MEM0G_TEST_CPU=out.json: CPU seconds per test, servers too
@@ -326,20 +327,25 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 # The test server's own JVM flags and neo4j.conf lines, beside scripts/neo4j's (users' servers
-# are not affected). JVM flags: none (see pytest_configure). Settings: Cypher plans each
-# statement once per server. By default a plan older than 10 s is planned again when the
-# database's statistics moved by more than 75% since, which the tests' fill-and-empty cycles
-# do before nearly every statement: planning is speed on a long-lived database, never what a
-# statement returns. Without the replanning, the 63 Neo4j tests of test_store_contract.py
-# cost their server 322 CPU seconds instead of 376 (its start included; side by side, load
-# 18-26, 2026-12-02; docs/benchmarks.md). Compiling no expressions to bytecode as well
-# (internal.cypher.expression_engine=INTERPRETED) made no difference there (326), so is left
-# out; so are the serial GC (-XX:+UseSerialGC: 198 CPU s against 196) and no background index
-# sampling (209 against 215, within the spread), side by side on 110 and 89 Neo4j tests
-# (2026-12-03, docs/benchmarks.md). MEM0G_TEST_NEO4J_SETTINGS adds neo4j.conf lines
-# ("key=value;key=value"; a key given there replaces the one here) and MEM0G_NEO4J_JAVA_OPTS
-# reaches the test servers, for trials.
-TEST_SERVER_JAVA_OPTS = ""
+# are not affected). JVM flags: C2 inlines less (see pytest_configure for the JIT flags
+# tried before). A test server's C2 threads were 40% of its CPU, and a test is gone before
+# most compiles pay back. With these three flags, 124 Neo4j tests cost their server (one
+# worker, idle machine, 2026-12-03 21:20-21:35 UTC, per-thread CPU from /proc):
+#   173.7 CPU s instead of 227.3 (C2 37.0 instead of 92.8; the Bolt workers that run the
+#   statements 101.5 instead of 96.8).
+# Inlining less still (35 / 3 / 300) made the statements slower than it saved (185.6).
+# Settings: Cypher plans each statement once per server. By default a plan older than 10 s is
+# planned again when the database's statistics moved by more than 75% since, which the tests'
+# fill-and-empty cycles do before nearly every statement: planning is speed on a long-lived
+# database, never what a statement returns. Without the replanning, the 63 Neo4j tests of
+# test_store_contract.py cost their server 322 CPU seconds instead of 376 (its start included; side
+# by side, load 18-26, 2026-12-02; docs/benchmarks.md). Compiling no expressions to bytecode as well
+# (internal.cypher.expression_engine=INTERPRETED) made no difference there (326), so is left out; so
+# are the serial GC (-XX:+UseSerialGC: 198 CPU s against 196) and no background index sampling (209
+# against 215, within the spread), side by side on 110 and 89 Neo4j tests (2026-12-03,
+# docs/benchmarks.md). MEM0G_TEST_NEO4J_SETTINGS adds neo4j.conf lines ("key=value;key=value"; a key
+# given there replaces the one here) and MEM0G_NEO4J_JAVA_OPTS reaches the test servers, for trials.
+TEST_SERVER_JAVA_OPTS = "-XX:FreqInlineSize=50 -XX:MaxInlineLevel=4 -XX:InlineSmallCode=500"
 _SETTINGS = dict(
     line.split("=", 1)
     for line in [
