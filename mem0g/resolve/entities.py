@@ -89,15 +89,19 @@ class Mentions(BaseModel):
         """Per level, the candidates whose full name (two identifying words or more, or a
         speaker's name) the level names. A single word names nobody, nor does a title with
         one ("Dr. Zhang" stored on one Zhang): that is what we are resolving."""
+        # each form's key and size once, not once per level (a crowd has many candidates)
+        forms = [
+            (e.id, normalize_name(form), name_size(form, e.type) > 1)
+            for e in candidates
+            for form in (e.name, *e.aliases)
+        ]
         out: list[set[str]] = []
         for level, text in enumerate(self.levels):
             ids = set()
-            for e in candidates:
-                for form in (e.name, *e.aliases):
-                    key = normalize_name(form)
-                    full = name_size(form, e.type) > 1 and f" {key} " in text
-                    if full or (level == 0 and key in self.speakers):
-                        ids.add(e.id)
+            for id_, key, identifying in forms:
+                full = identifying and f" {key} " in text
+                if full or (level == 0 and key in self.speakers):
+                    ids.add(id_)
             out.append(ids)
         return out
 

@@ -25,7 +25,7 @@ import unicodedata
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 from enum import Enum
-from functools import cache
+from functools import cache, lru_cache
 from typing import NamedTuple
 
 from nicknames import NickNamer
@@ -127,8 +127,10 @@ def _fold_accents(text: str) -> str:
     )
 
 
+@lru_cache(maxsize=65536)
 def normalize_name(name: str) -> str:
-    """Lower-case, accent-free, punctuation-free form: equal forms are the same name."""
+    """Lower-case, accent-free, punctuation-free form: equal forms are the same name. Cached:
+    resolution normalizes the same stored names once per candidate per add."""
     text = _fold_accents(unicodedata.normalize("NFKC", name).casefold())
     text = _SEPARATORS.sub(" ", _DROPPED.sub("", text))
     tokens = text.split()
@@ -142,6 +144,7 @@ def _snake(text: str) -> str:
     return "_".join(re.sub(r"[^0-9a-z]+", " ", normalize_name(text)).split())
 
 
+@lru_cache(maxsize=4096)
 def canonical_type(type_: str | None) -> str:
     """Collapse type synonyms ("company", "employer") to one group so they compare equal."""
     snake = _snake(type_ or "")
