@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser demo test lint unit bench bench-neo4j bench-resolver neo4j-start neo4j-stop smoke-live clean
+.PHONY: install disk-check browser demo test lint unit bench bench-neo4j bench-resolver neo4j-start neo4j-stop smoke-live clean
 
 install: $(STAMP)
 
@@ -15,7 +15,19 @@ install: $(STAMP)
 TORCH_INDEX ?=
 PIP_QUIET := $(if $(PIP_VERBOSE),,--quiet)
 
+# A first install needs about 7 GB (torch's CUDA wheels) in .venv and pip's temp directory;
+# pip's own "No space left on device" comes minutes in, so say it before it starts.
+MIN_FREE_GB ?= 8
+disk-check:
+	@for dir in . "$${TMPDIR:-/tmp}"; do \
+		free=$$(df -Pk "$$dir" | awk 'NR == 2 {print int($$4 / 1048576)}'); \
+		if [ "$$free" -lt "$(MIN_FREE_GB)" ]; then \
+			echo "[mem0g] warning: $$free GB free in $$dir; a first install needs about $(MIN_FREE_GB) GB (TORCH_INDEX=https://download.pytorch.org/whl/cpu needs 3 GB less, see README)"; \
+		fi; \
+	done
+
 $(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory disk-check
 	@echo "[mem0g] install 1/3: $(VENV) with an up-to-date pip"
 	@$(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip

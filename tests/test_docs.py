@@ -27,6 +27,7 @@ import contextlib
 import io
 import itertools
 import json
+import os
 import re
 import shlex
 import sys
@@ -725,3 +726,31 @@ def test_the_session_fails_on_a_failing_command_or_an_unknown_placeholder(
         ):
             with pytest.raises(AssertionError, match=message):
                 session.run(Block(ROOT / "README.md", 1, "bash", code))
+
+
+def test_the_install_warns_first_when_the_disk_is_short(tmp_path: Path) -> None:
+    """`make install` checks free space before pip runs (a first install needs about 7 GB;
+    pip's own "No space left on device" came minutes in). It warns, naming the directory
+    and the CPU-only route, and goes on: a warm pip cache may need far less."""
+    import shutil
+    import subprocess
+
+    make = shutil.which("make")
+    assert make, "make is on PATH (the README's commands need it)"
+
+    def check(min_free_gb: int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [make, "--no-print-directory", "-C", str(ROOT), "disk-check"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "TMPDIR": str(tmp_path), "MIN_FREE_GB": str(min_free_gb)},
+        )
+
+    short = check(10**9)  # more than any disk
+    assert short.returncode == 0, short.stderr
+    lines = short.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("[mem0g] warning: ") for line in lines)
+    assert f"free in {tmp_path};" in lines[1] and "TORCH_INDEX=" in lines[1]
+    plenty = check(0)
+    assert (plenty.returncode, plenty.stdout) == (0, "")
