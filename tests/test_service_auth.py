@@ -87,6 +87,15 @@ def secured(tmp_path_factory, hashing) -> Any:
             yield client, secrets, memory, llm
 
 
+def _settle(client: TestClient, seconds: float = 60) -> None:
+    """Wait for queued and running async adds: a job accepted before a snapshot would change
+    the store after it, and a loaded machine runs one for seconds."""
+    deadline = time.monotonic() + seconds
+    while client.app.state.jobs.pending:
+        assert time.monotonic() < deadline, "async adds still pending"
+        time.sleep(0.01)
+
+
 def _state(memory: Any) -> str:
     return memory.get_everything().model_dump_json()
 
@@ -109,6 +118,7 @@ def test_isolation_matrix(secured, key: str) -> None:
     allowed_seen = refused_seen = 0
     for tenant_name, tenant in TENANTS.items():
         for endpoint, scope, call in ENDPOINTS:
+            _settle(client)  # an allowed async add must not land inside a later refusal's window
             before = _state(memory)
             r = call(client, tenant, headers)
             where = f"{key} x {tenant_name} x {endpoint}"
@@ -129,9 +139,7 @@ def test_isolation_matrix(secured, key: str) -> None:
         r = call(client, {}, headers)
         assert r.status_code == (401 if key not in secrets else 403), (key, endpoint)
     assert len(llm.requests) == calls_before  # nothing refused reached the LLM
-    deadline = time.monotonic() + 30  # allowed async adds finish before the next key's turn
-    while client.app.state.jobs.pending and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _settle(client)  # allowed async adds finish before the next key's turn
     if key in secrets:  # the matrix exercises both sides for each key ("*" refuses nothing)
         assert allowed_seen and (refused_seen or key == "admin")
 
