@@ -55,8 +55,10 @@ lint: install
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 		echo "[mem0g] browser: installing chromium (headless, for the explorer page tests)"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); log=$$(mktemp); \
+		{ $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; } \
+			> "$$log" 2>&1 || { cat "$$log"; echo "[mem0g] browser: the chromium install failed (its output above)"; exit 1; }; \
+		rm -f "$$log"; echo "[mem0g] browser: $$(chromium --version 2>/dev/null) installed"; }
 
 # The whole suite on TEST_WORKERS pytest-xdist workers (default 2, one per core of our 2-core
 # machines; TEST_WORKERS=0: one process): tests without Neo4j first, then the Neo4j ones, each
