@@ -1235,7 +1235,8 @@ def test_other_stores_scan_while_an_index_is_rebuilt(
         assert held.wait(30)
         started = time.monotonic()
         assert [search(A, unit(rng), 5) for _ in range(3)] == [[(SCAN, None)]] * 3
-        assert time.monotonic() - started < 5  # never waited on the populating index
+        # never waited on the populating index (one wait is 30 s); loose for a loaded machine
+        assert time.monotonic() - started < 20
     finally:
         release.set()
         worker.join(30)
