@@ -62,9 +62,10 @@ RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated
 ORDER BY first_key, e.written, e.pos, e.created_at, e.id;
 
 // The edges at each of $ids (one hop, direction ignored) that the scope and validity accept:
-// per seed in the given order, outgoing before incoming, a self-loop once. Both
-// relations_touching and each breadth-first step of expand read this. $vector set: each edge
-// comes back light (ids, relation, score = cosine to $vector; 0 without an embedding) for
+// per seed in the given order, a self-loop once; outgoing before incoming, each in write
+// order (relations_touching), or with $newest_first both directions together, newest first
+// (each breadth-first step of expand: its cut keeps a hub's latest edges). $vector set: each
+// edge comes back light (ids, relation, score = cosine to $vector; 0 without an embedding) for
 // expand(vector=), which ranks hundreds of them and reads only the winners in full.
 // $row_limit: expand needs only the first rows of a hop (a hub holds thousands of edges).
 // name: edges_at
@@ -89,7 +90,8 @@ WHERE ($user_id IS NULL OR r.user_id = $user_id)
            AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
 WITH i, direction, r, s, d
-ORDER BY i, direction, r.ord
+ORDER BY i, CASE WHEN $newest_first THEN 0 ELSE direction END,
+         CASE WHEN $newest_first THEN null ELSE r.ord END, r.ord DESC
 LIMIT $row_limit
 RETURN i, CASE WHEN $vector IS NULL
             THEN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
@@ -102,16 +104,17 @@ RETURN i, CASE WHEN $vector IS NULL
                                 ELSE coalesce(2 * vector.similarity.cosine(r.embedding, $vector)
                                               - 1, 0.0) END}
             END AS relation
-ORDER BY i, direction, r.ord;
+ORDER BY i, CASE WHEN $newest_first THEN 0 ELSE direction END,
+         CASE WHEN $newest_first THEN null ELSE r.ord END, r.ord DESC;
 
 // The sibling edges of the retriever ("who works with X" -> X's coworkers): per key
 // {hub_id, relation, hub_is_destination}, in key order, the edges (x)-[relation]->(hub)
 // (hub_is_destination) or (hub)-[relation]->(x) (not), that the scope and validity accept.
 // The hub is sought by its unique id and only the needed direction is expanded (the other
 // branch is switched off by its key alone), the relation name is compared before anything
-// else; an edge two keys match counts for the first. Rows are cut to $limit in key and write
-// order before the light projection (ids, relation, score = cosine to $vector; 0 without an
-// embedding, as edges_at scores for expand(vector=)).
+// else; an edge two keys match counts for the first. Rows are cut to $limit in key order, then
+// newest first in write order (as expand's), before the light projection (ids, relation,
+// score = cosine to $vector; 0 without an embedding, as edges_at scores for expand(vector=)).
 // name: sibling_edges
 UNWIND range(0, size($keys) - 1) AS i
 WITH i, $keys[i] AS key
@@ -135,13 +138,13 @@ WHERE ($user_id IS NULL OR r.user_id = $user_id)
            AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
 WITH r, s, d, min(i) AS first_key
-ORDER BY first_key, r.ord
+ORDER BY first_key, r.ord DESC
 LIMIT $limit
 RETURN r {.id, .name, source_id: s.id, destination_id: d.id,
           score: CASE WHEN coalesce(r.embedding_zero, false) THEN 0.0
                       ELSE coalesce(2 * vector.similarity.cosine(r.embedding, $vector) - 1, 0.0)
                  END} AS relation
-ORDER BY first_key, r.ord;
+ORDER BY first_key, r.ord DESC;
 
 // name: episodes
 CALL () {

@@ -1,11 +1,12 @@
 // The graph half of a search after linking, in one round trip (Neo4jGraphStore.walk; the rules
 // in mem0g/stores/walk.py, whose `walk_in_turn` answers the same by separate reads):
 //   hop1      edges_at for the seeds $ids, light and scored (expand(hops=1, vector=)): each
-//             edge once at its first sighting, in seed, direction and write order, at most
-//             $limit of them (cut at 2 x $limit rows first, as expand does);
+//             edge once at its first sighting, in seed order, then newest first in write
+//             order (both directions together), at most $limit of them (cut at 2 x $limit
+//             rows first, as expand does);
 //   keys      the hubs of the $hubs best-scoring hop-1 edges (sibling_keys: scores rounded to
 //             5 digits, ties in walk order; a key once);
-//   siblings  sibling_edges for those keys, at most $sibling_limit;
+//   siblings  sibling_edges for those keys (newest first), at most $sibling_limit;
 //   fetched, found   lexical_relations with $query ($query null: no BM25 read);
 //   records   the full rows (no embedding) of $rows, of the best $top of the graph ranking
 //             (cosine / hop, each edge once) and of the best $top BM25 hits.
@@ -18,13 +19,13 @@ CALL () {
   MATCH (n:Entity {id: $ids[i]})
   CALL (n) {
     MATCH (n)-[r:RELATES]->(m:Entity)
-    RETURN r, n AS s, m AS d, 0 AS direction
+    RETURN r, n AS s, m AS d
     UNION ALL
     MATCH (n)<-[r:RELATES]-(m:Entity)
     WHERE m <> n
-    RETURN r, m AS s, n AS d, 1 AS direction
+    RETURN r, m AS s, n AS d
   }
-  WITH i, direction, r, s, d
+  WITH i, r, s, d
   WHERE ($user_id IS NULL OR r.user_id = $user_id)
     AND ($agent_id IS NULL OR r.agent_id = $agent_id)
     AND ($run_id IS NULL OR r.run_id = $run_id)
@@ -34,11 +35,11 @@ CALL () {
          OR ($as_of IS NOT NULL
              AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
              AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
-  WITH i, direction, r, s, d
-  ORDER BY i, direction, r.ord
+  WITH i, r, s, d
+  ORDER BY i, r.ord DESC
   LIMIT $row_limit
-  WITH r, s, d, min(2 * i + direction) AS first
-  ORDER BY first, r.ord
+  WITH r, s, d, min(i) AS first
+  ORDER BY first, r.ord DESC
   LIMIT $limit
   RETURN collect(r {.id, .name, source_id: s.id, destination_id: d.id,
                     score: CASE WHEN coalesce(r.embedding_zero, false) THEN 0.0
@@ -85,7 +86,7 @@ CALL (keys) {
              AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
              AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
   WITH r, s, d, min(i) AS first_key
-  ORDER BY first_key, r.ord
+  ORDER BY first_key, r.ord DESC
   LIMIT $sibling_limit
   RETURN collect(r {.id, .name, source_id: s.id, destination_id: d.id,
                     score: CASE WHEN coalesce(r.embedding_zero, false) THEN 0.0

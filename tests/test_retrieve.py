@@ -305,14 +305,15 @@ def test_a_big_hub_no_longer_hides_the_siblings(any_store: Any, embedder: Cached
                         embedding=list(vector))  # fmt: skip
 
     acme = entity("Acme")
-    clients = [entity(f"Client {i}") for i in range(300)]
-    # the unrelated edges are the query's nearest triples, so they fill the triple search
-    # and do not bring the siblings in by that route
-    supplied = [edge(c, "buys_from", acme, qvec.tolist()) for c in clients]
-    store.apply(WritePlan(tenant=A, new_entities=[acme, *clients], new_relations=supplied))
     people = [entity(n) for n in ("Xavier", "Yann", "Zoe", "Walter")]
     works = [edge(p, "works_at", acme, unrelated_to_query()) for p in people]
-    store.apply(WritePlan(tenant=A, new_entities=people, new_relations=works))
+    store.apply(WritePlan(tenant=A, new_entities=[acme, *people], new_relations=works))
+    clients = [entity(f"Client {i}") for i in range(300)]
+    # the unrelated edges are the query's nearest triples, so they fill the triple search
+    # and do not bring the siblings in by that route; written later, they are the hub's
+    # newest edges, which a walk around the hub keeps first
+    supplied = [edge(c, "buys_from", acme, qvec.tolist()) for c in clients]
+    store.apply(WritePlan(tenant=A, new_entities=clients, new_relations=supplied))
     siblings = {r.id for r in works[1:]}
 
     def found(
@@ -329,8 +330,45 @@ def test_a_big_hub_no_longer_hides_the_siblings(any_store: Any, embedder: Cached
 
     assert siblings <= found(store, 50)
     assert not siblings & found(store, 50, HubWalk)  # the old walk around the hub
-    # the limit counts siblings only, in write order (Xavier's own edge is the first)
-    assert found(store, 2) & siblings == {works[1].id}
+    # the limit counts siblings only, newest first (Walter's and Zoe's edges)
+    assert found(store, 2) & siblings == {works[3].id, works[2].id}
+
+
+def test_a_speaker_with_more_edges_than_the_cap_is_walked_from_the_latest(
+    any_store: Any, embedder: CachedEmbedder
+) -> None:
+    """The speaker's node gains an edge or more per message. Past `expansion_limit` the
+    graph ranking keeps walking its newest edges (a talk of 30 plans, cap 12): the last
+    things said reach the search through the graph, the first ones only if another ranking
+    finds them. An oldest-first cut froze the graph's view of the speaker after the cap."""
+    store = any_store
+
+    def entity(name: str) -> Entity:
+        return Entity(tenant=A, name=name, keys=[normalize_name(name)],
+                      embedding=embedder.embed([name])[0].tolist())  # fmt: skip
+
+    alice = entity("Alice")
+    store.apply(WritePlan(tenant=A, new_entities=[alice]))
+    edges = []
+    for i in range(30):  # one add per message, each naming a new place
+        place = entity(f"Place {i}")
+        vector = embedder.embed([f"Alice visited Place {i}"])[0].tolist()
+        rel = Relation(tenant=A, source_id=alice.id, source="Alice", relation="visited",
+                       destination_id=place.id, destination=place.name,
+                       embedding=vector)  # fmt: skip
+        store.apply(WritePlan(tenant=A, new_entities=[place], new_relations=[rel]))
+        edges.append(rel)
+    # the graph ranking alone: dense and BM25 relations weighed out
+    fusion = FusionConfig(weights=FusionWeights(dense_relations=0, bm25_relations=0))
+    config = RetrievalConfig(expansion_limit=12, siblings=False, fusion=fusion)
+    for walk_statement in (None, False):  # the store's own walk, and the separate reads
+        retriever = DualRetriever(
+            store, embedder, config.model_copy(update={"walk_statement": walk_statement})
+        )
+        result = retriever.search("where has Alice been?", A, 30, Validity())
+        assert [e.name for e in result.entities] == ["Alice"]
+        walked = {h.id for h in result.relations if "graph_expansion" in h.sources}
+        assert walked == {r.id for r in edges[-12:]}
 
 
 def test_siblings_come_from_the_hubs_of_the_best_scoring_edges(

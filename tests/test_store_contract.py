@@ -272,10 +272,37 @@ def test_expand_hops_direction_and_validity(store: Store, rng: np.random.Generat
     assert walk(store, A, [a.id], 0, EVERYTHING, 10) == []
     assert walk(store, A, ["missing"], 2, EVERYTHING, 10) == []
     assert walk(store, Tenant(user_id="b"), [a.id], 2, EVERYTHING, 10) == []
-    # seeds on both ends of an edge: it is reported once, at hop 1
+    # seeds on both ends of an edge: it is reported once, at hop 1; per seed, newest first
     assert [(r.id, h) for r, h in walk(store, A, [b.id, c.id], 1, CURRENT, 10)] == [
-        (ab.id, 1), (bc.id, 1), (cd.id, 1),
+        (bc.id, 1), (ab.id, 1), (cd.id, 1),
     ]  # fmt: skip
+
+
+def test_expand_keeps_a_hubs_newest_edges(store: Store, rng: np.random.Generator) -> None:
+    """A speaker's node gains edges with every message: the cut at `limit` keeps its newest
+    (write order, both directions together, across plans and within one), so what the
+    expansion sees of it keeps up with the conversation. Invalid edges are not counted."""
+    me = entity(A, "me", rng)
+    others = [entity(A, f"o{i}", rng) for i in range(12)]
+    store.apply(plan(A, [me, *others]))
+    written = []  # write order: three plans, edges pointing both ways, two to one neighbour
+    for batch in range(3):
+        rels = []
+        for i in range(4):
+            other = others[4 * batch + i]
+            rels.append(relation(A, me, "likes", other, rng) if i % 2 else
+                        relation(A, other, "knows", me, rng))  # fmt: skip
+        rels.append(relation(A, me, "visited", others[0], rng))  # a second edge to o0
+        store.apply(plan(A, relations=rels))
+        written += rels
+    store.apply(plan(A, invalidations=[Invalidation(relation_id=written[-2].id, invalid_at=T0)]))
+    current = [r for r in written if r.id != written[-2].id]
+    got = [r.id for r, _ in walk(store, A, [me.id], 1, CURRENT, 5)]
+    assert got == [r.id for r in reversed(current)][:5]
+    refs = store.expand(A, [me.id], 1, CURRENT, 5, vector=unit(rng))
+    assert [ref.id for ref in refs] == got
+    every = [r.id for r, _ in walk(store, A, [me.id], 1, EVERYTHING, 100)]
+    assert every == [r.id for r in reversed(written)]
 
 
 def _hub_graph(store: Store, rng: np.random.Generator) -> list[Relation]:
@@ -379,14 +406,14 @@ def test_siblings_read_one_relation_on_one_side_of_each_hub(
     store: Store, rng: np.random.Generator
 ) -> None:
     """`siblings`: per key (hub, relation, hub_is_destination) the edges into (True) or out of
-    (False) the hub with that relation, in key order, then write order; each edge once (its
+    (False) the hub with that relation, in key order, then newest first; each edge once (its
     first key); only in-scope edges the validity accepts; cut to `limit`; hop 2; scored by
     `edge_score` (to the bit on the embedded store)."""
     tol = _score_tolerance(store)
     rels = _hub_graph(store, rng)
     hub, spokes = rels[0].destination_id, [r.source_id for r in rels[:30]]
     hub_e, s0 = store.get_entities(A, [hub, spokes[0]])
-    # s0's second edge into the hub comes last in write order, though s0 is the hub's first
+    # s0's second edge into the hub comes first (newest), though s0 is the hub's first
     # neighbour (the embedded store's adjacency lists a neighbour's edges together)
     late = relation(A, s0, "r1", hub_e, rng)
     store.apply(plan(A, relations=[late]))
@@ -406,7 +433,7 @@ def test_siblings_read_one_relation_on_one_side_of_each_hub(
     ) -> list[Relation]:
         out: dict[str, Relation] = {}
         for hub_id, name, hub_is_destination in keys:
-            for rel in (stored[r.id] for r in written):
+            for rel in (stored[r.id] for r in reversed(written)):  # newest first
                 end = rel.destination_id if hub_is_destination else rel.source_id
                 if (end == hub_id and rel.relation == name and rel.id not in out
                         and scope.matches(rel.tenant) and validity.accepts(rel)):  # fmt: skip
@@ -415,7 +442,7 @@ def test_siblings_read_one_relation_on_one_side_of_each_hub(
 
     key_sets: list[list[tuple[str, str, bool]]] = [
         [(hub, "r1", True)],
-        [(hub, "r1", True), (hub, "r0", True)],  # key order, then write order
+        [(hub, "r1", True), (hub, "r0", True)],  # key order, then newest first
         [(hub, "r0", False)],  # the hub has no outgoing edges
         [(spokes[0], "r0", False), (hub, "r0", True)],  # s0's edge once, for the first key
         [(spokes[0], "knows", False), (spokes[1], "knows", True)],  # the same edge twice
@@ -449,17 +476,17 @@ def test_siblings_read_one_relation_on_one_side_of_each_hub(
 
     # the cases above, spelled out
     query = unit(rng)
-    r1_current = [rels[i].id for i in range(1, 30, 3) if i != 7] + [late.id]
+    r1_current = [late.id] + [rels[i].id for i in range(28, 0, -3) if i != 7]  # newest first
     got = store.siblings(A, [(hub, "r1", True)], CURRENT, 100, vector=query)
     assert ids(got) == r1_current
     assert next(ref.score for ref in got if ref.id == rels[4].id) == 0.0  # no embedding
     got = store.siblings(A, [(hub, "r1", True)], EVERYTHING, 100, vector=query)
-    assert ids(got) == [rels[i].id for i in range(1, 30, 3)] + [late.id]
+    assert ids(got) == [late.id] + [rels[i].id for i in range(28, 0, -3)]
     as_of = Validity(as_of=T0 + timedelta(days=10))  # valid from day i; rels[7] cut on day 12
     got = store.siblings(A, [(hub, "r1", True)], as_of, 100, vector=query)
-    assert ids(got) == [rels[i].id for i in (1, 4, 7, 10)] + [late.id]
+    assert ids(got) == [late.id] + [rels[i].id for i in (10, 7, 4, 1)]
     got = store.siblings(A, [(hub, "r1", True), (hub, "r0", True)], CURRENT, 12, vector=query)
-    assert ids(got) == [*r1_current, rels[0].id, rels[3].id]
+    assert ids(got) == [*r1_current, rels[27].id, rels[24].id]
     got = store.siblings(A, [(spokes[0], "knows", False), (spokes[1], "knows", True)],
                          CURRENT, 10, vector=query)  # fmt: skip
     assert ids(got) == [rels[30].id]
@@ -469,14 +496,14 @@ def test_siblings_read_one_relation_on_one_side_of_each_hub(
     assert {r.tenant for r in store.get_relations(
         B, ids(store.siblings(B, mixed, EVERYTHING, 100, vector=query)))} == {B}  # fmt: skip
     assert ids(store.siblings(B, mixed, EVERYTHING, 100, vector=query)) == [
-        b_rels[0].id, b_rels[2].id
+        b_rels[2].id, b_rels[0].id
     ]  # fmt: skip
     a_side = ids(store.siblings(A, mixed, EVERYTHING, 100, vector=query))
-    assert a_side == [rels[i].id for i in range(0, 30, 3)]
+    assert a_side == [rels[i].id for i in range(27, -1, -3)]
     bot_keys = [(bot_xy.destination_id, "r0", True), (hub, "r0", True)]
     assert ids(store.siblings(A_BOT, bot_keys, EVERYTHING, 100, vector=query)) == [bot_xy.id]
     assert ids(store.siblings(A, bot_keys, EVERYTHING, 3, vector=query)) == [
-        bot_xy.id, rels[0].id, rels[3].id
+        bot_xy.id, rels[27].id, rels[24].id
     ]  # fmt: skip
 
 

@@ -266,7 +266,11 @@ class GraphStore(Protocol):
     ) -> list[EdgeRef]:
         """Edges reachable within `hops` from the seeds (ignoring direction), breadth first,
         as `EdgeRef`s with their hop distance (1 = touches a seed), scored by `edge_score`
-        against `vector`. Traversal walks only edges that `validity` accepts."""
+        against `vector`. Traversal walks only edges that `validity` accepts. Per frontier
+        node (seeds in the given order), its edges newest first in write order, both
+        directions together, so the cut at `limit` keeps a hub's latest edges: a speaker's
+        node gains edges with every message, and an oldest-first cut would stop showing what
+        it learns after a few hundred of them."""
 
     def siblings(
         self,
@@ -279,7 +283,8 @@ class GraphStore(Protocol):
     ) -> list[EdgeRef]:
         """Edges at each hub with the given relation name, on the given side: key
         (hub_id, relation, hub_is_destination) -> edges (x)-[relation]->(hub) when True,
-        (hub)-[relation]->(x) when False; in key order, then write order; hop=2; scored by
+        (hub)-[relation]->(x) when False; in key order, then newest first in write order
+        (as `expand`); hop=2; scored by
         `edge_score` against `vector`; at most `limit` in total; only edges the scope and
         validity accept; an edge matched by two keys appears once (first key).
 

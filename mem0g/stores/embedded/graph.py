@@ -312,6 +312,14 @@ class GraphIndex(TenantLoader):
                     found.setdefault(rel.id, rel)
         return [self._out(r) for r in found.values()]
 
+    def _newest_first(self, entity_id: str) -> list[Relation]:
+        """Every edge at a node (either direction, a self-loop once), newest first in write
+        order: the walk's cut at `limit` keeps a hub's latest edges. A speaker's own node
+        gathers an edge or more per message, so oldest first would freeze what the expansion
+        sees of it after a few hundred messages."""
+        written = self._written
+        return sorted(self._edges_of(entity_id), key=lambda rel: written[rel.id], reverse=True)
+
     def _edges_of(self, entity_id: str) -> Iterator[Relation]:
         """Every edge at a node, outgoing then incoming (a self-loop only once), in the order of
         `out_edges`/`in_edges(keys=True)`; read from the graph's adjacency dicts, which costs a
@@ -367,7 +375,8 @@ class GraphIndex(TenantLoader):
     ) -> list[EdgeRef]:
         """The edges with one relation name on one side of each hub (see `GraphStore`): only
         the hub's in- or out-adjacency is walked, the relation name is compared before anything
-        else, and each key's matches come in write order. Scored as `expand(vector=)` scores."""
+        else, and each key's matches come newest first in write order (as `expand`'s). Scored
+        as `expand(vector=)` scores."""
         result: list[EdgeRef] = []
         if limit <= 0:
             return result
@@ -394,7 +403,7 @@ class GraphIndex(TenantLoader):
                         matched = in_scope[id(rel.tenant)] = scope.matches(rel.tenant)
                     if matched and validity.accepts(rel):
                         found.append(rel)
-            found.sort(key=lambda rel: written[rel.id])
+            found.sort(key=lambda rel: written[rel.id], reverse=True)  # newest first, as the walk
             for rel in found:
                 seen.add(rel.id)
                 vec = self._vectors.get(rel.id)
@@ -420,7 +429,7 @@ class GraphIndex(TenantLoader):
         for hop in range(1, hops + 1):
             next_frontier: list[str] = []
             for node in frontier:
-                for rel in self._edges_of(node):
+                for rel in self._newest_first(node):
                     if rel.id in seen:
                         continue
                     matched = in_scope.get(id(rel.tenant))

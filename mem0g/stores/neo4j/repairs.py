@@ -104,7 +104,13 @@ class EntityRepair(Neo4jSession):
             edges, _ = self._run(
                 tx,
                 "edges_at",
-                {**params, "ids": [other_id], "vector": None, "row_limit": _ALL_ROWS},
+                {
+                    **params,
+                    "ids": [other_id],
+                    "vector": None,
+                    "row_limit": _ALL_ROWS,
+                    "newest_first": False,
+                },
             )
             change = plan_merge(keep, other, [_relation(row["relation"]) for row in edges], at)
             key = tenant.key

@@ -259,6 +259,7 @@ class Neo4jGraphStore(
             "ids": ids,
             "vector": None,
             "row_limit": _ALL_ROWS,
+            "newest_first": False,
         }
         found: dict[str, Relation] = {}
         for row in self._read("edges_at", params):
@@ -289,7 +290,7 @@ class Neo4jGraphStore(
         frontier = list(dict.fromkeys(entity_ids))
         visited = set(frontier)
         query = np.asarray(vector, dtype=np.float32).ravel().tolist()
-        base = {**_scope(scope), **_validity(validity), "vector": query}
+        base = {**_scope(scope), **_validity(validity), "vector": query, "newest_first": True}
         for hop in range(1, hops + 1):
             if not frontier:
                 break

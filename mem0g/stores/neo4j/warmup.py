@@ -59,6 +59,7 @@ def warmup_params(dims: int | None) -> dict[str, Any]:
         "as_of": None, "include_invalid": False, "since": datetime(2000, 1, 1, tzinfo=timezone.utc),
         "vector": vector, "zero_query": False, "light": False,
         "want": 13, "fetch": 50, "limit": 10, "row_limit": 10, "max_rows": 1, "k": 10,
+        "newest_first": True,
         "query": "warmup", "terms": "warmup",
         "hubs": 8, "sibling_limit": 10, "top": 10, "rows": [],
     }  # fmt: skip
