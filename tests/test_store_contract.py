@@ -303,6 +303,10 @@ def test_expand_keeps_a_hubs_newest_edges(store: Store, rng: np.random.Generator
     assert [ref.id for ref in refs] == got
     every = [r.id for r, _ in walk(store, A, [me.id], 1, EVERYTHING, 100)]
     assert every == [r.id for r in reversed(written)]
+    later = relation(A, others[5], "knows", me, rng)  # after a walk: it comes first
+    store.apply(plan(A, relations=[later]))
+    again = [r.id for r, _ in walk(store, A, [me.id], 1, EVERYTHING, 3)]
+    assert again == [later.id, *[r.id for r in reversed(written)][:2]]
 
 
 def _hub_graph(store: Store, rng: np.random.Generator) -> list[Relation]:

@@ -118,6 +118,8 @@ class GraphIndex(TenantLoader):
             self._written[rel.id] = next(self._next_written) if rank is None else rank
         self._relations[rel.id] = rel
         self._graph.add_edge(rel.source_id, rel.destination_id, key=rel.id)
+        self._newest.pop(rel.source_id, None)
+        self._newest.pop(rel.destination_id, None)
         if vector is not None:
             self._vectors[rel.id] = vector
         bucket = self._bucket(rel.tenant)
@@ -150,11 +152,14 @@ class GraphIndex(TenantLoader):
         bucket.blocks.pop("entities", None)
         self._vectors.pop(entity_id, None)
         self._graph.remove_node(entity_id)
+        self._newest.pop(entity_id, None)
 
     def _drop_relation(self, rel_id: str) -> None:
         rel = self._relations.pop(rel_id)
         del self._written[rel_id]
         self._graph.remove_edge(rel.source_id, rel.destination_id, key=rel_id)
+        self._newest.pop(rel.source_id, None)
+        self._newest.pop(rel.destination_id, None)
         self._vectors.pop(rel_id, None)
         bucket = self._bucket(rel.tenant)
         bucket.relations.pop(rel_id, None)
@@ -164,6 +169,8 @@ class GraphIndex(TenantLoader):
         """A held edge with new ends (same id, place in write order and vector)."""
         old = self._relations[rel.id]
         self._graph.remove_edge(old.source_id, old.destination_id, key=rel.id)
+        self._newest.pop(old.source_id, None)
+        self._newest.pop(old.destination_id, None)
         self._add_relation(_detached(rel), None)
 
     def _index_vector(self, bucket: _Bucket, table: str, record: Entity | Relation) -> None:
@@ -312,13 +319,19 @@ class GraphIndex(TenantLoader):
                     found.setdefault(rel.id, rel)
         return [self._out(r) for r in found.values()]
 
-    def _newest_first(self, entity_id: str) -> list[Relation]:
+    def _newest_first(self, entity_id: str) -> Iterator[Relation]:
         """Every edge at a node (either direction, a self-loop once), newest first in write
         order: the walk's cut at `limit` keeps a hub's latest edges. A speaker's own node
         gathers an edge or more per message, so oldest first would freeze what the expansion
-        sees of it after a few hundred messages."""
-        written = self._written
-        return sorted(self._edges_of(entity_id), key=lambda rel: written[rel.id], reverse=True)
+        sees of it after a few hundred messages. The order is kept per node until an edge at
+        it changes (`_newest`): sorting a 5,000-edge node on every search cost 0.9 ms."""
+        ids = self._newest.get(entity_id)
+        if ids is None:
+            ids = [rel.id for rel in self._edges_of(entity_id)]
+            ids.sort(key=self._written.__getitem__, reverse=True)
+            self._newest[entity_id] = ids
+        relations = self._relations
+        return (relations[rel_id] for rel_id in ids)
 
     def _edges_of(self, entity_id: str) -> Iterator[Relation]:
         """Every edge at a node, outgoing then incoming (a self-loop only once), in the order of

@@ -117,6 +117,7 @@ class TenantLoader:
     _entities: dict[str, Entity]
     _relations: dict[str, Relation]
     _written: dict[str, int]
+    _newest: dict[str, list[str]]
     _next_written: Iterator[int]
     _episodes: dict[str, Episode]
     _episode_rank: dict[str, int]
@@ -148,6 +149,9 @@ class TenantLoader:
         # largest): a hub's adjacency lists edges by neighbour, which is not write order
         # when one neighbour has several edges to it
         self._written = {}
+        # entity id -> its edges' ids newest first (the walk's order), built on first use and
+        # dropped when an edge at it is written, moved or removed
+        self._newest = {}
         self._episodes = {}
         self._episode_rank = {}
         self._vectors = {}  # entity/relation id -> raw float32 embedding

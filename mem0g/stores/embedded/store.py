@@ -367,6 +367,7 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
             for episode_id in bucket.episodes:
                 del self._episodes[episode_id]
                 del self._episode_rank[episode_id]
+        self._newest.clear()  # edges left many nodes (rare: a tenant's deletion)
         return removed
 
     @_locked
