@@ -10,13 +10,19 @@
 // Rows come back in write order (written, pos: the apply call and the position in its plan;
 // an edge holds them as one sortable key, `ord`, plan_rows.write_order).
 
+// $light: without the embedding (a search's linked entities: names and ids are enough).
 // name: get_entities
 UNWIND range(0, size($ids) - 1) AS i
 MATCH (e:Entity {id: $ids[i]})
 WHERE ($user_id IS NULL OR e.user_id = $user_id)
   AND ($agent_id IS NULL OR e.agent_id = $agent_id)
   AND ($run_id IS NULL OR e.run_id = $run_id)
-RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)} AS entity
+RETURN CASE WHEN $light
+            THEN e {.id, .name, .type, .aliases, .keys, .user_id, .agent_id, .run_id,
+                    .tenant_key, created_at: toString(e.created_at),
+                    updated_at: toString(e.updated_at)}
+            ELSE e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)}
+       END AS entity
 ORDER BY i;
 
 // name: get_relations

@@ -81,6 +81,65 @@ RETURN seq, epoch, COLLECT {
   ORDER BY e.seq, e.written, e.pos
 } AS rows;
 
+// A search's entity linking ranks the scope's names on the client (Neo4jGraphStore.
+// name_ranker), from the vectors the store holds per tenant. This brings them up to date in
+// one read: per tenant of the scope, its plan number and epoch first (as entity_vectors_all),
+// then, where $held names a plan number the store holds of that tenant's current epoch, the
+// entities of later plans (a seek on the (tenant_key, seq) index). A tenant with `since` null
+// is new to the store (or was written again after a delete or a repair): the store reads it
+// whole with entity_vectors_all. Seeks only: no tenant's entities are scanned here.
+// name: scope_entity_vectors
+CALL () {
+  MATCH (q:TenantSequence) WHERE $exact AND q.tenant_key = $tenant_key RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE NOT $exact AND q.user_id = $user_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence)
+  WHERE NOT $exact AND $user_id IS NULL AND q.agent_id = $agent_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence)
+  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND q.run_id = $run_id
+  RETURN q
+}
+WITH q
+WHERE q.seq IS NOT NULL
+  AND ($user_id IS NULL OR q.user_id = $user_id)
+  AND ($agent_id IS NULL OR q.agent_id = $agent_id)
+  AND ($run_id IS NULL OR q.run_id = $run_id)
+WITH q.tenant_key AS key, q.seq AS seq, coalesce(q.epoch, '') AS epoch
+WITH key, seq, epoch, $held[key] AS mark
+WITH key, seq, epoch,
+     CASE WHEN mark IS NOT NULL AND mark.epoch = epoch THEN mark.seq END AS since
+RETURN key, seq, epoch, since, COLLECT {
+  MATCH (e:Entity)
+  WHERE e.tenant_key = key AND e.seq > since AND e.embedding IS NOT NULL
+  RETURN [e.id, e.embedding] AS row
+  ORDER BY e.seq, e.written, e.pos
+} AS rows
+ORDER BY key;
+
+// How many entities with a name vector the scope holds: a store checks it once per scope
+// against the vectors it loaded by tenant sequence (entities written before mem0g kept one
+// per tenant have none, and would be missed: such a scope is left to the index).
+// name: scope_entity_count
+CALL () {
+  MATCH (e:Entity) WHERE $exact AND e.tenant_key = $tenant_key RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE NOT $exact AND e.user_id = $user_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE NOT $exact AND $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  UNION ALL
+  MATCH (e:Entity)
+  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
+  RETURN e
+}
+WITH e
+WHERE ($user_id IS NULL OR e.user_id = $user_id)
+  AND ($agent_id IS NULL OR e.agent_id = $agent_id)
+  AND ($run_id IS NULL OR e.run_id = $run_id)
+  AND e.embedding IS NOT NULL
+RETURN count(e) AS size;
+
 // name: similar_relations_index
 CALL db.index.vector.queryRelationships('mem0g_relation_embedding', $fetch, $vector)
 YIELD relationship AS r, score

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from mem0g import Memory
+from mem0g.config import RetrievalConfig
 from mem0g.embed import CachedEmbedder
+from mem0g.retrieve import DualRetriever
 from mem0g.stores import EmbeddedGraphStore, StoreError
 from mem0g.stores.base import StoreCapabilities
 from mem0g.types import (
@@ -153,7 +155,10 @@ def test_reads_run_on_the_pool_and_errors_reach_the_caller(
 ) -> None:
     memory = open_memory(concurrent_reads=True)
     threads: dict[str, str] = {}
-    for name in ("similar_relations", "similar_entities", "similar_facts", "find_entities"):
+    # a store holding the names ranks them on the client after one read (`name_ranker`)
+    names = "name_ranker" if memory.store.capabilities.held_names else "similar_entities"
+    reads = ("similar_relations", names, "similar_facts", "find_entities")
+    for name in reads:
         real = getattr(memory.store, name)
 
         def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
@@ -164,7 +169,7 @@ def test_reads_run_on_the_pool_and_errors_reach_the_caller(
     memory.search("who works with Alice?", user_id="alice")
     # every store read goes to the pool, the vector-free exact-name lookup too: it is sent
     # before the query is embedded, so its round trip overlaps the embedding
-    for name in ("similar_relations", "similar_entities", "similar_facts", "find_entities"):
+    for name in reads:
         assert threads[name].startswith("mem0g-read"), (name, threads[name])
     assert threading.current_thread().name not in set(threads.values())
 
@@ -225,3 +230,58 @@ def test_a_search_embeds_its_query_once(
             found = memory.search(query, user_id="alice", limit=5)
             assert found.facts and found.relations
             assert calls == [[query]]
+
+
+def test_a_store_holding_the_names_is_read_for_them_before_the_query_is_embedded(
+    open_memory: Callable[..., Memory], store_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `held_names` (Neo4j) a search reads the scope's name vectors before it embeds the
+    query (the read needs no vector, so it overlaps the embedding) and ranks them on the
+    client: no vector read of entities goes to the server. The same entities are linked as
+    by `similar_entities` (the next test compares the two stores' links)."""
+    memory = open_memory(concurrent_reads=False)  # reads in call order
+    store = memory.store
+    assert store.capabilities.held_names == (store_kind == "neo4j")
+    events: list[str] = []
+    for name in ("name_ranker", "similar_entities"):
+        real = getattr(store, name)
+
+        def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            events.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(store, name, spy)
+    embed = memory.embedder.embed
+    monkeypatch.setattr(memory.embedder, "embed", lambda texts: (events.append("embed"),
+                                                                 embed(texts))[1])  # fmt: skip
+    for query in QUERIES:
+        events.clear()
+        found = memory.search(query, user_id="alice", limit=5)
+        assert found.entities  # every query names someone
+        if store_kind == "neo4j":
+            assert events == ["name_ranker", "embed"]
+        else:
+            assert events == ["embed", "similar_entities"]
+
+
+@pytest.mark.neo4j
+def test_both_stores_link_the_same_names(
+    tmp_path: Path, hashing: CachedEmbedder, neo4j_connect: Any
+) -> None:
+    """The names a search links: Neo4j ranks its held vectors on the client, the embedded
+    store its own; the same names, order and scores (every top-k name, not only close ones)."""
+    embedded = EmbeddedGraphStore(tmp_path / "g", dims=hashing.dims)
+    server = neo4j_connect(dims=hashing.dims)
+    for store in (embedded, server):
+        _fill(store, hashing)
+    config = RetrievalConfig(link_threshold=-1.0, link_top_k=6, concurrent_reads=False)
+    for query in [*QUERIES, "Acme in Berlin", "nobody we know", "Dave and Carol play chess"]:
+        qvec = hashing.embed([query])[0]
+        got = [
+            DualRetriever(store, hashing, config).link(query, qvec, ALICE)
+            for store in (embedded, server)
+        ]
+        assert len(got[0]) >= 6
+        assert [(h.name, h.matched_by) for h in got[1]] == [(h.name, h.matched_by) for h in got[0]]
+        assert [h.score for h in got[1]] == pytest.approx([h.score for h in got[0]], abs=1e-6)
+    embedded.close()

@@ -36,6 +36,7 @@ from builders import (
     DIMS,
     EVERYTHING,
     T0,
+    USER_A,
     UTC,
     A,
     B,
@@ -53,9 +54,10 @@ from builders import (
 from neo4j.exceptions import TransientError
 
 from mem0g import Memory
-from mem0g.config import EmbedderConfig, GraphStoreConfig
+from mem0g.config import EmbedderConfig, GraphStoreConfig, RetrievalConfig
 from mem0g.embed import make_embedder
 from mem0g.export import to_cypher
+from mem0g.retrieve import DualRetriever
 from mem0g.stores import EmbeddedGraphStore, StoreError
 from mem0g.stores.lexical_query import scope_terms
 from mem0g.stores.neo4j import (
@@ -1112,6 +1114,90 @@ def test_held_entity_vectors_follow_other_writers_and_deletes(
     assert reads == ["entity_vectors_since", "entity_vectors_all", "get_entities"]
     writer.delete_tenant(A)
     assert search(A) == []  # gone, and nothing written since: nothing held is returned
+
+
+def test_a_search_ranks_held_names_exactly_and_follows_other_writers(
+    neo4j_connect: Connect, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`name_ranker` (what a search links by): the exact top k over every tenant of the scope,
+    sub-tenants too, as the embedded store ranks; one read brings it up to date, with no
+    entity scan once the scope's tenants are held, and records are read only for the names
+    that pass `min_score`, without embeddings; another store's writes, a new sub-tenant and
+    a deleted one show at the next call."""
+    holder, writer = neo4j_connect(dims=DIMS), neo4j_connect(dims=DIMS)
+    assert holder.capabilities.held_names
+    reads: list[str] = []
+    real_read = holder._read
+    monkeypatch.setattr(holder, "_read", lambda n, p: (reads.append(n), real_read(n, p))[1])
+    writer.apply(plan(A, [entity(A, f"a{i}", rng) for i in range(30)]))
+    writer.apply(plan(A_BOT, [entity(A_BOT, f"bot{i}", rng) for i in range(20)]))
+    writer.apply(plan(B, [entity(B, f"b{i}", rng) for i in range(20)]))
+    query = unit(rng)
+
+    def exact(scope: Tenant, k: int) -> list[tuple[str, float]]:
+        ents = writer.snapshot(scope, EVERYTHING).entities
+        scores = np.array([e.embedding for e in ents], dtype=np.float32) @ query
+        return [(ents[i].id, float(scores[i])) for i in np.argsort(-scores)[:k]]
+
+    def ranked(scope: Tenant, k: int, min_score: float | None = None) -> list[tuple[str, float]]:
+        reads.clear()
+        ranker = holder.name_ranker(scope)
+        assert ranker is not None
+        hits = ranker.similar(query, k, min_score)
+        assert all(e.embedding is None and e.name for e, _ in hits)
+        return [(e.id, score) for e, score in hits]
+
+    def same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> bool:
+        return [i for i, _ in got] == [i for i, _ in want] and [s for _, s in got] == (
+            pytest.approx([s for _, s in want], abs=1e-5)
+        )
+
+    assert same(ranked(USER_A, 10), exact(USER_A, 10))  # a and a/bot/r1 together
+    assert reads[0] == "scope_entity_vectors" and reads.count("entity_vectors_all") == 2
+    assert "similar_entities_index" not in reads
+    assert same(ranked(USER_A, 10), exact(USER_A, 10))
+    assert reads == ["scope_entity_vectors", "get_entities"]  # held: one read, the records
+    assert same(ranked(A_BOT, 5), exact(A_BOT, 5)) and same(ranked(B, 70), exact(B, 70))
+    third = exact(USER_A, 3)[2][1]
+    assert same(ranked(USER_A, 10, third), exact(USER_A, 3))  # only the names at or above
+    assert ranked(USER_A, 10, 1.5) == [] and reads == ["scope_entity_vectors"]  # no records
+
+    # another store writes: a name on the query in a new sub-tenant, one more in a
+    a_run = Tenant(user_id="a", agent_id="bot", run_id="r2")
+    near = Entity(tenant=a_run, name="near", keys=["near"], embedding=query.tolist())
+    writer.apply(plan(a_run, [near]))
+    writer.apply(plan(A, [entity(A, "late", rng)]))
+    got = ranked(USER_A, 10)
+    assert got[0][0] == near.id and same(got, exact(USER_A, 10))
+    assert reads == ["scope_entity_vectors", "entity_vectors_all", "get_entities"]
+    writer.delete_tenant(A_BOT)  # and deletes a sub-tenant
+    assert same(ranked(USER_A, 60), exact(USER_A, 60))
+    assert not {i for i, _ in ranked(USER_A, 60)} & {e.id for e in writer.snapshot(
+        A_BOT, EVERYTHING).entities}  # fmt: skip
+    assert ranked(Tenant(user_id="nobody"), 5) == []
+
+
+def test_names_without_a_tenant_sequence_are_left_to_the_index(
+    neo4j_connect: Connect, driver: neo4j.Driver, rng: np.random.Generator
+) -> None:
+    """Entities written before mem0g kept a sequence per tenant are not in any held block:
+    a scope holding such entities gets no ranker (its search links by the index), and
+    neither does a store told to hold no vectors, nor a scope larger than it may hold."""
+    store = neo4j_connect(dims=DIMS)
+    store.apply(plan(A, [entity(A, f"a{i}", rng) for i in range(5)]))
+    store.apply(plan(A_BOT, [entity(A_BOT, f"bot{i}", rng) for i in range(5)]))
+    store.apply(plan(B, [entity(B, f"b{i}", rng) for i in range(5)]))
+    cypher(driver, "MATCH (q:TenantSequence {tenant_key: $key}) DELETE q", key=A_BOT.key)
+    fresh = neo4j_connect(dims=DIMS)
+    assert fresh.name_ranker(USER_A) is None  # a/bot/r1's 5 names are not accounted for
+    assert fresh.name_ranker(B) is not None  # b's are
+    assert neo4j_connect(dims=DIMS, entity_vectors=0).name_ranker(B) is None
+    assert neo4j_connect(dims=DIMS, entity_vectors=4).name_ranker(B) is None
+    query = unit(rng)
+    retriever = DualRetriever(fresh, None, RetrievalConfig(link_threshold=-1.0))  # type: ignore[arg-type]
+    linked = retriever.link("zzz", query, USER_A)  # no name matches: by embedding only
+    index = fresh.similar_entities(USER_A, query, 5, light=True)
+    assert [h.id for h in linked] == [e.id for e, _ in index] and len(linked) == 5
 
 
 def test_a_tenant_too_large_to_hold_is_left_to_the_index(

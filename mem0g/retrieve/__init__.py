@@ -37,7 +37,7 @@ from mem0g.retrieve import linked
 from mem0g.retrieve.facts import FactRetriever
 from mem0g.retrieve.fusion import fuse, ranked
 from mem0g.retrieve.timewin import QueryTime, with_time
-from mem0g.stores.base import EdgeRef, GraphStore
+from mem0g.stores.base import EdgeRef, GraphStore, NameRanker
 from mem0g.stores.lexical_query import query_terms, terms
 from mem0g.stores.walk import WalkRequest, graph_ranking, sibling_keys
 from mem0g.types import (
@@ -67,6 +67,7 @@ class EarlyReads:
     names: Future[list[Entity]]  # find_entities: the query's n-grams as name/alias keys
     name_words: Future[list[tuple[Entity, float]]] | None  # lexical_entities (link_lexical)
     fact_words: Future[list[tuple[Fact, float]]] | None  # lexical_facts (the fact half)
+    ranker: Future[NameRanker | None] | None = None  # name_ranker (`held_names`)
 
 
 class DualRetriever:
@@ -117,7 +118,10 @@ class DualRetriever:
         if lexical and validity is not None and FactRetriever.current(validity):
             k = max(self.config.fact_top_k, limit)
             fact_words = self.submit(self.facts.words_ranking, scope, query_terms(query), k)
-        return EarlyReads(names=names, name_words=words, fact_words=fact_words)
+        ranker = None
+        if self.store.capabilities.held_names:
+            ranker = self.submit(self.store.name_ranker, scope)
+        return EarlyReads(names=names, name_words=words, fact_words=fact_words, ranker=ranker)
 
     def link(
         self, query: str, qvec: np.ndarray, scope: Tenant, early: EarlyReads | None = None
@@ -127,8 +131,13 @@ class DualRetriever:
         if early is None:
             early = self.early_reads(query, scope)
         hits: dict[str, EntityHit] = {}
-        nearest = functools.partial(self.store.similar_entities, light=True)
-        similar = self.submit(nearest, scope, qvec, self.config.link_top_k)
+        k, threshold = self.config.link_top_k, self.config.link_threshold
+        ranker = None if early.ranker is None else early.ranker.result()
+        if ranker is not None:  # ranked here, exactly; only the names kept are read
+            similar = self.submit(ranker.similar, qvec, k, threshold)
+        else:
+            nearest = functools.partial(self.store.similar_entities, light=True)
+            similar = self.submit(nearest, scope, qvec, k)
         for entity in early.names.result():
             hits[entity.id] = EntityHit(
                 id=entity.id,
@@ -142,7 +151,7 @@ class DualRetriever:
             for found in linked.lexical_links(early.name_words.result(), hits):
                 hits[found.id] = found
         for entity, score in similar.result():
-            if score >= self.config.link_threshold and entity.id not in hits:
+            if score >= threshold and entity.id not in hits:
                 hits[entity.id] = EntityHit(
                     id=entity.id,
                     name=entity.name,

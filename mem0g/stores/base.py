@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, runtime_ch
 import numpy as np
 from pydantic import BaseModel
 
+from mem0g.stores.vectors import blocks_top, unit_vector
 from mem0g.types import (
     Entity,
     EntityEvent,
@@ -70,6 +71,10 @@ class StoreCapabilities:
     # records in one statement), so the retriever calls it instead of the separate reads;
     # every store has `walk`, and both ways answer the same (mem0g/stores/walk.py)
     walk_statement: bool = False
+    # `name_ranker(scope)`: the scope's entity-name vectors held by the store and brought up to
+    # date in one read, so a search ranks the names on the client (exact, as the embedded
+    # store does) and that read runs while the query is embedded, where a vector read cannot
+    held_names: bool = False
 
 
 class StoreStats(BaseModel):
@@ -200,6 +205,33 @@ class EdgeRef(NamedTuple):
     score: float  # see `edge_score` (`expand`); the store's cosine (`similar_relations`)
 
 
+@dataclass(frozen=True)
+class NameRanker:
+    """A scope's entity-name vectors as one read left them (`GraphStore.name_ranker`): ranks
+    them as `similar_entities` does, exactly, and reads only the records of the names kept."""
+
+    blocks: tuple[tuple[Sequence[str], np.ndarray], ...]  # per tenant: ids, their unit rows
+    dims: int | None
+    # the named entities without their embeddings (ones gone since are left out)
+    records: Callable[[list[str]], list[Entity]]
+
+    def similar(
+        self, vector: np.ndarray, k: int, min_score: float | None = None
+    ) -> list[tuple[Entity, float]]:
+        """`similar_entities(scope, vector, k, light=True)`, only the hits scoring at least
+        `min_score`: a search links only those, and reads no record when none is."""
+        query, _ = unit_vector(vector)
+        if self.dims is not None and query.shape[0] != self.dims:
+            raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
+        picked = blocks_top(self.blocks, query, k)
+        if min_score is not None:
+            picked = [(i, score) for i, score in picked if score >= min_score]
+        if not picked:
+            return []
+        found = {e.id: e for e in self.records([i for i, _ in picked])}
+        return [(found[i], score) for i, score in picked if i in found]
+
+
 def edge_score(vector: np.ndarray, embedding: np.ndarray | Sequence[float] | None) -> float:
     """How `expand(..., vector=)` scores an edge: float32 `np.dot(vector, embedding)`, exactly
     the arithmetic the retriever applies to a copied record (0.0 for an edge without one)."""
@@ -248,6 +280,11 @@ class GraphStore(Protocol):
     ) -> list[tuple[Entity, float]]:
         """Top-k entities by name-embedding cosine, best first; `light`: without their
         embeddings (entity linking needs names and ids, and a server sends less)."""
+
+    def name_ranker(self, scope: Tenant) -> NameRanker | None:
+        """(`capabilities.held_names`) the scope's entity-name vectors, brought up to date;
+        None when the store does not hold them for this scope (too large, or entities it
+        cannot account for): then `similar_entities` answers."""
 
     def relations_touching(
         self, scope: Tenant, entity_ids: Sequence[str], validity: Validity, *, exact: bool = False

@@ -19,6 +19,7 @@ __all__ = [
     "VectorBlock",
     "as_vector",
     "best_first",
+    "blocks_top",
     "has_direction",
     "row_scores",
     "top_k",
@@ -81,6 +82,24 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
 def best_first(scores: np.ndarray, k: int) -> list[int]:
     """Indices of the k best scores, best first (ties in index order), as both stores rank."""
     return sorted(top_k(scores, k), key=lambda row: -scores[row])
+
+
+def blocks_top(
+    blocks: Sequence[tuple[Sequence[str], np.ndarray]], query: np.ndarray, k: int
+) -> list[tuple[str, float]]:
+    """The k best rows of several blocks (ids and their unit rows, every row selected) for a
+    unit query: the top k within each block, merged best first, ties in block then row order.
+    How the embedded store ranks a scope's tenants (`_search`), for rankers held elsewhere."""
+    if k <= 0:
+        return []
+    candidates: list[tuple[str, float]] = []
+    for ids, matrix in blocks:
+        if not len(ids):
+            continue
+        scores = row_scores(matrix, query)
+        candidates.extend((ids[r], float(scores[r])) for r in top_k(scores, k))
+    candidates.sort(key=lambda hit: -hit[1])
+    return candidates[:k]
 
 
 @dataclass

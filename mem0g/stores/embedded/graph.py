@@ -244,6 +244,10 @@ class GraphIndex(TenantLoader):
             return [(_detached(self._entities[i]), score) for i, score in hits]
         return [(self._out(self._entities[i]), score) for i, score in hits]
 
+    def name_ranker(self, scope: Tenant) -> None:
+        """Nothing to hold apart: `similar_entities` already ranks the names in memory."""
+        return None
+
     @_locked
     def similar_relations(
         self, scope: Tenant, vector: np.ndarray, k: int, validity: Validity

@@ -71,7 +71,7 @@ class EntityRepair(Neo4jSession):
                 self._entity_vectors.forget(tenant.key)
 
     def _tx_entities(self, tx: ManagedTransaction, scope: Tenant, ids: list[str]) -> list[Entity]:
-        rows, _ = self._run(tx, "get_entities", {**_scope(scope), "ids": ids})
+        rows, _ = self._run(tx, "get_entities", {**_scope(scope), "ids": ids, "light": False})
         return [_entity(row["entity"]) for row in rows]
 
     def list_entities(self, scope: Tenant) -> list[Entity]:

@@ -118,6 +118,7 @@ class Neo4jGraphStore(
         fact_timeline=True,
         fact_links=True,
         walk_statement=True,
+        held_names=True,
     )
 
     def __init__(
@@ -162,6 +163,8 @@ class Neo4jGraphStore(
         self._markers_read = -math.inf
         # the resolver's exact candidates: tenants' name vectors, at most this many in all
         self._entity_vectors = EntityVectors(entity_vectors)
+        self._name_scopes: dict[Tenant, tuple[str, ...]] = {}  # see name_ranker
+        self._names_checked: set[Tenant] = set()
         # the server's read paths warmed in the background (warmup.py); 0: none
         self._warmup: Warmup | None = None
         self._traffic = Traffic()  # real reads and writes in flight: the warm-up yields to them
@@ -230,7 +233,8 @@ class Neo4jGraphStore(
             driver.close()
 
     def get_entities(self, scope: Tenant, ids: Sequence[str]) -> list[Entity]:
-        rows = self._read("get_entities", {**_scope(scope), "ids": list(dict.fromkeys(ids))})
+        params = {**_scope(scope), "ids": list(dict.fromkeys(ids)), "light": False}
+        rows = self._read("get_entities", params)
         return [_entity(row["entity"]) for row in rows]
 
     def get_relations(self, scope: Tenant, ids: Sequence[str]) -> list[Relation]:

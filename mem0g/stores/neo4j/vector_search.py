@@ -9,6 +9,7 @@ and scores. The entity resolver's exact candidates come from the held name vecto
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mem0g.stores.base import EdgeRef, StoreError
+from mem0g.stores.base import EdgeRef, NameRanker, StoreError
 from mem0g.stores.neo4j.entity_vectors import EntityVectors, Watermark
 from mem0g.stores.neo4j.indexes import _INDEX_ERROR_PAUSE, _index_down
 from mem0g.stores.neo4j.rows import _entity, _fact, _id_vectors, _scope, _validity
@@ -47,6 +48,8 @@ class VectorSearch(Neo4jSession):
     _fetch_factor: dict[tuple[Any, ...], float]
     _paused: dict[str, float]
     _entity_vectors: EntityVectors
+    _name_scopes: dict[Tenant, tuple[str, ...]]  # a search scope -> its tenants' keys, as last read
+    _names_checked: set[Tenant]  # scopes whose entities all carry a tenant sequence
 
     if TYPE_CHECKING:  # provided by the store's other mixins (indexes.py)
 
@@ -87,10 +90,11 @@ class VectorSearch(Neo4jSession):
             scores = row_scores(block.matrix, query)
             best = best_first(scores, k)  # as the embedded store ranks
             picked = [(block.ids[row], float(scores[row])) for row in best]
-        rows = self._read("get_entities", {**_scope(tenant), "ids": [i for i, _ in picked]})
+        ids = [i for i, _ in picked]
+        rows = self._read("get_entities", {**_scope(tenant), "ids": ids, "light": light})
         found = {row["entity"]["id"]: row["entity"] for row in rows}
         return [
-            (_entity({**found[i], "embedding": None} if light else found[i]), score)
+            (_entity(found[i]), score)
             for i, score in picked
             if i in found  # (gone if the tenant was deleted since)
         ]
@@ -110,6 +114,11 @@ class VectorSearch(Neo4jSession):
                     block = held.extend(key, Watermark(mark.epoch, row["seq"]), ids, vectors)
                 if block is not None:
                     return block
+        return self._entity_block_all(key)
+
+    def _entity_block_all(self, key: str) -> VectorBlock | None:
+        """All of the tenant's name vectors, read afresh and held (see `_entity_block`)."""
+        held = self._entity_vectors
         (row,) = self._read("entity_vectors_all", {"tenant_key": key, "max_rows": held.max_rows})
         ids, vectors = _id_vectors(row["rows"])
         if row["size"] > held.max_rows:
@@ -120,6 +129,60 @@ class VectorSearch(Neo4jSession):
         mark = None if row["seq"] is None else Watermark(row["epoch"] or "", row["seq"])
         with self._lock:
             return held.load(key, mark, ids, vectors, dims)
+
+    def name_ranker(self, scope: Tenant) -> NameRanker | None:
+        """The scope's held name vectors for a search's linking, brought up to date by one
+        read (`scope_entity_vectors`: per tenant of the scope, the entities of plans after the
+        held plan number), which needs no query vector, so a search sends it before it embeds
+        the query. Ranked on the client, exactly, as the embedded store ranks: the HNSW
+        entity query (a server read after the embedding, and not exact) is left out of the
+        search. A tenant new to the store is read whole once (`entity_vectors_all`). None, and
+        the index answers, when the store holds no vectors (`entity_vectors` 0), when the
+        scope holds more than it may, or while the scope's entities are not all accounted for
+        by tenant sequence (entities written before mem0g kept one: checked once per scope)."""
+        self._ready()
+        held = self._entity_vectors
+        if held.max_rows == 0:
+            return None
+        with self._lock:
+            known = self._name_scopes.get(scope, ())
+            marks = {key: {"epoch": m.epoch, "seq": m.seq}
+                     for key in known if (m := held.mark(key)) is not None}  # fmt: skip
+        rows = self._read("scope_entity_vectors", {**_scope(scope), "held": marks})
+        blocks: list[tuple[str, VectorBlock]] = []
+        size = 0
+        for row in rows:
+            key, block = row["key"], None
+            if row["since"] is not None:
+                ids, vectors = _id_vectors(row["rows"])
+                with self._lock:
+                    block = held.extend(key, Watermark(row["epoch"], row["seq"]), ids, vectors)
+            if block is None:
+                block = self._entity_block_all(key)
+            size += 0 if block is None else len(block.ids)
+            if block is None or size > held.max_rows:
+                return None
+            blocks.append((key, block))
+        if scope not in self._names_checked:
+            (count,) = self._read("scope_entity_count", _scope(scope))
+            if count["size"] != size:
+                return None
+        with self._lock:
+            for key in set(known) - {key for key, _ in blocks}:
+                held.forget(key)  # the tenant was deleted (by another store)
+            if len(self._name_scopes) >= 4096:  # many scopes: forget, relearn as they come
+                self._name_scopes.clear()
+                self._names_checked.clear()
+            self._name_scopes[scope] = tuple(key for key, _ in blocks)
+            self._names_checked.add(scope)
+            # as the block stands now: later rows land past this view, or in a new array
+            views = tuple((block.ids[: len(block.ids)], block.matrix) for _, block in blocks)
+        records = functools.partial(self._light_entities, scope)
+        return NameRanker(views, self.dims, records)
+
+    def _light_entities(self, scope: Tenant, ids: list[str]) -> list[Entity]:
+        rows = self._read("get_entities", {**_scope(scope), "ids": ids, "light": True})
+        return [_entity(row["entity"]) for row in rows]
 
     def _unit_query(self, vector: np.ndarray) -> tuple[np.ndarray, bool]:
         """The query in the embedded store's float32 arithmetic, so scores and ties agree: at

@@ -59,7 +59,7 @@ def warmup_params(dims: int | None) -> dict[str, Any]:
         "as_of": None, "include_invalid": False, "since": datetime(2000, 1, 1, tzinfo=timezone.utc),
         "vector": vector, "zero_query": False, "light": False,
         "want": 13, "fetch": 50, "limit": 10, "row_limit": 10, "max_rows": 1, "k": 10,
-        "newest_first": True,
+        "newest_first": True, "held": {},
         "query": "warmup", "terms": "warmup",
         "hubs": 8, "sibling_limit": 10, "top": 10, "rows": [],
     }  # fmt: skip
@@ -105,7 +105,10 @@ def _search(store: Any, row: dict[str, Any]) -> None:
     words = query_terms(row["text"] or "")
     now = Validity()
     dense = store.similar_relations(scope, vector, 50, now)
-    linked = [e.id for e, _ in store.similar_entities(scope, vector, 5, light=True)]
+    ranker = store.name_ranker(scope)  # as a search links (else the index's read)
+    names = (ranker.similar(vector, 5) if ranker is not None
+             else store.similar_entities(scope, vector, 5, light=True))  # fmt: skip
+    linked = [e.id for e, _ in names]
     if row["key"]:
         linked = [e.id for e in store.find_entities(scope, [row["key"]])] + linked
     seeds = list(dict.fromkeys(([row["seed"]] if row["seed"] else []) + linked))

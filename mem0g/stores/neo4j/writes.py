@@ -33,6 +33,7 @@ class PlanWrites(Neo4jSession):
     _lock: threading.RLock
     _vector_indexes: bool
     _entity_vectors: EntityVectors
+    _names_checked: set[Tenant]
 
     if TYPE_CHECKING:  # provided by the store's other mixins (indexes.py)
 
@@ -240,3 +241,4 @@ class PlanWrites(Neo4jSession):
             self._auto(driver, "reset_nodes", {"batch": self.reset_batch})
         with self._lock:
             self._entity_vectors.forget()
+            self._names_checked.clear()  # whatever is written next is checked afresh
