@@ -242,6 +242,7 @@ def test_a_store_holding_the_names_is_read_for_them_before_the_query_is_embedded
     memory = open_memory(concurrent_reads=False)  # reads in call order
     store = memory.store
     assert store.capabilities.held_names == (store_kind == "neo4j")
+    store.name_ranker(ALICE, wait=True)  # a search does not wait for the tenant's first read
     events: list[str] = []
     for name in ("name_ranker", "similar_entities"):
         real = getattr(store, name)
@@ -274,6 +275,7 @@ def test_both_stores_link_the_same_names(
     server = neo4j_connect(dims=hashing.dims)
     for store in (embedded, server):
         _fill(store, hashing)
+    assert server.name_ranker(ALICE, wait=True) is not None  # held: linking ranks it here
     config = RetrievalConfig(link_threshold=-1.0, link_top_k=6, concurrent_reads=False)
     for query in [*QUERIES, "Acme in Berlin", "nobody we know", "Dave and Carol play chess"]:
         qvec = hashing.embed([query])[0]

@@ -1141,7 +1141,7 @@ def test_a_search_ranks_held_names_exactly_and_follows_other_writers(
 
     def ranked(scope: Tenant, k: int, min_score: float | None = None) -> list[tuple[str, float]]:
         reads.clear()
-        ranker = holder.name_ranker(scope)
+        ranker = holder.name_ranker(scope, wait=True)
         assert ranker is not None
         hits = ranker.similar(query, k, min_score)
         assert all(e.embedding is None and e.name for e, _ in hits)
@@ -1161,6 +1161,14 @@ def test_a_search_ranks_held_names_exactly_and_follows_other_writers(
     third = exact(USER_A, 3)[2][1]
     assert same(ranked(USER_A, 10, third), exact(USER_A, 3))  # only the names at or above
     assert ranked(USER_A, 10, 1.5) == [] and reads == ["scope_entity_vectors"]  # no records
+    # names the search already holds (its words named them) are ranked but not read again
+    ranker, top = holder.name_ranker(USER_A), exact(USER_A, 3)
+    assert ranker is not None
+    reads.clear()
+    got_ids = [e.id for e, _ in ranker.similar(query, 3, None, {top[0][0]})]
+    assert got_ids == [i for i, _ in top[1:]] and reads == ["get_entities"]
+    reads.clear()
+    assert ranker.similar(query, 3, None, {i for i, _ in top}) == [] and reads == []
 
     # another store writes: a name on the query in a new sub-tenant, one more in a
     a_run = Tenant(user_id="a", agent_id="bot", run_id="r2")
@@ -1169,7 +1177,19 @@ def test_a_search_ranks_held_names_exactly_and_follows_other_writers(
     writer.apply(plan(A, [entity(A, "late", rng)]))
     got = ranked(USER_A, 10)
     assert got[0][0] == near.id and same(got, exact(USER_A, 10))
-    assert reads == ["scope_entity_vectors", "entity_vectors_all", "get_entities"]
+    # the new tenant read whole (waited for), then the scope brought up to date again
+    assert reads == ["scope_entity_vectors", "entity_vectors_all", "scope_entity_vectors",
+                     "get_entities"]  # fmt: skip
+    # a search does not wait for a tenant's first read: the index answers it meanwhile
+    r3 = Tenant(user_id="a", run_id="r3")
+    writer.apply(plan(r3, [entity(r3, "r3", rng)]))
+    assert holder.name_ranker(USER_A) is None
+    deadline = time.monotonic() + 30
+    while (ranker := holder.name_ranker(USER_A)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ranker is not None and same(
+        [(e.id, score) for e, score in ranker.similar(query, 10)], exact(USER_A, 10)
+    )
     writer.delete_tenant(A_BOT)  # and deletes a sub-tenant
     assert same(ranked(USER_A, 60), exact(USER_A, 60))
     assert not {i for i, _ in ranked(USER_A, 60)} & {e.id for e in writer.snapshot(
@@ -1189,10 +1209,10 @@ def test_names_without_a_tenant_sequence_are_left_to_the_index(
     store.apply(plan(B, [entity(B, f"b{i}", rng) for i in range(5)]))
     cypher(driver, "MATCH (q:TenantSequence {tenant_key: $key}) DELETE q", key=A_BOT.key)
     fresh = neo4j_connect(dims=DIMS)
-    assert fresh.name_ranker(USER_A) is None  # a/bot/r1's 5 names are not accounted for
-    assert fresh.name_ranker(B) is not None  # b's are
-    assert neo4j_connect(dims=DIMS, entity_vectors=0).name_ranker(B) is None
-    assert neo4j_connect(dims=DIMS, entity_vectors=4).name_ranker(B) is None
+    assert fresh.name_ranker(USER_A, wait=True) is None  # a/bot/r1's 5 names are not accounted for
+    assert fresh.name_ranker(B, wait=True) is not None  # b's are
+    assert neo4j_connect(dims=DIMS, entity_vectors=0).name_ranker(B, wait=True) is None
+    assert neo4j_connect(dims=DIMS, entity_vectors=4).name_ranker(B, wait=True) is None
     query = unit(rng)
     retriever = DualRetriever(fresh, None, RetrievalConfig(link_threshold=-1.0))  # type: ignore[arg-type]
     linked = retriever.link("zzz", query, USER_A)  # no name matches: by embedding only

@@ -133,12 +133,14 @@ class DualRetriever:
         hits: dict[str, EntityHit] = {}
         k, threshold = self.config.link_top_k, self.config.link_threshold
         ranker = None if early.ranker is None else early.ranker.result()
-        if ranker is not None:  # ranked here, exactly; only the names kept are read
-            similar = self.submit(ranker.similar, qvec, k, threshold)
-        else:
+        if ranker is None:  # the store's vector read, sent before the names are awaited
             nearest = functools.partial(self.store.similar_entities, light=True)
             similar = self.submit(nearest, scope, qvec, k)
-        for entity in early.names.result():
+        named = early.names.result()
+        if ranker is not None:  # ranked here, exactly; only names not yet in hand are read
+            known = {entity.id for entity in named}
+            similar = self.submit(ranker.similar, qvec, k, threshold, known)
+        for entity in named:
             hits[entity.id] = EntityHit(
                 id=entity.id,
                 name=entity.name,

@@ -22,7 +22,7 @@ What a store can do beyond that is declared, not sniffed: `GraphStore.capabiliti
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, runtime_checkable
@@ -216,16 +216,21 @@ class NameRanker:
     records: Callable[[list[str]], list[Entity]]
 
     def similar(
-        self, vector: np.ndarray, k: int, min_score: float | None = None
+        self,
+        vector: np.ndarray,
+        k: int,
+        min_score: float | None = None,
+        known: Collection[str] = (),
     ) -> list[tuple[Entity, float]]:
         """`similar_entities(scope, vector, k, light=True)`, only the hits scoring at least
-        `min_score`: a search links only those, and reads no record when none is."""
+        `min_score` and not `known` (a search links those, and already holds the entities its
+        words named): no record is read when none is left."""
         query, _ = unit_vector(vector)
         if self.dims is not None and query.shape[0] != self.dims:
             raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
         picked = blocks_top(self.blocks, query, k)
-        if min_score is not None:
-            picked = [(i, score) for i, score in picked if score >= min_score]
+        picked = [(i, score) for i, score in picked
+                  if (min_score is None or score >= min_score) and i not in known]  # fmt: skip
         if not picked:
             return []
         found = {e.id: e for e in self.records([i for i, _ in picked])}
@@ -281,10 +286,11 @@ class GraphStore(Protocol):
         """Top-k entities by name-embedding cosine, best first; `light`: without their
         embeddings (entity linking needs names and ids, and a server sends less)."""
 
-    def name_ranker(self, scope: Tenant) -> NameRanker | None:
+    def name_ranker(self, scope: Tenant, *, wait: bool = False) -> NameRanker | None:
         """(`capabilities.held_names`) the scope's entity-name vectors, brought up to date;
-        None when the store does not hold them for this scope (too large, or entities it
-        cannot account for): then `similar_entities` answers."""
+        None when the store does not hold them for this scope (too large, entities it cannot
+        account for, or, unless `wait`, a tenant still being read for the first time): then
+        `similar_entities` answers."""
 
     def relations_touching(
         self, scope: Tenant, entity_ids: Sequence[str], validity: Validity, *, exact: bool = False

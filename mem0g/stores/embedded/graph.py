@@ -244,7 +244,7 @@ class GraphIndex(TenantLoader):
             return [(_detached(self._entities[i]), score) for i, score in hits]
         return [(self._out(self._entities[i]), score) for i, score in hits]
 
-    def name_ranker(self, scope: Tenant) -> None:
+    def name_ranker(self, scope: Tenant, *, wait: bool = False) -> None:
         """Nothing to hold apart: `similar_entities` already ranks the names in memory."""
         return None
 

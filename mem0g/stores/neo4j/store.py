@@ -41,6 +41,7 @@ import functools
 import math
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -86,6 +87,7 @@ from mem0g.stores.neo4j.warmup import (
     warmup_statements,
 )
 from mem0g.stores.neo4j.writes import PlanWrites
+from mem0g.stores.vectors import VectorBlock
 from mem0g.types import (
     Entity,
     Episode,
@@ -165,6 +167,8 @@ class Neo4jGraphStore(
         self._entity_vectors = EntityVectors(entity_vectors)
         self._name_scopes: dict[Tenant, tuple[str, ...]] = {}  # see name_ranker
         self._names_checked: set[Tenant] = set()
+        self._names_loading: dict[str, Future[VectorBlock | None]] = {}
+        self._names_loader: ThreadPoolExecutor | None = None
         # the server's read paths warmed in the background (warmup.py); 0: none
         self._warmup: Warmup | None = None
         self._traffic = Traffic()  # real reads and writes in flight: the warm-up yields to them
@@ -229,6 +233,9 @@ class Neo4jGraphStore(
             self._warmup.stop()
         with self._lock:
             driver, self._driver = self._driver, None
+            loader, self._names_loader = self._names_loader, None
+        if loader is not None:  # a first read of names under way fails on the closed store
+            loader.shutdown(wait=False, cancel_futures=True)
         if driver is not None and self._owns_driver:
             driver.close()
 

@@ -13,6 +13,7 @@ import functools
 import math
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,6 +51,8 @@ class VectorSearch(Neo4jSession):
     _entity_vectors: EntityVectors
     _name_scopes: dict[Tenant, tuple[str, ...]]  # a search scope -> its tenants' keys, as last read
     _names_checked: set[Tenant]  # scopes whose entities all carry a tenant sequence
+    _names_loading: dict[str, Future[VectorBlock | None]]  # tenant key -> its first full read
+    _names_loader: ThreadPoolExecutor | None  # the thread of those reads, made on first use
 
     if TYPE_CHECKING:  # provided by the store's other mixins (indexes.py)
 
@@ -130,14 +133,16 @@ class VectorSearch(Neo4jSession):
         with self._lock:
             return held.load(key, mark, ids, vectors, dims)
 
-    def name_ranker(self, scope: Tenant) -> NameRanker | None:
+    def name_ranker(self, scope: Tenant, *, wait: bool = False) -> NameRanker | None:
         """The scope's held name vectors for a search's linking, brought up to date by one
         read (`scope_entity_vectors`: per tenant of the scope, the entities of plans after the
         held plan number), which needs no query vector, so a search sends it before it embeds
         the query. Ranked on the client, exactly, as the embedded store ranks: the HNSW
         entity query (a server read after the embedding, and not exact) is left out of the
-        search. A tenant new to the store is read whole once (`entity_vectors_all`). None, and
-        the index answers, when the store holds no vectors (`entity_vectors` 0), when the
+        search. A tenant new to the store is read whole once (`entity_vectors_all`), in the
+        background unless `wait`: a search does not wait for a large tenant's vectors (22k
+        names are 8.7M floats to decode), it links by the index meanwhile. None, and the
+        index answers, also when the store holds no vectors (`entity_vectors` 0), when the
         scope holds more than it may, or while the scope's entities are not all accounted for
         by tenant sequence (entities written before mem0g kept one: checked once per scope)."""
         self._ready()
@@ -149,8 +154,15 @@ class VectorSearch(Neo4jSession):
             marks = {key: {"epoch": m.epoch, "seq": m.seq}
                      for key in known if (m := held.mark(key)) is not None}  # fmt: skip
         rows = self._read("scope_entity_vectors", {**_scope(scope), "held": marks})
+        with self._lock:
+            for key in set(known) - {row["key"] for row in rows}:
+                held.forget(key)  # the tenant was deleted (by another store)
+            if len(self._name_scopes) >= 4096:  # many scopes: forget, relearn as they come
+                self._name_scopes.clear()
+                self._names_checked.clear()
+            self._name_scopes[scope] = tuple(row["key"] for row in rows)  # held or loading
         blocks: list[tuple[str, VectorBlock]] = []
-        size = 0
+        size, loading = 0, []
         for row in rows:
             key, block = row["key"], None
             if row["since"] is not None:
@@ -158,27 +170,48 @@ class VectorSearch(Neo4jSession):
                 with self._lock:
                     block = held.extend(key, Watermark(row["epoch"], row["seq"]), ids, vectors)
             if block is None:
-                block = self._entity_block_all(key)
-            size += 0 if block is None else len(block.ids)
-            if block is None or size > held.max_rows:
+                loading.append(self._load_names(key))
+                continue
+            size += len(block.ids)
+            if size > held.max_rows:
                 return None
             blocks.append((key, block))
+        if loading:
+            if not wait:
+                return None
+            for done in loading:
+                if done.result() is None:  # (the load's errors are raised here)
+                    return None
+            return self.name_ranker(scope)  # now held: brought up to date once more
         if scope not in self._names_checked:
             (count,) = self._read("scope_entity_count", _scope(scope))
             if count["size"] != size:
                 return None
         with self._lock:
-            for key in set(known) - {key for key, _ in blocks}:
-                held.forget(key)  # the tenant was deleted (by another store)
-            if len(self._name_scopes) >= 4096:  # many scopes: forget, relearn as they come
-                self._name_scopes.clear()
-                self._names_checked.clear()
-            self._name_scopes[scope] = tuple(key for key, _ in blocks)
             self._names_checked.add(scope)
             # as the block stands now: later rows land past this view, or in a new array
             views = tuple((block.ids[: len(block.ids)], block.matrix) for _, block in blocks)
         records = functools.partial(self._light_entities, scope)
         return NameRanker(views, self.dims, records)
+
+    def _load_names(self, key: str) -> Future[VectorBlock | None]:
+        """The tenant's first full read of its name vectors, on the store's one background
+        thread; a read of the same tenant already under way is shared."""
+        with self._lock:
+            running = self._names_loading.get(key)
+            if running is not None:
+                return running
+            if self._names_loader is None:
+                self._names_loader = ThreadPoolExecutor(1, thread_name_prefix="mem0g-names")
+            future = self._names_loader.submit(self._entity_block_all, key)
+            self._names_loading[key] = future
+
+        def done(_: Future[VectorBlock | None]) -> None:
+            with self._lock:
+                self._names_loading.pop(key, None)
+
+        future.add_done_callback(done)
+        return future
 
     def _light_entities(self, scope: Tenant, ids: list[str]) -> list[Entity]:
         rows = self._read("get_entities", {**_scope(scope), "ids": ids, "light": True})

@@ -105,7 +105,7 @@ def _search(store: Any, row: dict[str, Any]) -> None:
     words = query_terms(row["text"] or "")
     now = Validity()
     dense = store.similar_relations(scope, vector, 50, now)
-    ranker = store.name_ranker(scope)  # as a search links (else the index's read)
+    ranker = store.name_ranker(scope, wait=True)  # as a search links (else the index's)
     names = (ranker.similar(vector, 5) if ranker is not None
              else store.similar_entities(scope, vector, 5, light=True))  # fmt: skip
     linked = [e.id for e, _ in names]
