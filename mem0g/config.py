@@ -111,8 +111,9 @@ class GraphStoreConfig(_Section):
         default=250_000,
         ge=0,
         description="neo4j: entity name vectors held in memory (~1.5 KB each at 384 dims) so "
-        "that entity resolution finds the exact nearest names; a tenant with more entities, "
-        "or 0 here, is resolved with the server's approximate vector index",
+        "that entity resolution and a search's entity linking find the exact nearest names; "
+        "a tenant (or search scope) with more entities, or 0 here, uses the server's "
+        "approximate vector index",
     )
 
     warmup: bool = Field(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from script_module import SCRIPTS
+from script_module import SCRIPTS, load_script
 
 from mem0g.testing.neo4j import free_port
 
@@ -26,6 +26,8 @@ from bench import report as bench_report
 from bench import stores as bench_stores
 
 from mem0g.types import Entity, Tenant, WritePlan
+
+ab_linking = load_script("ab_linking")
 
 
 def _positive(stats: dict) -> None:
@@ -452,3 +454,23 @@ def test_phase_targets_judge_the_named_phase_at_its_size() -> None:
     assert verdicts["warm start search_p95 <= 6x query_embed_p95 at 100k edges"] == (None, None)
     assert verdicts["warm search_p95 <= 3x query_embed_p95 at 100k edges"] == (2.9, True)
     assert verdicts["search_p95 <= 4x query_embed_p95 at 100k edges"] == (3.5, True)
+
+
+@pytest.mark.neo4j
+def test_the_linking_a_b_runs_on_a_store_the_benchmark_built(
+    tmp_path: Path, bench_neo4j: Any, neo4j_connect: Any
+) -> None:
+    """scripts/ab_linking.py on the store bench_search.py left on the server: both arms
+    searched every query, with their figures, and the comparison counted."""
+    assert cli.main(_neo4j_argv(bench_neo4j, tmp_path / "build.json", "--adds", "0")) == 0
+    out = tmp_path / "ab.json"
+    argv = ["--uri", bench_neo4j.uri, "--edges", "150", "--queries", "6", "--warmup", "2",
+            "--block", "3", "--embedder", "hashing", "--out", str(out)]  # fmt: skip
+    assert ab_linking.main(argv) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["queries"] == 6 and report["warmup_per_arm"] == 2
+    for arm in ("held", "index"):
+        assert 0 < report["arms"][arm]["search_p50_ms"] <= report["arms"][arm]["search_p95_ms"]
+    apart = report["searches_linking_other_entities"] + report["searches_with_other_edges_only"]
+    assert 0 <= apart <= 6 and len(report["examples"]) <= 6
+    assert report["server_cpu_per_search_ms"] == {}  # no --server-pid
