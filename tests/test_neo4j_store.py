@@ -1212,7 +1212,13 @@ def test_names_without_a_tenant_sequence_are_left_to_the_index(
     assert fresh.name_ranker(USER_A, wait=True) is None  # a/bot/r1's 5 names are not accounted for
     assert fresh.name_ranker(B, wait=True) is not None  # b's are
     assert neo4j_connect(dims=DIMS, entity_vectors=0).name_ranker(B, wait=True) is None
-    assert neo4j_connect(dims=DIMS, entity_vectors=4).name_ranker(B, wait=True) is None
+    small = neo4j_connect(dims=DIMS, entity_vectors=4)
+    assert small.name_ranker(B, wait=True) is None
+    reads: list[str] = []
+    real_read = small._read
+    small._read = lambda n, p: (reads.append(n), real_read(n, p))[1]  # type: ignore[method-assign]
+    assert small.name_ranker(B, wait=True) is None
+    assert reads == ["scope_entity_vectors"]  # known too large: not read whole again
     query = unit(rng)
     retriever = DualRetriever(fresh, None, RetrievalConfig(link_threshold=-1.0))  # type: ignore[arg-type]
     linked = retriever.link("zzz", query, USER_A)  # no name matches: by embedding only

@@ -169,6 +169,7 @@ class Neo4jGraphStore(
         self._names_checked: set[Tenant] = set()
         self._names_loading: dict[str, Future[VectorBlock | None]] = {}
         self._names_loader: ThreadPoolExecutor | None = None
+        self._names_too_large: set[tuple[str, str]] = set()
         # the server's read paths warmed in the background (warmup.py); 0: none
         self._warmup: Warmup | None = None
         self._traffic = Traffic()  # real reads and writes in flight: the warm-up yields to them

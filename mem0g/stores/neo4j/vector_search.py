@@ -53,6 +53,7 @@ class VectorSearch(Neo4jSession):
     _names_checked: set[Tenant]  # scopes whose entities all carry a tenant sequence
     _names_loading: dict[str, Future[VectorBlock | None]]  # tenant key -> its first full read
     _names_loader: ThreadPoolExecutor | None  # the thread of those reads, made on first use
+    _names_too_large: set[tuple[str, str]]  # (tenant key, epoch) found too large to hold
 
     if TYPE_CHECKING:  # provided by the store's other mixins (indexes.py)
 
@@ -170,7 +171,9 @@ class VectorSearch(Neo4jSession):
                 with self._lock:
                     block = held.extend(key, Watermark(row["epoch"], row["seq"]), ids, vectors)
             if block is None:
-                loading.append(self._load_names(key))
+                if (key, row["epoch"]) in self._names_too_large:
+                    return None  # known too large to hold: not read again on every search
+                loading.append(self._load_names(key, row["epoch"]))
                 continue
             size += len(block.ids)
             if size > held.max_rows:
@@ -194,9 +197,10 @@ class VectorSearch(Neo4jSession):
         records = functools.partial(self._light_entities, scope)
         return NameRanker(views, self.dims, records)
 
-    def _load_names(self, key: str) -> Future[VectorBlock | None]:
+    def _load_names(self, key: str, epoch: str) -> Future[VectorBlock | None]:
         """The tenant's first full read of its name vectors, on the store's one background
-        thread; a read of the same tenant already under way is shared."""
+        thread; a read of the same tenant already under way is shared. A tenant too large to
+        hold is remembered with its epoch (it can only shrink by a repair, a new epoch)."""
         with self._lock:
             running = self._names_loading.get(key)
             if running is not None:
@@ -206,9 +210,13 @@ class VectorSearch(Neo4jSession):
             future = self._names_loader.submit(self._entity_block_all, key)
             self._names_loading[key] = future
 
-        def done(_: Future[VectorBlock | None]) -> None:
+        def done(read: Future[VectorBlock | None]) -> None:
             with self._lock:
                 self._names_loading.pop(key, None)
+                if not read.cancelled() and read.exception() is None and read.result() is None:
+                    if len(self._names_too_large) >= 4096:
+                        self._names_too_large.clear()
+                    self._names_too_large.add((key, epoch))
 
         future.add_done_callback(done)
         return future
