@@ -291,3 +291,25 @@ def test_table_names_outside_the_pattern_never_reach_sql() -> None:
             bm25.scored(bad, 1)
         with pytest.raises(ValueError, match="not an FTS table name"):
             bm25.schema(bad, "porter unicode61")
+
+
+def test_the_scoring_read_finds_each_rows_id_text_and_tenant_in_the_content_table(
+    embedded_store: EmbeddedGraphStore,
+) -> None:
+    """`bm25.scored` and `lexical.common_words` read a match's id, text and tenant key from
+    FTS5's content table by rowid (`bm25.CONTENT`), not through the FTS5 cursor: the two
+    must agree on every row of every table, after updates, deletes and a rename."""
+    store = embedded_store
+    _random_store(store, 3)
+    conn = store._connection()
+    c = bm25.CONTENT
+    for table in TABLES:
+        fts = f"{table}_fts"
+        through_fts = conn.execute(
+            f"SELECT rowid, text, id, tenant_key FROM {fts} ORDER BY rowid"
+        ).fetchall()
+        direct = conn.execute(
+            f"SELECT id, {c['text']}, {c['id']}, {c['tenant_key']} FROM {fts}_content ORDER BY id"
+        ).fetchall()
+        assert len(through_fts) > 5
+        assert [tuple(r) for r in direct] == [tuple(r) for r in through_fts]

@@ -32,6 +32,9 @@ STAGES = (
     "similar_relations",
     "get_relations",
     "similar_facts",
+    "lexical_relations",  # BM25 reads (stores with `capabilities.lexical`)
+    "lexical_entities",
+    "common_fact_words",
 )
 
 

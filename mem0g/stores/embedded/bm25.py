@@ -187,26 +187,35 @@ def query_terms(
 # Equal scores: facts and edges by their indexed text, then id (as on Neo4j), so the same
 # content gives the same hits whatever the (random) ids; entities by id.
 TIES = {"facts": ("text", "id"), "relations": ("text", "id"), "entities": ("id",)}
+# The FTS tables' columns in their content table (`<fts>_content`, FTS5's shadow table of an
+# ordinary FTS5 table: its rowid is `id`, column i of the declaration is `c<i>`; part of the
+# on-disk format SQLite keeps). lexical.py declares (text, scope, id, tenant_key).
+CONTENT = {"text": "c0", "id": "c2", "tenant_key": "c3"}
 
 
 @functools.cache
 def scored(table: str, phrases: int) -> str:
     """The scoring read for `phrases` query words: bm25()'s formula over the MATCH's rows
     (the scope's only), from the counts. Parameters, in this order: term and idf of each
-    phrase (query order), avgdl, the MATCH expression, the tenant keys (JSON), limit, offset.
-    The sum runs over the phrases in query order with bm25()'s operation order, so the scores
-    are bm25()'s."""
+    phrase (query order), the MATCH expression, avgdl, the tenant keys (JSON), limit,
+    offset. The sum runs over the phrases in query order with bm25()'s operation order, so
+    the scores are bm25()'s. The MATCH yields rowids only: a matched row's id, text and tenant
+    key are read from the content table by rowid (a plain b-tree read), not through the FTS5
+    cursor, which fetches a row's content with a statement of its own per row (at 2,000
+    matches of a common word that was over half of the read's time)."""
     _checked(table)
     fts = f"{table}_fts"
     values = ", ".join(["(?, ?)"] * phrases)
-    ties = ", ".join(f"{fts}.{column}" for column in TIES[table])
-    return f"""WITH q (term, idf) AS MATERIALIZED (VALUES {values})
-        SELECT {fts}.id, coalesce((SELECT sum(q.idf * ((t.tf * ({K1} + 1.0))
+    ties = ", ".join(f"c.{CONTENT[column]}" for column in TIES[table])
+    return f"""WITH q (term, idf) AS MATERIALIZED (VALUES {values}),
+        m (rid) AS MATERIALIZED (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)
+        SELECT c.{CONTENT["id"]}, coalesce((SELECT sum(q.idf * ((t.tf * ({K1} + 1.0))
                                  / (t.tf + {K1} * (1 - {B} + {B} * coalesce(l.n, 0) / ?))))
                           FROM q CROSS JOIN {table}_bm25_tf t
-                          WHERE t.rid = {fts}.rowid AND t.term = q.term), 0.0) AS score
-        FROM {fts} LEFT JOIN {table}_bm25_len l ON l.rid = {fts}.rowid
-        WHERE {fts} MATCH ? AND {fts}.tenant_key IN (SELECT value FROM json_each(?))
+                          WHERE t.rid = m.rid AND t.term = q.term), 0.0) AS score
+        FROM m JOIN {fts}_content c ON c.id = m.rid
+        LEFT JOIN {table}_bm25_len l ON l.rid = m.rid
+        WHERE c.{CONTENT["tenant_key"]} IN (SELECT value FROM json_each(?))
         ORDER BY score DESC, {ties} LIMIT ? OFFSET ?"""
 
 

@@ -209,7 +209,7 @@ def search(
         else:
             phrases, avgdl = counted
             statement = bm25.scored(table, len(phrases))
-            first = (*(x for phrase in phrases for x in phrase), avgdl, expression, keys)
+            first = (*(x for phrase in phrases for x in phrase), expression, avgdl, keys)
         page = max(k, 50)
         offset = 0
         while len(found) < k:
@@ -244,8 +244,9 @@ def common_words(
         if expression is None or rows == 0:
             continue
         (n,) = conn.execute(
-            f"""SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ?
-                AND tenant_key IN (SELECT value FROM json_each(?)) LIMIT ?)""",
+            f"""SELECT count(*) FROM (SELECT 1 FROM {fts} JOIN {fts}_content c
+                ON c.id = {fts}.rowid WHERE {fts} MATCH ? AND c.{bm25.CONTENT["tenant_key"]}
+                IN (SELECT value FROM json_each(?)) LIMIT ?)""",
             (expression, keys, cap),
         ).fetchone()
         if n > rows * share:
