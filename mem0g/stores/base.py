@@ -228,7 +228,7 @@ class NameRanker:
         query, _ = unit_vector(vector)
         if self.dims is not None and query.shape[0] != self.dims:
             raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
-        picked = blocks_top(self.blocks, query, k)
+        picked = blocks_top(((ids, rows, None) for ids, rows in self.blocks), query, k)
         picked = [(i, score) for i, score in picked
                   if (min_score is None or score >= min_score) and i not in known]  # fmt: skip
         if not picked:

@@ -9,7 +9,7 @@ Pure numpy, no I/O and no lock; anything in mem0g may import it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import cast, overload
 
@@ -85,19 +85,23 @@ def best_first(scores: np.ndarray, k: int) -> list[int]:
 
 
 def blocks_top(
-    blocks: Sequence[tuple[Sequence[str], np.ndarray]], query: np.ndarray, k: int
+    blocks: Iterable[tuple[Sequence[str], np.ndarray, np.ndarray | None]],
+    query: np.ndarray,
+    k: int,
 ) -> list[tuple[str, float]]:
-    """The k best rows of several blocks (ids and their unit rows, every row selected) for a
-    unit query: the top k within each block, merged best first, ties in block then row order.
-    How the embedded store ranks a scope's tenants (`_search`), for rankers held elsewhere."""
+    """The k best rows of several blocks (ids, their unit rows, and the rows that may be
+    picked, None: all) for a unit query: the top k within each block, merged best first, ties
+    in block then row order. How a scope's tenants are ranked: the embedded store's vector
+    reads and the names a Neo4j store holds (`NameRanker`) alike."""
     if k <= 0:
         return []
     candidates: list[tuple[str, float]] = []
-    for ids, matrix in blocks:
+    for ids, matrix, rows in blocks:
         if not len(ids):
             continue
         scores = row_scores(matrix, query)
-        candidates.extend((ids[r], float(scores[r])) for r in top_k(scores, k))
+        best = top_k(scores, k) if rows is None else rows[top_k(scores[rows], k)]
+        candidates.extend((ids[r], float(scores[r])) for r in best)
     candidates.sort(key=lambda hit: -hit[1])
     return candidates[:k]
 

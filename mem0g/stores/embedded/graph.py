@@ -19,7 +19,7 @@ import numpy as np
 from mem0g.stores.base import EdgeRef, StoreError
 from mem0g.stores.embedded.loading import TenantLoader, _Bucket
 from mem0g.stores.embedded.schema import _detached, _key, _tenant_ids
-from mem0g.stores.vectors import VectorBlock, row_scores, top_k, unit_vector
+from mem0g.stores.vectors import VectorBlock, blocks_top, unit_vector
 from mem0g.stores.walk import WalkRequest, WalkResult, walk_in_turn
 from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant, Validity
 
@@ -284,17 +284,17 @@ class GraphIndex(TenantLoader):
         self, blocks: Iterable[VectorBlock], vector: np.ndarray, k: int, validity: Validity | None
     ) -> list[tuple[str, float]]:
         """Top-k within each block among the rows `validity` accepts (None: the flagged rows),
-        merged across blocks."""
+        merged across blocks (`vectors.blocks_top`)."""
         if k <= 0:
             return []
         query, _ = unit_vector(vector)
-        candidates: list[tuple[str, float]] = []
+        picked: list[tuple[Sequence[str], np.ndarray, np.ndarray | None]] = []
         for block in blocks:
             if not block.ids:
                 continue
             if block.matrix.shape[1] != query.shape[0]:
                 raise StoreError(f"query has {query.shape[0]} dims, the store {self.dims}")
-            scores = row_scores(block.matrix, query)
+            rows: np.ndarray | None
             if validity is not None and validity.include_invalid:
                 rows = None
             elif validity is None or validity.as_of is None:
@@ -303,13 +303,8 @@ class GraphIndex(TenantLoader):
                 spans = self._spans(block)
                 when = _micros(validity.as_of)
                 rows = np.flatnonzero((spans[:, 0] <= when) & (spans[:, 1] > when))
-            if rows is None:
-                best = top_k(scores, k)
-            else:
-                best = rows[top_k(scores[rows], k)]
-            candidates.extend((block.ids[r], float(scores[r])) for r in best)
-        candidates.sort(key=lambda hit: -hit[1])  # best first, across all blocks
-        return candidates[:k]
+            picked.append((block.ids, block.matrix, rows))
+        return blocks_top(picked, query, k)
 
     @_locked
     def relations_touching(
