@@ -74,6 +74,45 @@ def test_loaders_read_the_official_formats() -> None:
     assert lme.units[0].questions[0].date.isoformat() == "2023-06-01T10:00:00+00:00"
 
 
+def test_locomo_dia_ids_are_read_as_the_released_file_writes_them(tmp_path: Path) -> None:
+    """The released locomo10.json writes some evidence otherwise than "D8:6; D9:17": several
+    dia_ids split by spaces, "D:11:26", "D30:05", a bare "D", and ids of no turn. Each is
+    read as meant, or left out or kept, and the run's notes say which."""
+    data = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    conv = data[0]["conversation"]
+    conv["session_2"][2]["dia_id"] = "D2:03"  # a turn's own id in another spelling
+    qa = data[0]["qa"]
+    qa[0]["evidence"] = ["D1:1 D1:3"]
+    qa[1]["evidence"] = ["D:2:1", "D"]
+    qa[2]["evidence"] = "D2:02; D2:9"
+    data[0]["observation"]["session_1_observation"]["Ana"][1][1] = "D1:03"
+    path = tmp_path / "quirks.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+    lo = load_locomo(path)
+    unit = lo.units[0]
+    assert unit.sessions[1].turns[2].ref == "D2:3"
+    assert [q.evidence for q in unit.questions[:3]] == [
+        ["D1:1", "D1:3"],
+        ["D2:1"],
+        ["D2:2", "D2:9"],
+    ]
+    assert unit.observations[1].refs == ["D1:3"]
+    notes = "\n".join(lo.notes)
+    assert "4 dia_id lists or spellings" in notes and "'D1:1 D1:3'" in notes
+    assert "1 evidence tokens are no dia_id and were left out: 'D'" in notes
+    assert "1 evidence dia_ids name no turn" in notes and "D2:9 (tiny-1:q2)" in notes
+    assert load_locomo(LOCOMO).notes == []  # a clean file has none
+
+    run_dir = tmp_path / "run"
+    run_locomo(
+        path, run_dir, mode="retrieval", memory_config=dead_llm(), progress=False,
+        limit_conversations=1,
+    )  # fmt: skip
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "- dataset as read: 1 evidence dia_ids name no turn" in report
+
+
 def test_metrics_by_hand() -> None:
     assert token_f1("Riverside", "Riverside Hospital") == pytest.approx(2 / 3)
     assert token_f1("the cello, Leeds", "cello Leeds") == 1.0

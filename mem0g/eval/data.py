@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -103,6 +104,7 @@ class Dataset:
     path: Path
     sha256: str
     units: list[Unit]
+    notes: list[str] = field(default_factory=list)  # what was read other than as written
 
     @property
     def questions(self) -> list[Question]:
@@ -181,13 +183,61 @@ def _image_note(turn: dict[str, Any]) -> str:
     return f" [shares a photo: {caption}]" if isinstance(caption, str) and caption.strip() else ""
 
 
-def _refs(value: Any) -> list[str]:
-    """dia_ids as the dataset writes them: a string (sometimes "D8:6; D9:17"), or a list."""
+# LoCoMo's turn ids: D<session>:<turn>. The released file also writes "D:11:26" and "D30:05".
+_DIA_ID = re.compile(r"D:?(\d+):(\d+)")
+_REF_SEPARATORS = re.compile(r"[;,\s]+")
+
+
+def dia_id(text: str) -> str | None:
+    """A dia_id in its one spelling ("D30:05" -> "D30:5"), None for text that is none."""
+    m = _DIA_ID.fullmatch(text.strip())
+    return None if m is None else f"D{int(m[1])}:{int(m[2])}"
+
+
+@dataclass
+class _RefLog:
+    """What `_refs` mended or dropped in one file, reported with the run (not silently lost)."""
+
+    mended: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    dangling: list[str] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.mended:
+            out.append(f"{len(self.mended)} dia_id lists or spellings read as LoCoMo's "
+                       f"D<session>:<turn>: {', '.join(map(repr, self.mended[:5]))}")  # fmt: skip
+        if self.dropped:
+            out.append(f"{len(self.dropped)} evidence tokens are no dia_id and were left out: "
+                       f"{', '.join(map(repr, self.dropped[:5]))}")  # fmt: skip
+        if self.dangling:
+            out.append(f"{len(self.dangling)} evidence dia_ids name no turn of their "
+                       "conversation (kept: no system can retrieve them): "
+                       f"{', '.join(self.dangling[:5])}")  # fmt: skip
+        return out
+
+
+def _refs(value: Any, log: _RefLog | None = None) -> list[str]:
+    """dia_ids as the dataset writes them: a string or a list of strings, several to a string
+    separated by ";", "," or spaces ("D8:6; D9:17", "D9:1 D4:4 D4:6"), each in one spelling;
+    a token that is no dia_id ("D") is left out and logged."""
     items = value if isinstance(value, list) else [value]
     refs: list[str] = []
     for item in items:
-        if isinstance(item, str):
-            refs.extend(p.strip() for p in item.replace(",", ";").split(";") if p.strip())
+        if not isinstance(item, str):
+            continue
+        tokens = [t for t in _REF_SEPARATORS.split(item) if t]
+        mended = len(tokens) > len([p for p in re.split(r"[;,]", item) if p.strip()])
+        for token in tokens:
+            ref = dia_id(token)
+            if ref is None:
+                if log is not None:
+                    log.dropped.append(token)
+                continue
+            mended = mended or ref != token
+            refs.append(ref)
+        if mended and log is not None:
+            log.mended.append(item.strip())
     return refs
 
 
@@ -220,6 +270,7 @@ def load_locomo(path: Path | str) -> Dataset:
     path = Path(path)
     digest, records = _records(path, "locomo", "sample", ("sample_id", "conversation", "qa"))
     units: list[Unit] = []
+    log = _RefLog()
     for uid, sample in records:
         conv = sample["conversation"]
         if not isinstance(conv, dict) or "speaker_a" not in conv or "speaker_b" not in conv:
@@ -255,7 +306,8 @@ def load_locomo(path: Path | str) -> Dataset:
                     continue
                 speaker = str(t["speaker"])
                 role = "assistant" if speaker == b and speaker != a else "user"
-                turns.append(Turn(str(t["dia_id"]), speaker, role, text, f"session_{n}"))
+                ref = dia_id(str(t["dia_id"])) or str(t["dia_id"])
+                turns.append(Turn(ref, speaker, role, text, f"session_{n}"))
             sessions.append(Session(f"session_{n}", when, turns))
         observations = []
         for key, per_speaker in (sample.get("observation") or {}).items():
@@ -266,7 +318,9 @@ def load_locomo(path: Path | str) -> Dataset:
                 for item in items or []:
                     if isinstance(item, list) and len(item) >= 2 and str(item[0]).strip():
                         observations.append(
-                            Observation(session, str(speaker), str(item[0]).strip(), _refs(item[1]))
+                            Observation(
+                                session, str(speaker), str(item[0]).strip(), _refs(item[1], log)
+                            )
                         )
         questions = []
         for j, qa in enumerate(sample["qa"]):
@@ -289,14 +343,18 @@ def load_locomo(path: Path | str) -> Dataset:
                     text=str(qa["question"]),
                     answer=None if answer is None else str(answer),
                     category=str(category),
-                    evidence=_refs(qa.get("evidence") or []),
+                    evidence=_refs(qa.get("evidence") or [], log),
                     adversarial_answer=(
                         str(qa["adversarial_answer"]) if qa.get("adversarial_answer") else None
                     ),
                 )
             )
+        turn_ids = {t.ref for s in sessions for t in s.turns}
+        log.dangling += [
+            f"{ref} ({q.id})" for q in questions for ref in q.evidence if ref not in turn_ids
+        ]
         units.append(Unit(uid, sessions, questions, observations, (a, b)))
-    return Dataset("locomo", path, digest, units)
+    return Dataset("locomo", path, digest, units, log.notes())
 
 
 def load_longmemeval(path: Path | str) -> Dataset:

@@ -220,6 +220,7 @@ def _markdown(results: dict[str, Any]) -> str:
         f"(sha256 {c['dataset_sha256'][:12]}…)",
         f"- store: {c['store']}; facts: {c['facts']}; embedder: {c['embedder']}",
     ]
+    lines += [f"- dataset as read: {note}" for note in c.get("dataset_notes") or []]
     if c["mode"] == "full":
         lines.append(
             f"- memory LLM: {c['memory_model']} (mode {c.get('memory_mode')}); answer model: "

@@ -182,6 +182,7 @@ class Harness(RetrievalMode, FullMode):
             "store": o.store,
             "dataset": str(o.data),
             "dataset_sha256": self.dataset.sha256,
+            "dataset_notes": self.dataset.notes,
             "limit_conversations": o.limit_conversations,
             "limit_questions": o.limit_questions,
             "limit_sessions": o.limit_sessions,
