@@ -5,6 +5,7 @@ ranks and then their places there (`fusion.ranked`), never by id."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from builders import DIMS, Store, entity, fact_plan, plan
 from mem0g.config import RetrievalConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.retrieve import DualRetriever
+from mem0g.retrieve.fusion import TIE_ORDER, ranked
 from mem0g.types import Fact, Relation, Tenant, Validity
 
 X, Y = Tenant(user_id="x"), Tenant(user_id="y")
@@ -91,3 +93,47 @@ def test_the_same_content_comes_back_in_the_same_order_whatever_the_ids(
     assert edges == ["Fay", "Ann", "Bob"]  # the same for edges ("fay helps gus" first)
     hit: Any = retriever.search("violin", X, 3, Validity(), facts=True).facts[1]
     assert hit.sources == {"bm25_facts": 1}  # tied BM25 scores share their rank
+
+
+def _ranked_by_full_key(
+    fused: dict[str, float],
+    sources: dict[str, dict[str, int]] | None,
+    rankings: dict[str, list[tuple[str, float]]] | None,
+) -> list[tuple[str, float]]:
+    """`ranked`'s rule as one sort key over every hit (what it did before sorting ties only)."""
+    far = 1 << 30
+    places: dict[str, list[int]] = {}
+    for column, name in enumerate(TIE_ORDER):
+        for place, (item, _) in enumerate((rankings or {}).get(name, ())):
+            row = places.setdefault(item, [far] * len(TIE_ORDER))
+            row[column] = min(row[column], place)
+
+    def key(item: tuple[str, float]) -> tuple[Any, ...]:
+        found = (sources or {}).get(item[0], {})
+        ranks = tuple(found.get(n, far) for n in TIE_ORDER)
+        return -round(item[1], 12), ranks, places.get(item[0], [far] * len(TIE_ORDER)), item[0]
+
+    return sorted(fused.items(), key=key)
+
+
+def test_ranked_sorts_ties_alone_as_the_full_key_would() -> None:
+    """`ranked` sorts by score and applies the tie key to runs of equal scores only; on random
+    hits with many ties (equal floats, scores equal to 12 digits, some hits in no ranking or
+    without sources) it gives exactly the order of the one full key."""
+    rng = random.Random(11)
+    for case in range(2000):
+        ids = [f"h{rng.randint(0, 80)}" for _ in range(rng.randint(0, 60))]
+        choices = [0.5, 0.25, 1 / 3, 0.1, 0.1 + 1e-14]
+        fused = {i: rng.choice([*choices, rng.random()]) for i in ids}
+        rankings = {
+            name: [(i, rng.random()) for i in rng.sample(list(fused), rng.randint(0, len(fused)))]
+            for name in rng.sample(TIE_ORDER, 3)
+        }
+        sources = {
+            i: {name: rng.randint(1, 9) for name in rng.sample(TIE_ORDER, 2)}
+            for i in fused
+            if rng.random() < 0.7
+        }
+        given = [(fused, None, None), (fused, sources, None), (fused, sources, rankings),
+                 (fused, None, rankings)][case % 4]  # fmt: skip
+        assert ranked(*given) == _ranked_by_full_key(*given), case

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 
 import numpy as np
 
@@ -125,20 +126,37 @@ def ranked(
     text), then by id. Every hit has a place in some ranking, and the stores order every
     ranking by content or write order, never by the random ids: so the same adds give the
     same order, in whatever store, whatever the ids."""
+    # Sorted by score alone first; only runs of equal scores need the tie key, whose places
+    # are read for their members only: the full key of every hit cost 1.24 ms a call on the
+    # ~750 relation hits of a search at 100k edges, this 0.41 ms (the same order).
+    keyed = sorted([(-round(score, 12), item, score) for item, score in fused.items()],
+                   key=itemgetter(0))  # fmt: skip
+    order = [(item, score) for _, item, score in keyed]
+    runs, start = [], 0
+    for end in range(1, len(keyed) + 1):
+        if end == len(keyed) or keyed[end][0] != keyed[start][0]:
+            if end - start > 1:
+                runs.append((start, end))
+            start = end
+    if not runs:
+        return order
     far = 1 << 30
     none = [far] * len(TIE_ORDER)
+    tied = {item for a, b in runs for item, _ in order[a:b]}
     places: dict[str, list[int]] = {}
     for column, name in enumerate(TIE_ORDER):
         for place, (item, _) in enumerate((rankings or {}).get(name, ())):
-            row = places.setdefault(item, list(none))
-            row[column] = min(row[column], place)
+            if item in tied:
+                row = places.setdefault(item, list(none))
+                row[column] = min(row[column], place)
 
-    def key(item: tuple[str, float]) -> tuple[float, tuple[int, ...], list[int], str]:
+    def key(item: tuple[str, float]) -> tuple[tuple[int, ...], list[int], str]:
         found = (sources or {}).get(item[0], {})
-        ranks = tuple(found.get(n, far) for n in TIE_ORDER)
-        return -round(item[1], 12), ranks, places.get(item[0], none), item[0]
+        return tuple(found.get(n, far) for n in TIE_ORDER), places.get(item[0], none), item[0]
 
-    return sorted(fused.items(), key=key)
+    for a, b in runs:
+        order[a:b] = sorted(order[a:b], key=key)
+    return order
 
 
 _NUMBER = re.compile(r"\d+")
