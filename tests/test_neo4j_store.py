@@ -26,6 +26,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
 import neo4j
 import numpy as np
@@ -1830,3 +1831,34 @@ def test_times_read_as_cypher_strings_parse_back_exactly(text: str, expected: da
 def test_unparseable_time_is_a_store_error() -> None:
     with pytest.raises(StoreError, match="unexpected time value"):
         neo4j_rows._parse_time("yesterday")
+
+
+def test_close_waits_for_a_names_read_under_way(neo4j_connect: Connect) -> None:
+    """A tenant's first read of its names runs on the store's background thread; `close` drops
+    the reads queued behind it and waits for the one under way before it closes the driver
+    (closing it under a read on another thread broke the driver: a flaky BufferError)."""
+    store = neo4j_connect(dims=DIMS)
+    started, release, events = threading.Event(), threading.Event(), []
+
+    def slow_read(key: str) -> None:
+        started.set()
+        release.wait(10)
+        events.append("read ended")
+
+    store._entity_block_all = slow_read  # type: ignore[method-assign]
+    running = store._load_names("a", "epoch")
+    queued = store._load_names("b", "epoch")
+    assert started.wait(10)
+    driver = store._driver
+    assert driver is not None
+    closing = threading.Thread(target=store.close)
+    with mock.patch.object(driver, "close", side_effect=lambda: events.append("driver closed")):
+        closing.start()
+        closing.join(0.5)
+        assert closing.is_alive() and events == []  # close waits for the read
+        release.set()
+        closing.join(10)
+    assert not closing.is_alive()
+    assert events == ["read ended", "driver closed"]
+    assert running.done() and queued.cancelled()
+    driver.close()  # the real one, which the patch stood in for

@@ -230,13 +230,15 @@ class Neo4jGraphStore(
 
     def close(self) -> None:
         """Idempotent; every later call raises StoreError. A caller's driver stays open."""
-        if self._warmup is not None:
-            self._warmup.stop()
+        if self._warmup is not None:  # its read under way ends first (a cold JVM's first
+            self._warmup.stop(wait=60.0)  # reads take seconds), as the names read's below
         with self._lock:
             driver, self._driver = self._driver, None
             loader, self._names_loader = self._names_loader, None
-        if loader is not None:  # a first read of names under way fails on the closed store
-            loader.shutdown(wait=False, cancel_futures=True)
+        if loader is not None:  # queued reads are dropped; the one under way ends first, since
+            # closing a driver while another thread sends on its connection breaks the driver
+            # ("BufferError: Existing exports of data"); its later reads fail on the closed store
+            loader.shutdown(wait=True, cancel_futures=True)
         if driver is not None and self._owns_driver:
             driver.close()
 
