@@ -100,7 +100,7 @@ def test_locomo_dia_ids_are_read_as_the_released_file_writes_them(tmp_path: Path
     assert unit.observations[1].refs == ["D1:3"]
     notes = "\n".join(lo.notes)
     assert "4 dia_id lists or spellings" in notes and "'D1:1 D1:3'" in notes
-    assert "1 evidence tokens are no dia_id and were left out: 'D'" in notes
+    assert "1 tokens in evidence or observation refs are no dia_id and were left out: 'D'" in notes
     assert "1 evidence dia_ids name no turn" in notes and "D2:9 (tiny-1:q2)" in notes
     assert load_locomo(LOCOMO).notes == []  # a clean file has none
 

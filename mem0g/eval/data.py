@@ -208,8 +208,9 @@ class _RefLog:
             out.append(f"{len(self.mended)} dia_id lists or spellings read as LoCoMo's "
                        f"D<session>:<turn>: {', '.join(map(repr, self.mended[:5]))}")  # fmt: skip
         if self.dropped:
-            out.append(f"{len(self.dropped)} evidence tokens are no dia_id and were left out: "
-                       f"{', '.join(map(repr, self.dropped[:5]))}")  # fmt: skip
+            dropped = ", ".join(map(repr, self.dropped[:5]))
+            out.append(f"{len(self.dropped)} tokens in evidence or observation refs are no "
+                       f"dia_id and were left out: {dropped}")  # fmt: skip
         if self.dangling:
             out.append(f"{len(self.dangling)} evidence dia_ids name no turn of their "
                        "conversation (kept: no system can retrieve them): "
