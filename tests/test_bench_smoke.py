@@ -386,6 +386,9 @@ def test_restart_phases_open_cold_then_warming_then_warmed_stores(
     assert search.RESTART_PHASES[-1] == "warm start"
     assert fake.restarts == 4 and fake.budgets == [0.0, 5.0, 5.0, 5.0]
     assert [p["search"]["n"] for p in phases] == [4, 4, 4, 4]
+    for p in phases:  # each search's time, in order, for the tail's analysis
+        series = p["search_ms_in_order"]
+        assert len(series) == 4 and max(series) == pytest.approx(p["search"]["max_ms"], abs=0.1)
     assert phases[0]["store_warmup"]["state"] == "off"
     assert phases[2]["store_warmup"]["state"] == "done", phases[2]["store_warmup"]
     assert phases[2]["waited_for_warmup_s"] >= 0
