@@ -254,6 +254,29 @@ def test_summary_refreshes_in_background_and_feeds_extraction(make_memory, llm_s
     assert last["context"]["summary"] == "Alice chatted (2 messages)."
 
 
+def test_an_import_calls_no_llm_not_even_for_the_summary(make_memory, llm_server) -> None:
+    """`infer=False` promises no LLM call: a due summary refresh waits for the next add that
+    infers (or `refresh_summary`), which then covers the imported messages too."""
+    llm_server.add_rule({"task": "summarize", "response": lambda p: {
+        "summary": f"{len(p['messages'])} messages"}})  # fmt: skip
+    llm_server.add_rule({"task": "extract_facts", "response": {"facts": []}})
+    m = make_memory(memory={"facts": True, "graph": False, "summary": True,
+                            "summary_every": 2})  # fmt: skip
+    for text in ("one", "two", "three"):
+        m.add(text, user_id="alice", infer=False)
+    m.close()  # waits for any refresh in flight: none may have been queued
+    assert llm_server.requests == []
+    m = make_memory(memory={"facts": True, "graph": False, "summary": True,
+                            "summary_every": 2})  # fmt: skip
+    assert m.summary(user_id="alice") is None
+    m.add("four", user_id="alice")
+    deadline = time.time() + 10
+    while m.summary(user_id="alice") is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert m.summary(user_id="alice").text == "4 messages"
+    assert llm_server.calls("summarize") == 1
+
+
 def test_close_waits_for_a_refresh_in_flight(make_memory, llm_server) -> None:
     def summarize(payload):
         time.sleep(0.5)

@@ -193,7 +193,8 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
     ) -> AddResult:
         """Extract, resolve and apply one episode; all of it is written or none of it.
 
-        `infer=False` stores each message verbatim as a fact, with no LLM call (imports)."""
+        `infer=False` stores each message verbatim as a fact, with no LLM call (imports): no
+        summary refresh either; the next add that infers, or `refresh_summary`, covers them."""
         tenant = self._tenant(user_id, agent_id, run_id)
         parsed = parse_messages(messages)
         validation.messages(self.config.limits, parsed, as_facts=not infer)
@@ -205,7 +206,8 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
             result = (
                 self._add(tenant, parsed, when) if infer else self._import(tenant, parsed, when)
             )
-        self.summaries.maybe_refresh(tenant)
+        if infer:  # an import (infer=False) calls no LLM, not even for the summary; the
+            self.summaries.maybe_refresh(tenant)  # next inferring add's refresh covers it
         return result
 
     def context_for(self, tenant: Tenant) -> Context:
