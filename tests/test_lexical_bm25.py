@@ -313,3 +313,81 @@ def test_the_scoring_read_finds_each_rows_id_text_and_tenant_in_the_content_tabl
         ).fetchall()
         assert len(through_fts) > 5
         assert [tuple(r) for r in direct] == [tuple(r) for r in through_fts]
+
+
+RARE, COMMON = ["otter", "kayak", "violin", "quince"], ["lake", "hill", "paint", "group"]
+
+
+def _skewed(store: EmbeddedGraphStore, rng: random.Random, tenant: Tenant, n: int) -> None:
+    """Facts where a few words are in most rows and others in few, texts repeated (ties)."""
+    texts = []
+    for _ in range(n):
+        words = [w for w in COMMON if rng.random() < 0.6]
+        words += [w for w in RARE if rng.random() < 0.08]
+        texts.append(" ".join(words + [rng.choice(WORDS)] * rng.randint(1, 3)))
+    texts += texts[: n // 10]  # the same text twice: equal scores, ordered by text then id
+    store.apply(WritePlan(tenant=tenant, episode=episode(tenant),
+                          new_facts=[fact(tenant, t) for t in texts]))  # fmt: skip
+
+
+def test_the_rarer_words_first_give_the_same_top_k(
+    embedded_store: EmbeddedGraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_bounded` (MaxScore) returns exactly the full read's top k, ties and scores included,
+    and does answer from the rarer words' rows when the other words' bounds allow it."""
+    store, rng = embedded_store, random.Random(11)
+    _skewed(store, rng, USERS[0], 400)
+    _skewed(store, rng, USERS[1], 60)
+    answered = []
+    bounded = lexical._bounded
+    monkeypatch.setattr(
+        lexical, "_bounded", lambda *a: answered.append(bounded(*a)) or answered[-1]
+    )
+    conn, compared = store._connection(), 0
+    for scope in (USERS[0], USERS[1], Tenant(user_id="u1")):
+        keys = store._scope_keys(scope)
+        for _ in range(40):
+            words = rng.sample(RARE, rng.randint(1, 2)) + rng.sample(COMMON, rng.randint(0, 3))
+            rng.shuffle(words)
+            want = lexical.search(conn, "facts", keys, words, 10_000, bounded=False)
+            _assert_same(want, _reference(store, "facts", keys, words))
+            for k in (1, 5, 20):
+                _assert_same(lexical.search(conn, "facts", keys, words, k), want[:k])
+                compared += 1
+    shortcuts = [a for a in answered if a is not None]
+    assert compared == 360 and len(shortcuts) > 40, (len(shortcuts), len(answered))
+
+
+def test_common_words_from_the_kept_counts_equal_counting_the_scope(
+    embedded_store: EmbeddedGraphStore, tmp_path: Any
+) -> None:
+    """The df bounds settle a word as counting the scope's rows would; a store of one tenant
+    is settled without any count read."""
+    store, rng = embedded_store, random.Random(5)
+    _skewed(store, rng, USERS[0], 200)
+    _skewed(store, rng, USERS[1], 30)
+    store.apply(WritePlan(tenant=USERS[2], new_facts=[fact(USERS[2], "co-op lake lake")]))
+    conn = store._connection()
+    words = [*RARE, *COMMON, "nowhere", "co-op", *WORDS[:6]]
+    decided = 0
+    for scope in (USERS[0], USERS[1], USERS[2], Tenant(user_id="u1")):
+        keys = store._scope_keys(scope)
+        (rows,) = conn.execute(lexical._SCOPE_ROWS["facts"], (json.dumps(keys),)).fetchone()
+        for share in (0.1, 0.5, 0.9):
+            counted = [w for w in words if lexical.match_expression(keys, [w]) and
+                       lexical.scope_count(conn, "facts", lexical.match_expression(keys, [w]) or "",
+                                           json.dumps(keys), rows, share)]  # fmt: skip
+            assert lexical.common_words(conn, "facts", keys, words, share) == counted
+            assert store.common_fact_words(scope, words, share) == counted
+            bounds = bm25.scope_bounds(conn, "facts", lexical._TOKENIZE["facts"], words, rows)
+            decided += sum(lo > rows * share or hi <= rows * share for lo, hi in bounds.values())
+    assert decided > 40  # many words were settled by the counts alone (63 of 216 here)
+    alone = EmbeddedGraphStore(tmp_path / "alone", dims=DIMS)
+    _skewed(alone, rng, USERS[0], 100)
+    statements: list[str] = []
+    alone._connection().set_trace_callback(statements.append)
+    common = alone.common_fact_words(USERS[0], [*RARE, *COMMON], 0.5)
+    alone._connection().set_trace_callback(None)
+    assert set(common) <= set(COMMON) and common
+    assert not any("LIMIT" in s and "MATCH" in s for s in statements), statements
+    alone.close()

@@ -36,6 +36,7 @@ import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import NamedTuple
 
 K1, B = 1.2, 0.75  # bm25()'s constants (fts5_aux.c)
 _IDF_FLOOR = 1e-6  # bm25() replaces an idf <= 0 (a word in over half the rows) by this
@@ -184,6 +185,30 @@ def query_terms(
     return [_TERMS[(table, w)] for w in words]
 
 
+def scope_bounds(
+    conn: sqlite3.Connection, table: str, tokenize: str, words: Sequence[str], rows: int
+) -> dict[str, tuple[int, int]]:
+    """(at least, at most) rows of a scope of `rows` rows that hold each word, from the
+    counts: df rows of the table hold it, and all but `rows` of the table's rows are other
+    tenants'. Words FTS5 makes several terms of (a phrase), and a table without counts, are
+    left out (the caller counts them)."""
+    totals = conn.execute(
+        "SELECT n_rows FROM bm25_totals WHERE fts = ?", (f"{_checked(table)}_fts",)
+    ).fetchone()
+    if totals is None or totals[0] < rows:  # no counts, or not in step with the rows
+        return {}
+    single = {w: t[0] for w, t in zip(words, query_terms(conn, table, tokenize, words),
+                                       strict=True) if len(t) == 1}  # fmt: skip
+    df = dict(
+        conn.execute(
+            f"SELECT term, df FROM {table}_bm25_df WHERE term IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(set(single.values()))),),
+        ).fetchall()
+    )
+    other = totals[0] - rows
+    return {w: (max(0, df.get(t, 0) - other), min(df.get(t, 0), rows)) for w, t in single.items()}
+
+
 # Equal scores: facts and edges by their indexed text, then id (as on Neo4j), so the same
 # content gives the same hits whatever the (random) ids; entities by id.
 TIES = {"facts": ("text", "id"), "relations": ("text", "id"), "entities": ("id",)}
@@ -233,11 +258,15 @@ def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("COMMIT")
 
 
-def weights(
-    conn: sqlite3.Connection, table: str, terms: list[str]
-) -> tuple[list[tuple[str, float]], float] | None:
-    """((term, idf) per phrase, avgdl) as bm25() computes them, from the counts; None when
-    the table holds no counts (then bm25() itself ranks)."""
+class Weights(NamedTuple):
+    phrases: list[tuple[str, float]]  # (term, idf) per query word, in query order
+    avgdl: float
+    df: list[int]  # rows of the table holding each phrase's term
+
+
+def weights(conn: sqlite3.Connection, table: str, terms: list[str]) -> Weights | None:
+    """(term, idf) per phrase, avgdl and each term's df as bm25() computes them, from the
+    counts; None when the table holds no counts (then bm25() itself ranks)."""
     _checked(table)
     totals = conn.execute(
         "SELECT n_rows, n_tokens FROM bm25_totals WHERE fts = ?", (f"{table}_fts",)
@@ -256,4 +285,10 @@ def weights(
         n = df.get(term, 0)
         idf = math.log((rows - n + 0.5) / (n + 0.5))
         out.append((term, idf if idf > 0.0 else _IDF_FLOOR))
-    return out, tokens / rows
+    return Weights(out, tokens / rows, [df.get(term, 0) for term in terms])
+
+
+def bound(idf: float, df: int) -> float:
+    """More than any row's share of a phrase's score can be: tf (K1 + 1) / (tf + K1 (...))
+    stays below K1 + 1 for every tf and length; 0 for a term no row holds."""
+    return idf * (K1 + 1.0) if df else 0.0
