@@ -21,6 +21,12 @@ def text(value: Any, what: str, limit: int | None = None) -> str:
             f"{what} is {len(value)} characters long; at most {limit} are allowed "
             "(see limits in the configuration)"
         )
+    try:  # a lone surrogate ("\ud800" in JSON) is a str, but no store or model takes it
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(
+            f"{what} is not valid Unicode: a lone surrogate at character {err.start}"
+        ) from None
     return value
 
 

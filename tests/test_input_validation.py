@@ -104,6 +104,29 @@ def test_lengths_are_bounded_before_any_call(make_memory, llm_server) -> None:
     assert m.stats() == before
 
 
+def test_lone_surrogates_are_refused_before_any_call(make_memory, llm_server) -> None:
+    """A str holding "\ud800" (JSON allows it) cannot be encoded for a store or a model: a
+    clear ValueError, nothing written, no LLM call (it was a UnicodeEncodeError mid-add)."""
+    m = make_memory(LONDON)
+    m.add("I live in London", user_id="alice", timestamp=T1)
+    before = m.stats()
+    llm_server.reset_requests()
+    bad = "bad \ud800 text"
+    with pytest.raises(ValueError, match="content is not valid Unicode: a lone surrogate at "
+                       "character 4"):  # fmt: skip
+        m.add(bad, user_id="alice")
+    with pytest.raises(ValueError, match="not valid Unicode"):
+        m.add(bad, user_id="alice", infer=False)
+    with pytest.raises(ValueError, match="user_id is not valid Unicode"):
+        m.add("I live in London", user_id=bad)
+    with pytest.raises(ValueError, match="query is not valid Unicode"):
+        m.search(bad, user_id="alice")
+    with pytest.raises(ValueError, match="name is not valid Unicode"):
+        m.add([{"role": "user", "content": "hi", "name": bad}], user_id="alice")
+    assert llm_server.requests == []
+    assert m.stats() == before
+
+
 def test_limits_are_configurable(make_memory, llm_server) -> None:
     m = make_memory(LONDON, limits={"max_query_chars": 8, "max_name_chars": 6, "max_names": 1})
     with pytest.raises(ValueError, match="at most 8"):
