@@ -157,6 +157,16 @@ def test_newer_schema_is_refused_untouched(tmp_path: Path) -> None:
     conn.close()
 
 
+def test_a_file_as_the_store_path_is_refused_untouched(tmp_path: Path) -> None:
+    """graph_store.path names a directory: a file there is a StoreError that says so (it was
+    a bare FileExistsError from mkdir), and the file is left as it was."""
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"someone else's file")
+    with pytest.raises(StoreError, match=r"is a file: graph_store\.path names a directory"):
+        EmbeddedGraphStore(path)
+    assert path.read_bytes() == b"someone else's file"
+
+
 def test_fact_tables_layout(embedded_store: EmbeddedGraphStore) -> None:
     """The SQLite columns of the fact memory (the Neo4j data model: test_neo4j_store.py)."""
     store = embedded_store

@@ -101,6 +101,11 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
 
     def __init__(self, path: str | Path, dims: int | None = None) -> None:
         self.path = Path(path).expanduser()
+        if self.path.exists() and not self.path.is_dir():
+            raise StoreError(
+                f"the embedded store's path {self.path} is a file: graph_store.path names a "
+                "directory, which holds graph.db"
+            )
         self.path.mkdir(parents=True, exist_ok=True)
         self.dims = dims
         self._lock = threading.RLock()
