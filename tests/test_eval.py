@@ -31,6 +31,7 @@ from mem0g.eval import (
     run_longmemeval,
 )
 from mem0g.eval.metrics import bleu1, recall_at_k, token_f1
+from mem0g.eval.runner import pieces
 from mem0g.testing import ScriptedLLMServer
 from mem0g.testing.neo4j import free_port
 
@@ -258,6 +259,43 @@ def test_longmemeval_retrieval_session_and_turn_recall(tmp_path: Path) -> None:
     assert r["bm25"]["overall"]["session_n"] == 2
     assert r["mem0g"]["overall"]["session_recall@5"] == 1.0
     assert r["dense"]["temporal-reasoning"]["turn_recall@5"] == 1.0
+
+
+def test_a_turn_longer_than_a_fact_is_stored_in_pieces_that_find_it(tmp_path: Path) -> None:
+    """LongMemEval's assistant turns often pass the 2,000 characters a fact may hold: such a
+    turn failed the whole retrieval run. Now it is stored in pieces, each keeping the turn's
+    id, and the report says how many."""
+    data = json.loads(LME.read_text())
+    session = data[1]["haystack_sessions"][0]
+    answer = next(i for i, t in enumerate(session) if t.get("has_answer"))
+    filler = "We walked along the river and talked about the weather for hours. " * 90
+    session[answer]["content"] = filler + session[answer]["content"] + " " + filler
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(data))
+    results = run_longmemeval(
+        path, tmp_path / "r", mode="retrieval", memory_config=dead_llm(), progress=False
+    )
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    long = config["long_messages"]
+    assert long["limit"] == 2000 and long["messages"] == 1 and long["pieces"] >= 7
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert f"long turns: 1 over 2000 characters (the longest message an add takes here) " \
+        f"stored as {long['pieces']} pieces" in report  # fmt: skip
+    r = results["retrieval"]
+    assert r["bm25"]["overall"]["session_recall@5"] == 1.0  # "rome" is in a piece of it
+    assert r["mem0g"]["overall"]["session_recall@5"] == 1.0
+
+
+@pytest.mark.parametrize("limit", [40, 100, 2000])
+def test_pieces_cut_at_the_best_end_before_the_limit(limit: int) -> None:
+    text = ("First paragraph. It has two sentences.\n\nSecond one, with a clause; and more "
+            "words here. " * 30 + "x" * (limit + 5))  # fmt: skip
+    parts = pieces(text, limit)
+    assert all(0 < len(p) <= limit for p in parts)
+    assert "".join("".join(parts).split()) == "".join(text.split())  # only whitespace goes
+    assert parts[0].endswith(".")  # a paragraph's or a sentence's end, not mid-sentence
+    assert "x" * limit in parts  # one word longer than the limit: the only hard cut
+    assert pieces("short", limit) == ["short"] and pieces("  \n ", limit) == []
 
 
 def test_retrieval_mode_with_the_neo4j_store(

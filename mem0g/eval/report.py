@@ -221,6 +221,12 @@ def _markdown(results: dict[str, Any]) -> str:
         f"- store: {c['store']}; facts: {c['facts']}; embedder: {c['embedder']}",
     ]
     lines += [f"- dataset as read: {note}" for note in c.get("dataset_notes") or []]
+    if long := c.get("long_messages"):
+        lines.append(
+            f"- long turns: {long['messages']} over {long['limit']} characters (the longest "
+            f"message an add takes here) stored as {long['pieces']} pieces, cut at paragraph, "
+            "sentence or word ends; each piece keeps its turn's id"
+        )
     if c["mode"] == "full":
         lines.append(
             f"- memory LLM: {c['memory_model']} (mode {c.get('memory_mode')}); answer model: "

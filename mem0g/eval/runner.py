@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
 import time
 import uuid
@@ -121,6 +122,50 @@ def _speaker_messages(turns: list[Any]) -> list[dict[str, Any]]:
     return [{"role": t.role, "name": t.speaker, "content": t.text} for t in turns]
 
 
+_BREAKS = (r"\n\s*\n", r"\n", r"[.!?]\s", r"[;:,]\s", r"\s")  # best first
+
+
+def pieces(text: str, limit: int) -> list[str]:
+    """`text` in pieces of at most `limit` characters, cut at the last paragraph, line,
+    sentence or clause end in the limit's second half, else the last word end (a hard cut
+    only inside one word longer than the limit); blank pieces are dropped. Why: a turn
+    longer than a fact may be (LongMemEval's assistant turns often pass 2,000 characters)
+    failed the whole retrieval run."""
+    out: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        head = rest[: limit + 1]
+        cut = 0
+        for pattern in _BREAKS:  # a good end in the second half, else any word end
+            ends = [m.end() for m in re.finditer(pattern, head) if m.end() <= limit]
+            if ends and (ends[-1] > limit // 2 or pattern == _BREAKS[-1]):
+                cut = ends[-1]
+                break
+        cut = cut or limit
+        piece, rest = rest[:cut].strip(), rest[cut:].strip()
+        if piece:
+            out.append(piece)
+    if rest:
+        out.append(rest)
+    return out
+
+
+def _split_long(
+    messages: list[dict[str, Any]], refs: list[list[str]], limit: int
+) -> tuple[list[dict[str, Any]], list[list[str]]]:
+    """Each message over `limit` characters as several of the same speaker, each piece with
+    the turn's refs (its dia_id: any piece found finds the turn)."""
+    out_messages: list[dict[str, Any]] = []
+    out_refs: list[list[str]] = []
+    for message, ref in zip(messages, refs, strict=True):
+        parts = pieces(message["content"], limit) if len(message["content"]) > limit else [
+            message["content"]]  # fmt: skip
+        for part in parts:
+            out_messages.append({**message, "content": part})
+            out_refs.append(ref)
+    return out_messages, out_refs
+
+
 class Harness(RetrievalMode, FullMode):
     def __init__(self, options: EvalOptions) -> None:
         self.o = options
@@ -183,6 +228,7 @@ class Harness(RetrievalMode, FullMode):
             "dataset": str(o.data),
             "dataset_sha256": self.dataset.sha256,
             "dataset_notes": self.dataset.notes,
+            "long_messages": self.long_messages(),
             "limit_conversations": o.limit_conversations,
             "limit_questions": o.limit_questions,
             "limit_sessions": o.limit_sessions,
@@ -352,7 +398,33 @@ class Harness(RetrievalMode, FullMode):
         return render(o.run_dir)
 
     def _steps(self, unit: Unit) -> list[tuple[str, list[dict[str, Any]], list[list[str]], Any]]:
-        """(session, messages, refs per message, timestamp) for each add of the unit."""
+        """(session, messages, refs per message, timestamp) for each add of the unit; a
+        message longer than `message_limit` is stored as several (`pieces`)."""
+        limit = self.message_limit()
+        return [(sid, *_split_long(messages, refs, limit), when)
+                for sid, messages, refs, when in self._whole_steps(unit)]  # fmt: skip
+
+    def message_limit(self) -> int:
+        """The longest message an add takes: in retrieval mode each message is a fact."""
+        limits = self.config.limits
+        if self.o.mode == "retrieval":
+            return min(limits.max_message_chars, limits.max_fact_chars)
+        return limits.max_message_chars
+
+    def long_messages(self) -> dict[str, int] | None:
+        """How many messages the selected units hold over the limit, and their pieces."""
+        limit, split, parts = self.message_limit(), 0, 0
+        for unit in self.units:
+            for _, messages, _, _ in self._whole_steps(unit):
+                for m in messages:
+                    if len(m["content"]) > limit:
+                        split += 1
+                        parts += len(pieces(m["content"], limit))
+        return {"limit": limit, "messages": split, "pieces": parts} if split else None
+
+    def _whole_steps(
+        self, unit: Unit
+    ) -> list[tuple[str, list[dict[str, Any]], list[list[str]], Any]]:
         o = self.o
         times = {s.id: s.time for s in unit.sessions}
         steps: list[tuple[str, list[dict[str, Any]], list[list[str]], Any]] = []
