@@ -50,7 +50,10 @@ RETURN size(hits) AS fetched, found;
 // How many of the scope's current facts hold each word ($queries: one scoped Lucene query a
 // word, built as for lexical_facts): each count stops past $share of the scope's facts (the
 // index's limit), which is all the caller asks (Neo4jGraphStore.common_fact_words). The
-// scope's facts are counted from the id indexes, as stats_scope counts them.
+// scope's facts are counted from the id indexes, as stats_scope counts them. The hits are
+// counted by their scores, no node read: the query requires the scope's terms (the same ids
+// the searches' property checks compare), and reading each hit's ids cost twice the count
+// (18 against 8 ms for a word in 10,000 facts of one scope).
 // name: fact_word_counts
 CALL () {
   CALL () {
@@ -72,13 +75,8 @@ CALL (facts) {
   CALL (i, facts) {
     CALL db.index.fulltext.queryNodes('mem0g_fact_text', $queries[i],
                                       {limit: toInteger(floor(facts * $share)) + 1})
-    YIELD node
-    WITH node AS f
-    WHERE (NOT $exact OR f.tenant_key = $tenant_key)
-      AND ($user_id IS NULL OR f.user_id = $user_id)
-      AND ($agent_id IS NULL OR f.agent_id = $agent_id)
-      AND ($run_id IS NULL OR f.run_id = $run_id)
-    RETURN count(f) AS holding
+    YIELD score
+    RETURN count(score) AS holding
   }
   WITH i, holding ORDER BY i
   RETURN collect(holding) AS counts
