@@ -125,6 +125,13 @@ RELATIONS = [
     ("Bob C.", "Bob Li", "person", CONFLICT),
     ("Bob A. Chen", "Bob J. Chen", "person", CONFLICT),
     ("Mr. Chen", "Mrs. Chen", "person", CONFLICT),
+    # a generational suffix tells father and son apart; a bare given name may be either
+    ("Tom Baker", "Tom Baker Jr.", "person", CONFLICT),
+    ("Tom Baker Sr.", "Tom Baker Jr.", "person", CONFLICT),
+    ("Tom Baker II", "Tom Baker III", None, CONFLICT),
+    ("Tom Baker, Jr.", "Tom Baker Junior", "person", SAME),
+    ("T. Baker Jr.", "Tom Baker Jr.", "person", ALIAS),
+    ("Tom", "Tom Baker Jr.", "person", ALIAS),
     ("Paris", "Paris, Texas", "location", CONFLICT),
     ("Paris", "Paris, Texas", None, CONFLICT),
     ("Paris, France", "Paris, Texas", "location", CONFLICT),

@@ -321,6 +321,20 @@ def _generic_relation(short: list[str], long_: list[str], kind: str) -> NameRela
     return NameRelation.UNKNOWN
 
 
+# A trailing generational suffix: "Tom Baker Jr." is Tom Baker's son, not Tom Baker.
+_GENERATIONS = {
+    "jr": "jr", "junior": "jr", "sr": "sr", "senior": "sr", "ii": "ii", "2nd": "ii",
+    "iii": "iii", "3rd": "iii", "iv": "iv", "4th": "iv",
+}  # fmt: skip
+
+
+def _generation(tokens: list[str]) -> tuple[list[str], str]:
+    """The name without its generational suffix, and the suffix ("" when none)."""
+    if len(tokens) > 1 and tokens[-1] in _GENERATIONS:
+        return tokens[:-1], _GENERATIONS[tokens[-1]]
+    return tokens, ""
+
+
 def _title_gender(normalized: str) -> str:
     first = normalized.split(" ", 1)[0]
     return _TITLES.get(first, "")
@@ -337,6 +351,10 @@ def name_relation(a: str, b: str, type_: str | None = None) -> NameRelation:
     ta, tb = _key_tokens(na, kind), _key_tokens(nb, kind)
     if kind in (PERSON, ENTITY) and {_title_gender(na), _title_gender(nb)} == {"m", "f"}:
         return NameRelation.CONFLICT  # "Mr. Chen" / "Mrs. Chen"
+    if kind in (PERSON, ENTITY):
+        (ta, ga), (tb, gb) = _generation(ta), _generation(tb)
+        if ga != gb and len(ta) > 1 and len(tb) > 1:
+            return NameRelation.CONFLICT  # "Tom Baker" / "Tom Baker Jr.", "Jr." / "Sr."
     if ta == tb or "".join(ta) == "".join(tb):
         return NameRelation.SAME
     if kind in (LOCATION, ENTITY) and (qualified := _qualifier_relation(a, b)) is not None:
