@@ -255,12 +255,12 @@ def _bounded(
     live = sorted((i for i, b in enumerate(bounds) if b > 0.0), key=lambda i: -bounds[i])
     budget = max((counted.df[i] for i in live), default=0)
     for j in range(1, min(len(live), MAX_BOUNDED_READS + 1)):
-        budget -= sum(counted.df[i] for i in live[:j])
         rest = math.fsum(bounds[i] for i in live[j:])
-        if budget <= 0:
-            break
         if rest >= math.fsum(bounds[i] for i in live[:j]):
             continue
+        budget -= sum(counted.df[i] for i in live[:j])  # the rows this try reads, at most
+        if budget <= 0:
+            break
         expression = match_expression(tenant_keys, [words[i] for i in live[:j]])
         rows = conn.execute(statement, (*phrases, expression, counted.avgdl, keys, k, 0)).fetchall()
         if len(rows) == k and rest * (1.0 + 1e-9) < float(rows[-1][1]):
