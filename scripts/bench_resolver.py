@@ -170,10 +170,11 @@ class Person:
     employers: list[tuple[str, str | None]]
     hobby: str
     pet: str  # pet id
+    suffix: str = ""  # "Jr." for the son of a person of the same name (`--juniors`)
 
     @property
     def full(self) -> str:
-        return f"{self.first} {self.surname}"
+        return f"{self.first} {self.surname}" + (f" {self.suffix}" if self.suffix else "")
 
     def short_forms(self) -> list[tuple[str, str]]:
         """(form kind, text) of the short ways to name this person."""
@@ -279,7 +280,9 @@ class World:
 
 
 def _word_in(name: str, text: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+    """`name` written in `text` as a whole name: "Tom Baker" is not in "Tom Baker Jr."."""
+    pattern = rf"(?<!\w){re.escape(name)}(?!\w|,?\s+(?:Jr|Sr)\b)"
+    return re.search(pattern, text) is not None
 
 
 class _Builder:
@@ -366,8 +369,10 @@ def _triple(
     return GoldTriple(name, relation, value, since, p.id, f"{kind}:{value}")
 
 
-def build_world(people: int, seed: int = 7) -> World:
-    """A deterministic world of `people` people and the conversation that introduces them."""
+def build_world(people: int, seed: int = 7, juniors: float = 0.0) -> World:
+    """A deterministic world of `people` people and the conversation that introduces them;
+    `juniors`: that share of them are the son of another person of the world, with his first
+    name and surname and the suffix "Jr." (two people a reader tells apart by the suffix)."""
     max_people = (len(FIRST_NAMES) - len(RARE_FIRST)) * len(SURNAMES) + len(RARE_FIRST)
     if not 10 <= people <= max_people:
         raise ValueError(f"people must be between 10 and {max_people}")
@@ -384,6 +389,12 @@ def build_world(people: int, seed: int = 7) -> World:
         grid += [(f, s) for f in RARE_FIRST for s in SURNAMES]
         names = rng.sample(grid, people)
     rng.shuffle(names)
+    suffixes = [""] * len(names)
+    if juniors > 0:
+        common = [i for i, (f, _) in enumerate(names) if f not in RARE_FIRST]
+        picked = rng.sample(common, 2 * min(int(people * juniors), len(common) // 2))
+        for senior, junior in zip(picked[::2], picked[1::2], strict=True):
+            names[junior], suffixes[junior] = names[senior], "Jr."
     world = World(seed, [], [], [], [], {}, {}, {}, {})
     pet_given = [
         g for g in PET_NAMES if not name_tokens(g) & {f.lower() for f in FIRST_NAMES}
@@ -408,6 +419,7 @@ def build_world(people: int, seed: int = 7) -> World:
             employers=[(company, None)],
             hobby=rng.choice(HOBBIES),
             pet=pet.id,
+            suffix=suffixes[i],
         )
         world.people.append(person)
         world.pets.append(pet)
@@ -979,6 +991,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--people", type=int, default=TARGET_PEOPLE)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument(
+        "--juniors",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help='that share of the people are the son ("Tom Baker Jr.") of another person of '
+        "the world with the same name (a nastier crowd; 0 = none)",
+    )
+    p.add_argument(
         "--queries", type=int, default=0, help="people asked current@5 about (0 = everyone)"
     )
     p.add_argument("--out", type=Path, default=Path("bench-results/resolver.json"))
@@ -1031,7 +1051,7 @@ def run(args: argparse.Namespace, stores: BenchStores, progress: Progress) -> in
     started = datetime.now(UTC)
     load_start = load_average()
     begin = time.perf_counter()
-    world = build_world(args.people, args.seed)
+    world = build_world(args.people, args.seed, args.juniors)
     progress.line(
         f"world: {len(world.people)} people, {len(world.turns)} adds, "
         f"{len(world.mentions)} mentions ({time.perf_counter() - begin:.1f}s)"

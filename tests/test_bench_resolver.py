@@ -465,6 +465,27 @@ def test_tiny_run_writes_complete_report(bench: ModuleType, tmp_path: Path) -> N
     assert placed and all(r["node_name"] for r in placed)
 
 
+def test_juniors_are_told_apart_from_their_fathers(bench: ModuleType, tmp_path: Path) -> None:
+    """`--juniors`: "Tom Baker Jr." beside "Tom Baker" (a nastier crowd). Before the suffix
+    rule father and son merged (person precision 0.79 at 300 people, 10% juniors); and "Tom"
+    right after "Tom Baker Jr." is the son, not both (a name followed by "Jr." is not the
+    father's name written)."""
+    world = bench.build_world(60, seed=5, juniors=0.2)
+    fathers = {(p.first, p.surname) for p in world.people if not p.suffix}
+    sons = [p for p in world.people if p.suffix == "Jr."]
+    assert len(sons) == 12 and all((p.first, p.surname) in fathers for p in sons)
+    assert not bench._word_in("Tom Baker", "I met Tom Baker Jr. today")
+    assert bench._word_in("Tom Baker Jr.", "I met Tom Baker Jr. today")
+    out = tmp_path / "resolver.json"
+    argv = ["--people", "60", "--seed", "5", "--juniors", "0.2", "--quiet", "--out", str(out)]
+    assert bench.main(argv) == 0
+    metrics = json.loads(out.read_text(encoding="utf-8"))["metrics"]
+    assert metrics["nodes"]["nodes_holding_several_identities"] == 0
+    assert metrics["nodes"]["identities_split_over_several_nodes"] == 0
+    assert metrics["merge"]["person"]["precision"] == 1.0
+    assert metrics["merge"]["person"]["recall"] == 1.0
+
+
 @pytest.mark.neo4j
 @pytest.mark.model
 @pytest.mark.xdist_group("neo4j_crowd_run")  # on the worker that made the run

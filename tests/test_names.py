@@ -21,6 +21,7 @@ from mem0g.resolve.names import (
     pick_merge_target,
     should_merge,
     types_compatible,
+    written_in,
 )
 
 SAME, ALIAS, CONFLICT, UNKNOWN = (
@@ -171,6 +172,14 @@ RELATIONS = [
     ("Al", "Amy Lee", None, UNKNOWN),  # two letters count as an acronym only in capitals
     ("", "Bob", "person", UNKNOWN),
 ]
+
+
+def test_a_name_followed_by_a_generational_suffix_is_not_written() -> None:
+    assert written_in("tom baker", " i met tom baker today ")
+    assert not written_in("tom baker", " i met tom baker jr today ")
+    assert written_in("tom baker", " tom baker jr | tom baker ")  # the father, later on
+    assert written_in("tom baker jr", " i met tom baker jr today ")
+    assert not written_in("tom baker", " i met tom bakers today ")
 
 
 @pytest.mark.parametrize(("a", "b", "type_", "relation"), RELATIONS)

@@ -32,6 +32,7 @@ from mem0g.resolve.names import (
     normalize_name,
     token_keys,
     types_compatible,
+    written_in,
 )
 from mem0g.stores.base import GraphStore
 from mem0g.stores.vectors import row_scores, top_k
@@ -99,7 +100,7 @@ class Mentions(BaseModel):
         for level, text in enumerate(self.levels):
             ids = set()
             for id_, key, identifying in forms:
-                full = identifying and f" {key} " in text
+                full = identifying and written_in(key, text)
                 if full or (level == 0 and key in self.speakers):
                     ids.add(id_)
             out.append(ids)

@@ -335,6 +335,18 @@ def _generation(tokens: list[str]) -> tuple[list[str], str]:
     return tokens, ""
 
 
+def written_in(key: str, text: str) -> bool:
+    """Whether the normalised name `key` is written in the normalised, space-padded `text` as
+    a whole name: "tom baker" is not written in "tom baker jr" (that names his son)."""
+    needle = f" {key} "
+    start = text.find(needle)
+    while start != -1:
+        if text[start + len(needle) :].split(" ", 1)[0] not in _GENERATIONS:
+            return True
+        start = text.find(needle, start + 1)
+    return False
+
+
 def _title_gender(normalized: str) -> str:
     first = normalized.split(" ", 1)[0]
     return _TITLES.get(first, "")
