@@ -336,13 +336,21 @@ THREAD_NAME = "mem0g-neo4j-warmup"  # its pool's threads: this, then _0, _1, ...
 SHAPE_SHARE = 0.7  # of the budget for the first searches, then the statements no search ran
 MIN_ROUNDS = 30  # a JIT compiles a path after some hundreds of calls; 30 rounds of ~30
 SHAPE_MIN_ROUNDS = 25  # rounds of SAMPLES searches: 200 searches over real rows at least
-SETTLED = 1.15  # the last rounds within 15% of the fastest so far: warm
+SETTLED = 1.15  # the recent rounds at most 15% faster than the best before them: warm
+WINDOW = 5  # rounds per median: one slow or lucky round (GC, load) is not a trend
+PATIENCE = 10  # the recent rounds that must bring no real gain
 REAL_ENOUGH = 2000  # real calls (~300 searches of 6-8 reads) that warm a server as 25 rounds do
 
 
 def _settled(rounds: list[float], min_rounds: int = MIN_ROUNDS) -> bool:
-    """Warm when the recent rounds stopped getting faster (plans cached, paths compiled)."""
-    if len(rounds) < min_rounds:
+    """Warm when the rounds stopped getting faster (plans cached, paths compiled): the best
+    median of WINDOW rounds among the last PATIENCE is not SETTLED times better than the best
+    before them. Medians against medians, since the fastest single round of thousands is a
+    lucky outlier that a busy machine never meets again (a rule against it ran a 300 s bound
+    out under load, docs/benchmarks.md); and a slowdown (load, GC) is no sign that more
+    compiles are coming, so it does not hold the warm-up back."""
+    if len(rounds) < max(min_rounds, WINDOW + PATIENCE):
         return False
-    recent = sorted(rounds[-5:])[2]  # their median: one slow round (GC, load) is not a trend
-    return recent <= SETTLED * min(rounds)
+    windows = np.lib.stride_tricks.sliding_window_view(np.asarray(rounds), WINDOW)
+    medians = np.median(windows, axis=1)
+    return bool(medians[-PATIENCE:].min() * SETTLED >= medians[:-PATIENCE].min())
