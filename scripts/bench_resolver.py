@@ -837,10 +837,12 @@ def evaluate(
     edges: Sequence[Edge],
     entity_names: Mapping[str, str],
     entity_keys: Mapping[str, set[str]] | None = None,
+    duplicates: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """Every metric that needs no search, from where the mentions landed and the edges.
     `entity_keys` (node -> normalised name and aliases) checks the placement itself: a
-    mention's name should be among the names its node holds."""
+    mention's name should be among the names its node holds. `duplicates`: the node pairs the
+    resolver recorded as possible duplicates, counted with those that are one identity."""
     assignments = [(node, m.identity) for node, m in zip(nodes, world.mentions, strict=True)]
     merge = {"overall": pairwise(assignments)}
     for kind in KINDS:
@@ -916,6 +918,12 @@ def evaluate(
                 }
                 for i in split[:5]
             ],
+        },
+        "possible_duplicates": {
+            "recorded": len(duplicates),
+            "one_identity": sum(
+                1 for a, b in duplicates if a in majority and majority.get(a) == majority.get(b)
+            ),
         },
         "person_mentions_by_form": {
             k: {**v, "rate": round(v["on_home_node"] / v["mentions"], 4)}
@@ -1090,7 +1098,8 @@ def run(args: argparse.Namespace, stores: BenchStores, progress: Progress) -> in
                 e.id: {normalize_name(x) for x in (e.name, *e.aliases)} for e in snapshot.entities
             }
             nodes, carries = place_mentions(world, changes, edges)
-            metrics = evaluate(world, nodes, list(edges.values()), names, keys)
+            pairs = [(d.entity_id, d.candidate_id) for d in m.possible_duplicates(user_id=USER_ID)]
+            metrics = evaluate(world, nodes, list(edges.values()), names, keys, pairs)
             asked = list(world.people)
             if args.queries:
                 asked = random.Random(args.seed).sample(asked, min(args.queries, len(asked)))
@@ -1211,6 +1220,7 @@ def print_report(report: Mapping[str, Any]) -> None:
         metrics["current_at_5"],
         metrics["nodes"],
     )
+    dup = metrics["possible_duplicates"]
     thr = report["throughput"]
     other = Table(show_header=False)
     other.add_column("what")
@@ -1225,6 +1235,8 @@ def print_report(report: Mapping[str, Any]) -> None:
          f"{nodes['entities_stored']} / {nodes['gold_identities']}"),
         ("nodes holding >1 identity", str(nodes["nodes_holding_several_identities"])),
         ("identities split over >1 node", str(nodes["identities_split_over_several_nodes"])),
+        ("possible duplicates recorded (of one identity)",
+         f"{dup['recorded']} ({dup['one_identity']})"),
         ("mentions that left no edge", str(nodes["mentions_unplaced"])),
         ("placed mentions whose node lacks their name",
          str(nodes["placed_mentions_not_named_by_their_node"])),

@@ -24,11 +24,12 @@ from mem0g.resolve.names import (
     written_in,
 )
 
-SAME, ALIAS, CONFLICT, UNKNOWN = (
+SAME, ALIAS, CONFLICT, UNKNOWN, GENERATION = (
     NameRelation.SAME,
     NameRelation.ALIAS,
     NameRelation.CONFLICT,
     NameRelation.UNKNOWN,
+    NameRelation.GENERATION,
 )
 T = DEFAULT_THRESHOLD
 PAIRS = Path(__file__).parent / "data" / "alias_pairs.jsonl"
@@ -126,8 +127,11 @@ RELATIONS = [
     ("Bob C.", "Bob Li", "person", CONFLICT),
     ("Bob A. Chen", "Bob J. Chen", "person", CONFLICT),
     ("Mr. Chen", "Mrs. Chen", "person", CONFLICT),
-    # a generational suffix tells father and son apart; a bare given name may be either
-    ("Tom Baker", "Tom Baker Jr.", "person", CONFLICT),
+    # a generational suffix tells father and son apart; one missing leaves it to the
+    # conversation; a bare given name may be either
+    ("Tom Baker", "Tom Baker Jr.", "person", GENERATION),
+    ("Tom Baker", "Tom Baker III", None, GENERATION),
+    ("Tom Baker", "Jim Baker Jr.", "person", CONFLICT),
     ("Tom Baker Sr.", "Tom Baker Jr.", "person", CONFLICT),
     ("Tom Baker II", "Tom Baker III", None, CONFLICT),
     ("Tom Baker, Jr.", "Tom Baker Junior", "person", SAME),

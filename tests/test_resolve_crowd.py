@@ -331,3 +331,36 @@ def test_existing_edges_are_shown_under_the_name_this_add_gives(
     ]
     current = {(r.source, r.destination) for r in m.get_all(user_id=U).relations}
     assert current == {("Sam Okafor", "Paris")}
+
+
+def test_a_name_without_the_suffix_is_kept_apart_and_recorded_as_a_possible_duplicate(
+    make_memory,
+) -> None:
+    """ "Tom Baker" after "Tom Baker Jr." may be his father or the son written without the
+    suffix: never merged (father and son are two people), but recorded for review, and the
+    rest of the add still sees the new node ("Tom" in it is not the son's)."""
+    rules = turn(
+        "Tom Baker Jr. lives",
+        [("Tom Baker Jr.", "person"), ("Denver", "city")],
+        [("Tom Baker Jr.", "lives_in", "Denver")],
+    )
+    rules += turn(
+        "Tom Baker plays golf",
+        [("Tom Baker", "person"), ("golf", "sport"), ("Tom", "person")],
+        [("Tom Baker", "plays", "golf"), ("Tom", "likes", "golf")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Tom Baker Jr. lives in Denver.", "2024-01-01")
+    result = _add(m, "Tom Baker plays golf; Tom likes golf.", "2024-01-02")
+    people = {e.name: e for e in m.get_all(user_id=U).entities if e.type == "person"}
+    assert sorted(people) == ["Tom Baker", "Tom Baker Jr."]
+    assert people["Tom Baker"].aliases == ["Tom"] and people["Tom Baker Jr."].aliases == []
+    assert ("Tom Baker", "plays", "golf") in _edges(m)
+    (pair,) = result.possible_duplicates
+    father, son = people["Tom Baker"].id, people["Tom Baker Jr."].id
+    assert (pair.entity_id, pair.candidate_id) == (father, son)
+    assert "generational suffix" in pair.reason
+    assert [(d.entity_id, d.candidate_id) for d in m.possible_duplicates(user_id=U)] == [
+        (pair.entity_id, pair.candidate_id)
+    ]

@@ -266,7 +266,17 @@ class _Resolver:
                 reason=verdict.reason,
             )
         else:
-            self.create(name, type_, vector)
+            entity = self.create(name, type_, vector)
+            self.out.possible_duplicates += [
+                PossibleDuplicate(
+                    entity_id=entity.id,
+                    candidate_id=kin,
+                    reason=f"{name!r} {verdict.reason}",
+                    score=round(found[kin][1], 4),
+                    created_at=self.now,
+                )
+                for kin in verdict.kin
+            ]
 
 
 def _order(names: Mapping[str, str]) -> list[tuple[str, str]]:

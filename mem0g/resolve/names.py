@@ -112,6 +112,9 @@ class NameRelation(str, Enum):
     SAME = "same"  # equal once case, accents, punctuation, titles and legal suffixes are gone
     ALIAS = "alias"  # one is a recognised short form of the other ("Bob" / "Bob Chen", "IBM")
     CONFLICT = "conflict"  # look related but structure says different ("Paris" / "Paris, Texas")
+    # one name, one side with a generational suffix the other lacks ("Tom Baker" / "Tom Baker
+    # Jr."): father and son, or one person written both ways; only the conversation can say
+    GENERATION = "generation"
     UNKNOWN = "unknown"  # structure is silent: leave it to embedding similarity
 
 
@@ -366,7 +369,9 @@ def name_relation(a: str, b: str, type_: str | None = None) -> NameRelation:
     if kind in (PERSON, ENTITY):
         (ta, ga), (tb, gb) = _generation(ta), _generation(tb)
         if ga != gb and len(ta) > 1 and len(tb) > 1:
-            return NameRelation.CONFLICT  # "Tom Baker" / "Tom Baker Jr.", "Jr." / "Sr."
+            if (ga and gb) or ta != tb:
+                return NameRelation.CONFLICT  # "Tom Baker Jr." / "Tom Baker Sr."
+            return NameRelation.GENERATION  # "Tom Baker" / "Tom Baker Jr."
     if ta == tb or "".join(ta) == "".join(tb):
         return NameRelation.SAME
     if kind in (LOCATION, ENTITY) and (qualified := _qualifier_relation(a, b)) is not None:
@@ -433,7 +438,7 @@ def _decide(
         return True
     if relation is NameRelation.ALIAS:
         return kind in _GIVEN_NAME_KINDS or similarity >= ALIAS_FLOOR
-    if relation is NameRelation.CONFLICT or proper:
+    if relation in (NameRelation.CONFLICT, NameRelation.GENERATION) or proper:
         return False
     return similarity >= threshold
 
@@ -468,17 +473,19 @@ class Candidate(NamedTuple):
 
 class Verdict(NamedTuple):
     """What the rules say about one new name: merge into `target`, or new (`target` None);
-    `ambiguous` lists the nodes it could equally be (then `target` is None)."""
+    `ambiguous` lists the nodes it could equally be (then `target` is None); `kin`, with a
+    new node, the nodes it may still be (record them as its possible duplicates)."""
 
     target: str | None
     ambiguous: tuple[str, ...] = ()
     reason: str = ""
+    kin: tuple[str, ...] = ()
 
 
 def _distinct(a: Candidate, b: Candidate, kind: str) -> bool:
     """Two stored nodes whose names say they are different things."""
     relation = _candidate_relation(a.name, b.name, b.aliases, kind)
-    return relation in (NameRelation.CONFLICT, NameRelation.UNKNOWN)
+    return relation in (NameRelation.CONFLICT, NameRelation.UNKNOWN, NameRelation.GENERATION)
 
 
 def name_size(name: str, type_: str | None) -> int:
@@ -516,7 +523,7 @@ def judge(
             if _decide(relation, cand.similarity, threshold, proper, kind):
                 scored.append((relation, cand, kind))
     if not scored:
-        return Verdict(None)
+        return _kin(new_name, new_type, candidates)
     kind = _shared_kind(new_type, scored[0][1].type)
     if not _is_short_form(new_name, kind):
         same = [c for r, c, _ in scored if r is NameRelation.SAME]
@@ -567,6 +574,24 @@ def judge(
         if named:
             break  # several of them named as near as each other: still ambiguous
     return Verdict(None, tuple(c.id for g in groups for c in g), f"could be any of {len(groups)}")
+
+
+def _kin(new_name: str, new_type: str | None, candidates: Sequence[Candidate]) -> Verdict:
+    """A name nothing merges with is a new node. When stored nodes differ from it only by a
+    generational suffix one side lacks ("Tom Baker" / "Tom Baker Jr."), they are its `kin`:
+    father and son are two people, so it is never merged on structure (nor held back from
+    the rest of its add, which must see it), but one person written both ways is as likely,
+    so the pair is recorded as a possible duplicate for a person or `repair` to settle."""
+    kin = tuple(
+        c.id
+        for c in candidates
+        if types_compatible(new_type, c.type)
+        and _candidate_relation(new_name, c.name, c.aliases, _shared_kind(new_type, c.type))
+        is NameRelation.GENERATION
+    )
+    if not kin:
+        return Verdict(None)
+    return Verdict(None, reason="differs only by a generational suffix (Jr., Sr., III)", kin=kin)
 
 
 def pick_merge_target(
