@@ -131,6 +131,8 @@ RELATIONS = [
     # conversation; a bare given name may be either
     ("Tom Baker", "Tom Baker Jr.", "person", GENERATION),
     ("Tom Baker", "Tom Baker III", None, GENERATION),
+    ("T. Baker", "Tom Baker Jr.", "person", GENERATION),
+    ("Bill Gates", "William H. Gates III", "person", GENERATION),
     ("Tom Baker", "Jim Baker Jr.", "person", CONFLICT),
     ("Tom Baker Sr.", "Tom Baker Jr.", "person", CONFLICT),
     ("Tom Baker II", "Tom Baker III", None, CONFLICT),

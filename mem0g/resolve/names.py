@@ -369,9 +369,12 @@ def name_relation(a: str, b: str, type_: str | None = None) -> NameRelation:
     if kind in (PERSON, ENTITY):
         (ta, ga), (tb, gb) = _generation(ta), _generation(tb)
         if ga != gb and len(ta) > 1 and len(tb) > 1:
-            if (ga and gb) or ta != tb:
+            if ga and gb:
                 return NameRelation.CONFLICT  # "Tom Baker Jr." / "Tom Baker Sr."
-            return NameRelation.GENERATION  # "Tom Baker" / "Tom Baker Jr."
+            rest = name_relation(" ".join(ta), " ".join(tb), type_)
+            if rest in (NameRelation.SAME, NameRelation.ALIAS):
+                return NameRelation.GENERATION  # "Tom Baker" / "Tom Baker Jr."
+            return NameRelation.CONFLICT
     if ta == tb or "".join(ta) == "".join(tb):
         return NameRelation.SAME
     if kind in (LOCATION, ENTITY) and (qualified := _qualifier_relation(a, b)) is not None:
