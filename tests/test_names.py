@@ -13,6 +13,7 @@ from mem0g.resolve.names import (
     DEFAULT_THRESHOLD,
     Candidate,
     NameRelation,
+    Verdict,
     canonical_type,
     is_proper,
     judge,
@@ -24,12 +25,12 @@ from mem0g.resolve.names import (
     written_in,
 )
 
-SAME, ALIAS, CONFLICT, UNKNOWN, GENERATION = (
+SAME, ALIAS, CONFLICT, UNKNOWN, POSSIBLE = (
     NameRelation.SAME,
     NameRelation.ALIAS,
     NameRelation.CONFLICT,
     NameRelation.UNKNOWN,
-    NameRelation.GENERATION,
+    NameRelation.POSSIBLE,
 )
 T = DEFAULT_THRESHOLD
 PAIRS = Path(__file__).parent / "data" / "alias_pairs.jsonl"
@@ -111,7 +112,13 @@ RELATIONS = [
     ("Dr. Chen", "Bob Chen", "person", ALIAS),
     ("Bob J. Chen", "Bob Chen", "person", ALIAS),
     ("Mary Ann", "Mary Ann Smith", "person", ALIAS),
-    ("Chen Bob", "Bob Chen", "person", ALIAS),
+    # the same words in another order: which is the surname? A comma says
+    ("Chen Bob", "Bob Chen", "person", POSSIBLE),
+    ("James Thomas", "Thomas James", "person", POSSIBLE),
+    ("James Thomas", "Thomas James", None, POSSIBLE),
+    ("Chen, Bob", "Bob Chen", "person", SAME),
+    ("Chen, B.", "Bob Chen", "person", ALIAS),
+    ("Baker, Tom", "Tom Baker Jr.", "person", POSSIBLE),
     ("Northwind", "Northwind Traders", "organization", ALIAS),
     ("IBM", "International Business Machines", "organization", ALIAS),
     ("BoA", "Bank of America", "organization", ALIAS),
@@ -129,10 +136,10 @@ RELATIONS = [
     ("Mr. Chen", "Mrs. Chen", "person", CONFLICT),
     # a generational suffix tells father and son apart; one missing leaves it to the
     # conversation; a bare given name may be either
-    ("Tom Baker", "Tom Baker Jr.", "person", GENERATION),
-    ("Tom Baker", "Tom Baker III", None, GENERATION),
-    ("T. Baker", "Tom Baker Jr.", "person", GENERATION),
-    ("Bill Gates", "William H. Gates III", "person", GENERATION),
+    ("Tom Baker", "Tom Baker Jr.", "person", POSSIBLE),
+    ("Tom Baker", "Tom Baker III", None, POSSIBLE),
+    ("T. Baker", "Tom Baker Jr.", "person", POSSIBLE),
+    ("Bill Gates", "William H. Gates III", "person", POSSIBLE),
     ("Tom Baker", "Jim Baker Jr.", "person", CONFLICT),
     ("Tom Baker Sr.", "Tom Baker Jr.", "person", CONFLICT),
     ("Tom Baker II", "Tom Baker III", None, CONFLICT),
@@ -338,3 +345,15 @@ def test_nickname_is_literal_first() -> None:
     # Bob could be Robert Li (a nickname) or Bob Chen: two different people
     assert judge("Bob", "person", stored, T).target is None
     assert judge("Bob", "person", stored[:1], T).target == "r"
+
+
+def test_a_possible_name_is_a_new_node_with_the_candidates_it_may_be() -> None:
+    """POSSIBLE never merges, whatever the cosine; the verdict names the nodes to record as
+    possible duplicates, and why."""
+    stored = [cand("j", "James Thomas", 0.97), cand("t", "Tom Baker Jr.", 0.9)]
+    swapped = judge("Thomas James", "person", stored, T)
+    assert swapped == Verdict(None, reason="has the same names in another order", kin=("j",))
+    father = judge("Tom Baker", "person", stored, T)
+    assert father.target is None and father.kin == ("t",) and "suffix" in father.reason
+    assert judge("Thomas, James", "person", stored, T).target == "j"  # a comma says which
+    assert judge("Anna Berger", "person", stored, T) == Verdict(None)

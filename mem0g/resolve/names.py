@@ -112,9 +112,11 @@ class NameRelation(str, Enum):
     SAME = "same"  # equal once case, accents, punctuation, titles and legal suffixes are gone
     ALIAS = "alias"  # one is a recognised short form of the other ("Bob" / "Bob Chen", "IBM")
     CONFLICT = "conflict"  # look related but structure says different ("Paris" / "Paris, Texas")
-    # one name, one side with a generational suffix the other lacks ("Tom Baker" / "Tom Baker
-    # Jr."): father and son, or one person written both ways; only the conversation can say
-    GENERATION = "generation"
+    # may be one, may be two, and structure cannot tell: a generational suffix on one side only
+    # ("Tom Baker" / "Tom Baker Jr.": father and son, or one man written both ways), or the same
+    # words in another order with no comma to say which is the surname ("James Thomas" /
+    # "Thomas James"); never merged, recorded as a possible duplicate
+    POSSIBLE = "possible"
     UNKNOWN = "unknown"  # structure is silent: leave it to embedding similarity
 
 
@@ -267,8 +269,8 @@ def _given_variants(token: str) -> set[str]:
 def _person_relation(short: list[str], long_: list[str]) -> NameRelation:
     """Persons and pets. Two names are one only when structure links them; a shared surname
     alone never does ("Diego Yilmaz" / "Mateo Yilmaz" are two people, whatever their cosine)."""
-    if sorted(short) == sorted(long_):
-        return NameRelation.ALIAS  # "Chen Bob" / "Bob Chen": name order differs
+    if sorted(short) == sorted(long_):  # "Chen Bob" / "Bob Chen": which is the surname?
+        return NameRelation.POSSIBLE  # ("Chen, Bob" says: it is read as "Bob Chen" first)
     if len(long_) == 1:  # two single names: "Bob" / "Robert", but "Daniel" is no "Daniela"
         return NameRelation.ALIAS if nickname_linked(short[0], long_[0]) else NameRelation.CONFLICT
     if len(short) == 1:
@@ -320,7 +322,7 @@ def _generic_relation(short: list[str], long_: list[str], kind: str) -> NameRela
     if short[0] == long_[0]:
         return NameRelation.CONFLICT  # siblings: "Acme Robotics" / "Acme Logistics"
     if kind == ENTITY and sorted(short) == sorted(long_):
-        return NameRelation.ALIAS
+        return NameRelation.POSSIBLE  # "Chen Bob" / "Bob Chen", as between persons
     return NameRelation.UNKNOWN
 
 
@@ -355,9 +357,22 @@ def _title_gender(normalized: str) -> str:
     return _TITLES.get(first, "")
 
 
+def _uninverted(name: str) -> str:
+    """ "Yilmaz, Diego" as "Diego Yilmaz": a person's one comma puts the surname first (but
+    "Tom Baker, Jr." is only a suffix after it)."""
+    before, comma, after = name.partition(",")
+    if not comma or "," in after or not after.strip() or not before.strip():
+        return name
+    if any(t in _GENERATIONS for t in normalize_name(after).split()):
+        return name
+    return f"{after.strip()} {before.strip()}"
+
+
 def name_relation(a: str, b: str, type_: str | None = None) -> NameRelation:
     """Structure-only verdict on two raw names of one type; symmetric, no embeddings."""
     kind = canonical_type(type_)
+    if kind in _GIVEN_NAME_KINDS:
+        a, b = _uninverted(a), _uninverted(b)
     na, nb = normalize_name(a), normalize_name(b)
     if not na or not nb:
         return NameRelation.UNKNOWN
@@ -372,8 +387,8 @@ def name_relation(a: str, b: str, type_: str | None = None) -> NameRelation:
             if ga and gb:
                 return NameRelation.CONFLICT  # "Tom Baker Jr." / "Tom Baker Sr."
             rest = name_relation(" ".join(ta), " ".join(tb), type_)
-            if rest in (NameRelation.SAME, NameRelation.ALIAS):
-                return NameRelation.GENERATION  # "Tom Baker" / "Tom Baker Jr."
+            if rest in (NameRelation.SAME, NameRelation.ALIAS, NameRelation.POSSIBLE):
+                return NameRelation.POSSIBLE  # "Tom Baker" / "Tom Baker Jr."
             return NameRelation.CONFLICT
     if ta == tb or "".join(ta) == "".join(tb):
         return NameRelation.SAME
@@ -441,7 +456,7 @@ def _decide(
         return True
     if relation is NameRelation.ALIAS:
         return kind in _GIVEN_NAME_KINDS or similarity >= ALIAS_FLOOR
-    if relation in (NameRelation.CONFLICT, NameRelation.GENERATION) or proper:
+    if relation in (NameRelation.CONFLICT, NameRelation.POSSIBLE) or proper:
         return False
     return similarity >= threshold
 
@@ -488,7 +503,7 @@ class Verdict(NamedTuple):
 def _distinct(a: Candidate, b: Candidate, kind: str) -> bool:
     """Two stored nodes whose names say they are different things."""
     relation = _candidate_relation(a.name, b.name, b.aliases, kind)
-    return relation in (NameRelation.CONFLICT, NameRelation.UNKNOWN, NameRelation.GENERATION)
+    return relation in (NameRelation.CONFLICT, NameRelation.UNKNOWN, NameRelation.POSSIBLE)
 
 
 def name_size(name: str, type_: str | None) -> int:
@@ -580,21 +595,26 @@ def judge(
 
 
 def _kin(new_name: str, new_type: str | None, candidates: Sequence[Candidate]) -> Verdict:
-    """A name nothing merges with is a new node. When stored nodes differ from it only by a
-    generational suffix one side lacks ("Tom Baker" / "Tom Baker Jr."), they are its `kin`:
-    father and son are two people, so it is never merged on structure (nor held back from
-    the rest of its add, which must see it), but one person written both ways is as likely,
-    so the pair is recorded as a possible duplicate for a person or `repair` to settle."""
-    kin = tuple(
-        c.id
+    """A name nothing merges with is a new node. Stored nodes whose names may or may not be
+    it (POSSIBLE: "Tom Baker" / "Tom Baker Jr.", "James Thomas" / "Thomas James") are its
+    `kin`: two people as likely as one, so it is never merged on structure (nor held back
+    from the rest of its add, which must see it), and each pair is recorded as a possible
+    duplicate for a person (`mem0g entities`) to settle."""
+    kin_of = [
+        c
         for c in candidates
         if types_compatible(new_type, c.type)
         and _candidate_relation(new_name, c.name, c.aliases, _shared_kind(new_type, c.type))
-        is NameRelation.GENERATION
-    )
+        is NameRelation.POSSIBLE
+    ]
+    kin = tuple(c.id for c in kin_of)
+    names = [c.name for c in kin_of]
     if not kin:
         return Verdict(None)
-    return Verdict(None, reason="differs only by a generational suffix (Jr., Sr., III)", kin=kin)
+    suffixed = any(_generation(normalize_name(n).split())[1] for n in (new_name, *names))
+    reason = ("differs only by a generational suffix (Jr., Sr., III)" if suffixed
+              else "has the same names in another order")  # fmt: skip
+    return Verdict(None, reason=reason, kin=kin)
 
 
 def pick_merge_target(
