@@ -96,6 +96,10 @@ SURNAMES = """Chen Yilmaz Fontaine Okafor Kowalski Nguyen Garcia Smith Patel Kim
 Johansson Novak Haddad Mensah Tanaka Schmidt Dubois Costa Kaur Singh Ali Murphy O'Brien
 Andersen Lindqvist Moreau Ferreira Papadopoulos Horvat Nakamura Reyes Morales Castillo Hoffmann
 Bauer Jensen Kovacs Petrov Ahmed Rahman Osei Adeyemi Zhang Wong Walsh Brennan Levy""".split()
+# Words that are given names and surnames alike (`--swapped`: "Taylor Grant" beside "Grant
+# Taylor", two people); none of them is a first name, surname or place of the lists above.
+SWAPPABLE = """Taylor Jordan Morgan Lee Grant Scott Ross Dean Craig Howard Kelly Ryan Marshall
+Mitchell Russell Spencer Wallace Warren Elliott Lewis Allen Douglas Henry Curtis""".split()
 # Pairs of cities whose names MiniLM puts close together (top ~10% of all city pairs).
 CITY_PAIRS = [
     ("Sydney", "Melbourne"), ("Vienna", "Venice"), ("Austin", "Houston"),
@@ -369,10 +373,12 @@ def _triple(
     return GoldTriple(name, relation, value, since, p.id, f"{kind}:{value}")
 
 
-def build_world(people: int, seed: int = 7, juniors: float = 0.0) -> World:
+def build_world(people: int, seed: int = 7, juniors: float = 0.0, swapped: float = 0.0) -> World:
     """A deterministic world of `people` people and the conversation that introduces them;
     `juniors`: that share of them are the son of another person of the world, with his first
-    name and surname and the suffix "Jr." (two people a reader tells apart by the suffix)."""
+    name and surname and the suffix "Jr." (two people a reader tells apart by the suffix);
+    `swapped`: that share of them come in pairs whose given name and surname are the other's
+    ("Taylor Grant" / "Grant Taylor", two people)."""
     max_people = (len(FIRST_NAMES) - len(RARE_FIRST)) * len(SURNAMES) + len(RARE_FIRST)
     if not 10 <= people <= max_people:
         raise ValueError(f"people must be between 10 and {max_people}")
@@ -395,10 +401,18 @@ def build_world(people: int, seed: int = 7, juniors: float = 0.0) -> World:
         picked = rng.sample(common, 2 * min(int(people * juniors), len(common) // 2))
         for senior, junior in zip(picked[::2], picked[1::2], strict=True):
             names[junior], suffixes[junior] = names[senior], "Jr."
+    if swapped > 0:
+        free = [i for i, (f, _) in enumerate(names) if f not in RARE_FIRST and not suffixes[i]]
+        free = [i for i in free if names.count(names[i]) == 1]  # no junior's father either
+        words = [(a, b) for a in SWAPPABLE for b in SWAPPABLE if a < b]
+        pairs = min(int(people * swapped) // 2, len(free) // 2, len(words))
+        chosen = rng.sample(free, 2 * pairs)
+        for (a, b), i, j in zip(rng.sample(words, pairs), chosen[::2], chosen[1::2], strict=True):
+            names[i], names[j] = (a, b), (b, a)
     world = World(seed, [], [], [], [], {}, {}, {}, {})
-    pet_given = [
-        g for g in PET_NAMES if not name_tokens(g) & {f.lower() for f in FIRST_NAMES}
-    ]  # a pet is never called like a person of the world
+    given = {f.lower() for f in FIRST_NAMES + (SWAPPABLE if swapped > 0 else [])}
+    pet_given = [g for g in PET_NAMES if not name_tokens(g) & given]
+    # a pet is never called like a person of the world ("Rusty": Russell)
     used_pets: set[tuple[str, str]] = set()
     for i, (first, surname) in enumerate(names):
         family = [c for c in FAMILY_COMPANIES if c.startswith(surname + " ")]
@@ -435,12 +449,11 @@ def build_world(people: int, seed: int = 7, juniors: float = 0.0) -> World:
         for token in name_tokens(p.first):
             by_token[token].add(p.id)
         by_surname[p.surname].add(p.id)
-    for p in world.people:
-        for kind, text in p.short_forms():
-            if kind == "title":
-                world.referents[(kind, text)] = frozenset(by_surname[p.surname])
-            else:
-                world.referents[(kind, text)] = frozenset(by_token[text.lower()])
+    for p in world.people:  # a word that is someone's surname and another's given name
+        for kind, text in p.short_forms():  # may be either ("Dr. Grant", "Grant")
+            word = p.surname if kind == "title" else text
+            by_name = by_surname.get(word, set()) | by_token.get(word.lower(), set())
+            world.referents[(kind, text)] = frozenset(by_name)
     _converse(world, rng)
     return world
 
@@ -1007,6 +1020,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "the world with the same name (a nastier crowd; 0 = none)",
     )
     p.add_argument(
+        "--swapped",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help='that share of the people come in pairs with swapped names ("Taylor Grant" / '
+        '"Grant Taylor", two people; a nastier crowd; 0 = none)',
+    )
+    p.add_argument(
         "--queries", type=int, default=0, help="people asked current@5 about (0 = everyone)"
     )
     p.add_argument("--out", type=Path, default=Path("bench-results/resolver.json"))
@@ -1059,7 +1080,7 @@ def run(args: argparse.Namespace, stores: BenchStores, progress: Progress) -> in
     started = datetime.now(UTC)
     load_start = load_average()
     begin = time.perf_counter()
-    world = build_world(args.people, args.seed, args.juniors)
+    world = build_world(args.people, args.seed, args.juniors, args.swapped)
     progress.line(
         f"world: {len(world.people)} people, {len(world.turns)} adds, "
         f"{len(world.mentions)} mentions ({time.perf_counter() - begin:.1f}s)"
@@ -1132,6 +1153,8 @@ def run(args: argparse.Namespace, stores: BenchStores, progress: Progress) -> in
             "people": args.people,
             "seed": args.seed,
             "queries": args.queries,
+            "juniors": args.juniors,
+            "swapped": args.swapped,
             "answer_candidates": args.answer_candidates,
             "memory": {"facts": False, "summary": False},
             "embedder": "sentence-transformers (bundled all-MiniLM-L6-v2)",
