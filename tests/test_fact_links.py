@@ -5,6 +5,7 @@ kept through merge / split and export / import, scoped to the tenant; and the
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ import pytest
 from builders import DIMS, A, B, Store, entity, fact, fact_plan, plan, unit, vec
 from conftest import MemoryFactory
 
+from mem0g.resolve import links
 from mem0g.resolve.links import name_ngrams, plan_links, split_links
+from mem0g.resolve.names import normalize_name
 from mem0g.stores import EmbeddedGraphStore, StoreError
 from mem0g.testing.script import add_everything, turn
 from mem0g.types import FactChange, FactEvent, FactLink, Tenant, WritePlan
@@ -47,6 +50,36 @@ def test_name_ngrams_match_names_with_a_possessive() -> None:
     assert {"caroline", "rex", "van dyke", "caroline dog rex"} <= set(grams)
     assert "carolines" not in grams and "the" not in grams
     assert name_ngrams("What is it?") == []  # stopwords only
+
+
+def _reference_ngrams(text: str, max_n: int = 4) -> list[str]:
+    """The definition: each n-gram of the name words normalised as a whole."""
+    tokens = [
+        links._POSSESSIVE.sub("", t.strip(".-")).strip(".'-") for t in links._TOKEN.findall(text)
+    ]
+    tokens = [t for t in tokens if t]
+    grams: list[str] = []
+    for n in range(min(max_n, len(tokens)), 0, -1):
+        for start in range(len(tokens) - n + 1):
+            words = tokens[start : start + n]
+            key = normalize_name(" ".join(words))
+            if key and key not in grams and not all(w.casefold() in links._STOP for w in words):
+                grams.append(key)
+    return grams
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_name_ngrams_equal_each_ngram_normalised_whole(seed: int) -> None:
+    """name_ngrams normalises each word once (a long message has hundreds of n-grams); on
+    word salads of articles, punctuation, digits and apostrophes that is the same as
+    normalising each n-gram joined."""
+    rng = random.Random(seed)
+    pieces = ["the", "The", "THE", "a", "of", "x.", "-y", "3.5", ".5", "Bob's", "'s", "St.",
+              "&", "Zoë", "AT&T", "C++", "’The__b.e’", "_", "U.S.", "the-x", "ＡＢＣ",
+              ","]  # fmt: skip
+    for _ in range(3000):
+        text = " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        assert name_ngrams(text) == _reference_ngrams(text), text
 
 
 def test_split_links_follow_the_keys() -> None:

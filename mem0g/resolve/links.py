@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from mem0g.resolve.names import normalize_name
+from mem0g.resolve.names import normal_words
 from mem0g.stores.base import GraphStore
 from mem0g.stores.lexical_query import terms
 from mem0g.types import Entity, Fact, FactLink, WritePlan
@@ -35,19 +35,25 @@ _POSSESSIVE = re.compile(r"'s$", re.IGNORECASE)  # "Caroline's" names Caroline
 
 def name_ngrams(text: str, max_n: int = 4) -> list[str]:
     """Normalised word n-grams of a text that could be entity names (no pure stopwords),
-    longest first. A possessive "'s" is not part of the name it follows."""
+    longest first. A possessive "'s" is not part of the name it follows. Each word is
+    normalised once and an n-gram's key joined from them (the same as normalising the joined
+    words: the normalisation works per character, then drops a leading "the"), since a long
+    message has hundreds of n-grams."""
     tokens = [_POSSESSIVE.sub("", t.strip(".-")).strip(".'-") for t in _TOKEN.findall(text)]
     tokens = [t for t in tokens if t]
-    grams: list[str] = []
+    normal = [normal_words(t) for t in tokens]
+    stop = [t.casefold() in _STOP for t in tokens]
+    grams: dict[str, None] = {}
     for n in range(min(max_n, len(tokens)), 0, -1):
         for start in range(len(tokens) - n + 1):
-            words = tokens[start : start + n]
-            if all(w.casefold() in _STOP for w in words):
+            if all(stop[start : start + n]):
                 continue
-            key = normalize_name(" ".join(words))
-            if key and key not in grams:
-                grams.append(key)
-    return grams
+            words = " ".join(w for w in normal[start : start + n] if w).split()
+            if len(words) > 1 and words[0] == "the":
+                words = words[1:]
+            if key := " ".join(words):
+                grams.setdefault(key)
+    return list(grams)
 
 
 def _owners(entities: Iterable[tuple[str, Sequence[str]]]) -> dict[str, set[str]]:

@@ -136,12 +136,18 @@ def _fold_accents(text: str) -> str:
 def normalize_name(name: str) -> str:
     """Lower-case, accent-free, punctuation-free form: equal forms are the same name. Cached:
     resolution normalizes the same stored names once per candidate per add."""
-    text = _fold_accents(unicodedata.normalize("NFKC", name).casefold())
-    text = _SEPARATORS.sub(" ", _DROPPED.sub("", text))
-    tokens = text.split()
+    tokens = normal_words(name).split()
     if len(tokens) > 1 and tokens[0] == "the":
         tokens = tokens[1:]
     return " ".join(tokens)
+
+
+@lru_cache(maxsize=65536)
+def normal_words(text: str) -> str:
+    """`normalize_name` but for its leading "the" rule: per character, so the words of a text
+    normalised one by one and joined are the joined text normalised (resolve.links)."""
+    text = _fold_accents(unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(_SEPARATORS.sub(" ", _DROPPED.sub("", text)).split())
 
 
 def _snake(text: str) -> str:
