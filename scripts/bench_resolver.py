@@ -175,6 +175,7 @@ class Person:
     hobby: str
     pet: str  # pet id
     suffix: str = ""  # "Jr." for the son of a person of the same name (`--juniors`)
+    initial: bool = False  # also called by initial and surname, "D. Yilmaz" (`--initials`)
 
     @property
     def full(self) -> str:
@@ -187,6 +188,8 @@ class Person:
             forms.append(("nickname", self.nickname))
         if self.title:
             forms.append(("title", f"{self.title} {self.surname}"))
+        if self.initial:
+            forms.append(("initial", f"{self.first[0]}. {self.surname}"))
         return forms
 
 
@@ -373,12 +376,15 @@ def _triple(
     return GoldTriple(name, relation, value, since, p.id, f"{kind}:{value}")
 
 
-def build_world(people: int, seed: int = 7, juniors: float = 0.0, swapped: float = 0.0) -> World:
+def build_world(
+    people: int, seed: int = 7, juniors: float = 0.0, swapped: float = 0.0, initials: bool = False
+) -> World:
     """A deterministic world of `people` people and the conversation that introduces them;
     `juniors`: that share of them are the son of another person of the world, with his first
     name and surname and the suffix "Jr." (two people a reader tells apart by the suffix);
     `swapped`: that share of them come in pairs whose given name and surname are the other's
-    ("Taylor Grant" / "Grant Taylor", two people)."""
+    ("Taylor Grant" / "Grant Taylor", two people); `initials`: people are also called by
+    their initial and surname ("D. Yilmaz": any Yilmaz whose given name starts with D)."""
     max_people = (len(FIRST_NAMES) - len(RARE_FIRST)) * len(SURNAMES) + len(RARE_FIRST)
     if not 10 <= people <= max_people:
         raise ValueError(f"people must be between 10 and {max_people}")
@@ -434,6 +440,7 @@ def build_world(people: int, seed: int = 7, juniors: float = 0.0, swapped: float
             hobby=rng.choice(HOBBIES),
             pet=pet.id,
             suffix=suffixes[i],
+            initial=initials,
         )
         world.people.append(person)
         world.pets.append(pet)
@@ -451,6 +458,14 @@ def build_world(people: int, seed: int = 7, juniors: float = 0.0, swapped: float
         by_surname[p.surname].add(p.id)
     for p in world.people:  # a word that is someone's surname and another's given name
         for kind, text in p.short_forms():  # may be either ("Dr. Grant", "Grant")
+            if kind == "initial":  # any of that surname and initial, or so named backwards
+                world.referents[(kind, text)] = frozenset(
+                    q.id
+                    for q in world.people
+                    if (q.surname, q.first[0]) == (p.surname, p.first[0])
+                    or (q.first, q.surname[0]) == (p.surname, p.first[0])
+                )
+                continue
             word = p.surname if kind == "title" else text
             by_name = by_surname.get(word, set()) | by_token.get(word.lower(), set())
             world.referents[(kind, text)] = frozenset(by_name)
@@ -1028,6 +1043,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         '"Grant Taylor", two people; a nastier crowd; 0 = none)',
     )
     p.add_argument(
+        "--initials",
+        action="store_true",
+        help='people are also called by initial and surname ("D. Yilmaz"; a nastier crowd)',
+    )
+    p.add_argument(
         "--queries", type=int, default=0, help="people asked current@5 about (0 = everyone)"
     )
     p.add_argument("--out", type=Path, default=Path("bench-results/resolver.json"))
@@ -1080,7 +1100,7 @@ def run(args: argparse.Namespace, stores: BenchStores, progress: Progress) -> in
     started = datetime.now(UTC)
     load_start = load_average()
     begin = time.perf_counter()
-    world = build_world(args.people, args.seed, args.juniors, args.swapped)
+    world = build_world(args.people, args.seed, args.juniors, args.swapped, args.initials)
     progress.line(
         f"world: {len(world.people)} people, {len(world.turns)} adds, "
         f"{len(world.mentions)} mentions ({time.perf_counter() - begin:.1f}s)"
@@ -1155,6 +1175,7 @@ def run(args: argparse.Namespace, stores: BenchStores, progress: Progress) -> in
             "queries": args.queries,
             "juniors": args.juniors,
             "swapped": args.swapped,
+            "initials": args.initials,
             "answer_candidates": args.answer_candidates,
             "memory": {"facts": False, "summary": False},
             "embedder": "sentence-transformers (bundled all-MiniLM-L6-v2)",

@@ -357,3 +357,15 @@ def test_a_possible_name_is_a_new_node_with_the_candidates_it_may_be() -> None:
     assert father.target is None and father.kin == ("t",) and "suffix" in father.reason
     assert judge("Thomas, James", "person", stored, T).target == "j"  # a comma says which
     assert judge("Anna Berger", "person", stored, T) == Verdict(None)
+
+
+def test_initials_stored_as_an_alias_are_no_proof_of_who() -> None:
+    """ "R. Horvat" merged into Richard Horvat once; the next "R. Horvat", right after
+    "Rebecca Horvat", is hers: initials are a short form, so equal to a stored alias they
+    still leave the choice to the conversation."""
+    stored = [cand("ri", "Richard Horvat", 0.9, aliases=["R. Horvat"]),
+              cand("re", "Rebecca Horvat", 0.8)]  # fmt: skip
+    assert judge("R. Horvat", "person", stored, T).target is None
+    assert judge("R. Horvat", "person", stored, T, [set(), {"re"}]).target == "re"
+    assert judge("R. Horvat", "person", stored[:1], T).target == "ri"  # one R. Horvat: his
+    assert judge("Richard Horvat", "person", stored, T).target == "ri"

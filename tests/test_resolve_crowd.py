@@ -364,3 +364,35 @@ def test_a_name_without_the_suffix_is_kept_apart_and_recorded_as_a_possible_dupl
     assert [(d.entity_id, d.candidate_id) for d in m.possible_duplicates(user_id=U)] == [
         (pair.entity_id, pair.candidate_id)
     ]
+
+
+def test_initials_go_to_the_person_the_conversation_just_named(make_memory) -> None:
+    """ "R. Horvat" was stored as Richard Horvat's alias; after "Rebecca Horvat" it is her.
+    Before, the alias written in the add counted as naming Richard, and the equal alias
+    settled it: Rebecca's hobby landed on Richard."""
+    rules = turn(
+        "Richard Horvat lives",
+        [("Richard Horvat", "person"), ("Munich", "city"), ("R. Horvat", "person"),
+         ("Acme", "organization")],
+        [("Richard Horvat", "lives_in", "Munich"), ("R. Horvat", "works_at", "Acme")],
+    )  # fmt: skip
+    rules += turn(
+        "Rebecca Horvat lives",
+        [("Rebecca Horvat", "person"), ("Delhi", "city")],
+        [("Rebecca Horvat", "lives_in", "Delhi")],
+    )
+    rules += turn(
+        "R. Horvat loves pottery",
+        [("R. Horvat", "person"), ("pottery", "hobby")],
+        [("R. Horvat", "loves", "pottery")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "My friend Richard Horvat lives in Munich. R. Horvat works at Acme.", "2024-01-01")
+    _add(m, "My friend Rebecca Horvat lives in Delhi.", "2024-01-02")
+    _add(m, "R. Horvat loves pottery.", "2024-01-03")
+    assert ("Rebecca Horvat", "loves", "pottery") in _edges(m)
+    assert _of_type(m, "person") == {
+        "Richard Horvat": ["R. Horvat"],
+        "Rebecca Horvat": ["R. Horvat"],
+    }

@@ -25,6 +25,7 @@ from mem0g.resolve.names import (
     Candidate,
     NameRelation,
     canonical_type,
+    is_short_form,
     judge,
     lookup_keys,
     name_relation,
@@ -89,10 +90,15 @@ class Mentions(BaseModel):
     def named(self, candidates: Sequence[Entity]) -> list[set[str]]:
         """Per level, the candidates whose full name (two identifying words or more, or a
         speaker's name) the level names. A single word names nobody, nor does a title with
-        one ("Dr. Zhang" stored on one Zhang): that is what we are resolving."""
+        one ("Dr. Zhang" stored on one Zhang), nor initials ("R. Horvat" stored on Richard
+        Horvat may be Rebecca Horvat): that is what we are resolving."""
         # each form's key and size once, not once per level (a crowd has many candidates)
         forms = [
-            (e.id, normalize_name(form), name_size(form, e.type) > 1)
+            (
+                e.id,
+                normalize_name(form),
+                name_size(form, e.type) > 1 and not is_short_form(form, e.type),
+            )
             for e in candidates
             for form in (e.name, *e.aliases)
         ]

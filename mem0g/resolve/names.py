@@ -40,6 +40,7 @@ __all__ = [
     "Verdict",
     "canonical_type",
     "is_proper",
+    "is_short_form",
     "judge",
     "lookup_keys",
     "name_relation",
@@ -518,9 +519,22 @@ def name_size(name: str, type_: str | None) -> int:
     return len(_key_tokens(normalize_name(name), kind))
 
 
+def is_short_form(name: str, type_: str | None) -> bool:
+    """`_is_short_form` for a raw type: a name that says someone without saying who."""
+    return _is_short_form(name, canonical_type(type_))
+
+
 def _is_short_form(name: str, kind: str) -> bool:
-    """A single given name or surname (after titles): it names someone without saying who."""
-    return kind in _GIVEN_NAME_KINDS and len(_key_tokens(normalize_name(name), kind)) == 1
+    """A single given name or surname (after titles), or initials for the given names ("R.
+    Horvat", "J. R. R. Tolkien", "Bob C."): it names someone without saying who. Equal to a
+    node's name or alias it is still no proof: "R. Horvat" stored on Richard Horvat may be
+    Rebecca Horvat next time."""
+    if kind not in _GIVEN_NAME_KINDS:
+        return False
+    tokens, _ = _generation(_key_tokens(normalize_name(name), kind))
+    if len(tokens) == 1:
+        return True
+    return all(len(t) == 1 for t in tokens[:-1]) or (len(tokens) == 2 and len(tokens[1]) == 1)
 
 
 def judge(
