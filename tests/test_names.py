@@ -138,7 +138,7 @@ RELATIONS = [
     # conversation; a bare given name may be either
     ("Tom Baker", "Tom Baker Jr.", "person", POSSIBLE),
     ("Tom Baker", "Tom Baker III", None, POSSIBLE),
-    ("T. Baker", "Tom Baker Jr.", "person", POSSIBLE),
+    ("T. Baker", "Tom Baker Jr.", "person", ALIAS),  # initials may be either, as "Tom" may
     ("Bill Gates", "William H. Gates III", "person", POSSIBLE),
     ("Tom Baker", "Jim Baker Jr.", "person", CONFLICT),
     ("Tom Baker Sr.", "Tom Baker Jr.", "person", CONFLICT),
@@ -369,3 +369,15 @@ def test_initials_stored_as_an_alias_are_no_proof_of_who() -> None:
     assert judge("R. Horvat", "person", stored, T, [set(), {"re"}]).target == "re"
     assert judge("R. Horvat", "person", stored[:1], T).target == "ri"  # one R. Horvat: his
     assert judge("Richard Horvat", "person", stored, T).target == "ri"
+
+
+def test_initials_may_be_a_junior_as_a_first_name_may() -> None:
+    """ "R. Nguyen" right after "Ravi Nguyen Jr." is him (a full name without the suffix is
+    only a possible duplicate, but initials say no more than "Ravi" would); beside his father
+    the conversation decides."""
+    son = cand("jr", "Ravi Nguyen Jr.", 0.8)
+    father = cand("sr", "Ravi Nguyen", 0.8)
+    assert judge("R. Nguyen", "person", [son], T).target == "jr"
+    assert judge("R. Nguyen", "person", [son, father], T).target is None
+    assert judge("R. Nguyen", "person", [son, father], T, [{"jr"}]).target == "jr"
+    assert judge("Ravi Nguyen", "person", [son], T).kin == ("jr",)  # a full name: no merge

@@ -394,6 +394,8 @@ def name_relation(a: str, b: str, type_: str | None = None) -> NameRelation:
             if ga and gb:
                 return NameRelation.CONFLICT  # "Tom Baker Jr." / "Tom Baker Sr."
             rest = name_relation(" ".join(ta), " ".join(tb), type_)
+            if rest is NameRelation.ALIAS and _abbreviated(ta if gb else tb):
+                return rest  # "R. Baker" may be "Rob Baker Jr." as "Rob" may: the context says
             if rest in (NameRelation.SAME, NameRelation.ALIAS, NameRelation.POSSIBLE):
                 return NameRelation.POSSIBLE  # "Tom Baker" / "Tom Baker Jr."
             return NameRelation.CONFLICT
@@ -531,7 +533,11 @@ def _is_short_form(name: str, kind: str) -> bool:
     Rebecca Horvat next time."""
     if kind not in _GIVEN_NAME_KINDS:
         return False
-    tokens, _ = _generation(_key_tokens(normalize_name(name), kind))
+    return _abbreviated(_generation(_key_tokens(normalize_name(name), kind))[0])
+
+
+def _abbreviated(tokens: Sequence[str]) -> bool:
+    """One word, or initials for the given names ("r horvat", "bob c")."""
     if len(tokens) == 1:
         return True
     return all(len(t) == 1 for t in tokens[:-1]) or (len(tokens) == 2 and len(tokens[1]) == 1)
