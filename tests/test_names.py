@@ -381,3 +381,18 @@ def test_initials_may_be_a_junior_as_a_first_name_may() -> None:
     assert judge("R. Nguyen", "person", [son, father], T).target is None
     assert judge("R. Nguyen", "person", [son, father], T, [{"jr"}]).target == "jr"
     assert judge("Ravi Nguyen", "person", [son], T).kin == ("jr",)  # a full name: no merge
+
+
+def test_a_nickname_alias_is_no_proof_of_who() -> None:
+    """ "Pat Kim" was stored on Patrick Kim; after "Patricia Kim" it may be her: an alias
+    derived from the node's own name proves no more than that name. A learned alias the
+    name does not explain ("Maggie Jones" on Margaret Smith) still does."""
+    stored = [cand("pk", "Patrick Kim", 0.8, aliases=["Pat Kim"]), cand("pa", "Patricia Kim", 0.8)]
+    assert judge("Pat Kim", "person", stored, T).target is None
+    assert judge("Pat Kim", "person", stored, T, [{"pa"}]).target == "pa"
+    assert judge("Pat Kim", "person", stored[:1], T).target == "pk"
+    married = [
+        cand("ms", "Margaret Smith", 0.5, aliases=["Maggie Jones"]),
+        cand("mj", "Mia Jones", 0.6),
+    ]
+    assert judge("Maggie Jones", "person", married, T).target == "ms"

@@ -366,33 +366,33 @@ def test_a_name_without_the_suffix_is_kept_apart_and_recorded_as_a_possible_dupl
     ]
 
 
-def test_initials_go_to_the_person_the_conversation_just_named(make_memory) -> None:
-    """ "R. Horvat" was stored as Richard Horvat's alias; after "Rebecca Horvat" it is her.
-    Before, the alias written in the add counted as naming Richard, and the equal alias
-    settled it: Rebecca's hobby landed on Richard."""
+@pytest.mark.parametrize(
+    ("him", "short", "her"),
+    [("Richard Horvat", "R. Horvat", "Rebecca Horvat"), ("Patrick Kim", "Pat Kim", "Patricia Kim")],
+)
+def test_a_short_form_goes_to_the_person_the_conversation_just_named(
+    make_memory, him: str, short: str, her: str
+) -> None:
+    """ "R. Horvat" (or "Pat Kim") was stored as Richard Horvat's (Patrick Kim's) alias;
+    after "Rebecca Horvat" ("Patricia Kim") it is her. Before, the alias written in the add
+    counted as naming him, and the equal alias settled it: her hobby landed on him."""
     rules = turn(
-        "Richard Horvat lives",
-        [("Richard Horvat", "person"), ("Munich", "city"), ("R. Horvat", "person"),
-         ("Acme", "organization")],
-        [("Richard Horvat", "lives_in", "Munich"), ("R. Horvat", "works_at", "Acme")],
-    )  # fmt: skip
-    rules += turn(
-        "Rebecca Horvat lives",
-        [("Rebecca Horvat", "person"), ("Delhi", "city")],
-        [("Rebecca Horvat", "lives_in", "Delhi")],
+        f"{him} lives",
+        [(him, "person"), ("Munich", "city"), (short, "person"), ("Acme", "organization")],
+        [(him, "lives_in", "Munich"), (short, "works_at", "Acme")],
     )
     rules += turn(
-        "R. Horvat loves pottery",
-        [("R. Horvat", "person"), ("pottery", "hobby")],
-        [("R. Horvat", "loves", "pottery")],
+        f"{her} lives", [(her, "person"), ("Delhi", "city")], [(her, "lives_in", "Delhi")]
+    )
+    rules += turn(
+        f"{short} loves pottery",
+        [(short, "person"), ("pottery", "hobby")],
+        [(short, "loves", "pottery")],
     )
     rules.append(add_everything())
     m = make_memory(rules)
-    _add(m, "My friend Richard Horvat lives in Munich. R. Horvat works at Acme.", "2024-01-01")
-    _add(m, "My friend Rebecca Horvat lives in Delhi.", "2024-01-02")
-    _add(m, "R. Horvat loves pottery.", "2024-01-03")
-    assert ("Rebecca Horvat", "loves", "pottery") in _edges(m)
-    assert _of_type(m, "person") == {
-        "Richard Horvat": ["R. Horvat"],
-        "Rebecca Horvat": ["R. Horvat"],
-    }
+    _add(m, f"My friend {him} lives in Munich. {short} works at Acme.", "2024-01-01")
+    _add(m, f"My friend {her} lives in Delhi.", "2024-01-02")
+    _add(m, f"{short} loves pottery.", "2024-01-03")
+    assert (her, "loves", "pottery") in _edges(m)
+    assert _of_type(m, "person") == {him: [short], her: [short]}

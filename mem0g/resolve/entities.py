@@ -25,6 +25,7 @@ from mem0g.resolve.names import (
     Candidate,
     NameRelation,
     canonical_type,
+    derived_alias,
     is_short_form,
     judge,
     lookup_keys,
@@ -91,13 +92,16 @@ class Mentions(BaseModel):
         """Per level, the candidates whose full name (two identifying words or more, or a
         speaker's name) the level names. A single word names nobody, nor does a title with
         one ("Dr. Zhang" stored on one Zhang), nor initials ("R. Horvat" stored on Richard
-        Horvat may be Rebecca Horvat): that is what we are resolving."""
+        Horvat may be Rebecca Horvat), nor a person's alias the node's own name explains
+        ("Pat Kim" stored on Patrick Kim may be Patricia Kim): that is what we resolve."""
         # each form's key and size once, not once per level (a crowd has many candidates)
         forms = [
             (
                 e.id,
                 normalize_name(form),
-                name_size(form, e.type) > 1 and not is_short_form(form, e.type),
+                name_size(form, e.type) > 1
+                and not is_short_form(form, e.type)
+                and (form == e.name or not derived_alias(form, e.name, e.type)),
             )
             for e in candidates
             for form in (e.name, *e.aliases)

@@ -39,6 +39,7 @@ __all__ = [
     "NameRelation",
     "Verdict",
     "canonical_type",
+    "derived_alias",
     "is_proper",
     "is_short_form",
     "judge",
@@ -426,9 +427,15 @@ def _candidate_relation(
 ) -> NameRelation:
     """Relation to a node: SAME via any alias wins; otherwise the node's own name decides, and
     an alias can only turn UNKNOWN into ALIAS ("Anna" stored on "Anna Berger" must not let
-    "Anna Kowalczyk" in)."""
+    "Anna Kowalczyk" in). But a person's alias that is a short form of the node's own name
+    ("Pat Kim" stored on Patrick Kim) proves no more than the name does: equal to it, the
+    relation stays that ALIAS, so "Pat Kim" after "Patricia Kim" is left to the conversation."""
     relations = [name_relation(new_name, n, kind) for n in (cand_name, *cand_aliases)]
+    if relations[0] is NameRelation.SAME:
+        return NameRelation.SAME
     if NameRelation.SAME in relations:
+        if kind in _GIVEN_NAME_KINDS and relations[0] is NameRelation.ALIAS:
+            return NameRelation.ALIAS
         return NameRelation.SAME
     if relations[0] is NameRelation.UNKNOWN and NameRelation.ALIAS in relations[1:]:
         return NameRelation.ALIAS
@@ -519,6 +526,13 @@ def name_size(name: str, type_: str | None) -> int:
     """Words that identify ("Dr. Zhang" has one: the title says nothing about who)."""
     kind = canonical_type(type_)
     return len(_key_tokens(normalize_name(name), kind))
+
+
+def derived_alias(alias: str, name: str, type_: str | None) -> bool:
+    """A person's (or pet's) alias that is a short form of their name by structure ("Pat Kim"
+    of "Patrick Kim"): it could as well be another's, so it proves no more than the name."""
+    kind = canonical_type(type_)
+    return kind in _GIVEN_NAME_KINDS and name_relation(alias, name, kind) is NameRelation.ALIAS
 
 
 def is_short_form(name: str, type_: str | None) -> bool:
