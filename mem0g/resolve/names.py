@@ -572,6 +572,7 @@ def judge(
     that, "Anna" with both "Anna Berger" and "Anna Kowalczyk" stored is ambiguous: a kept
     duplicate is cheaper to fix than a merged pair of people."""
     scored: list[tuple[NameRelation, Candidate, str]] = []
+    possible: list[Candidate] = []
     proper_new = is_proper(new_name, new_type)
     for cand in candidates:
         if types_compatible(new_type, cand.type):
@@ -580,8 +581,10 @@ def judge(
             proper = proper_new or is_proper(cand.name, cand.type)
             if _decide(relation, cand.similarity, threshold, proper, kind):
                 scored.append((relation, cand, kind))
+            elif relation is NameRelation.POSSIBLE:
+                possible.append(cand)
     if not scored:
-        return _kin(new_name, new_type, candidates)
+        return _kin(new_name, possible)
     kind = _shared_kind(new_type, scored[0][1].type)
     if not _is_short_form(new_name, kind):
         same = [c for r, c, _ in scored if r is NameRelation.SAME]
@@ -634,27 +637,19 @@ def judge(
     return Verdict(None, tuple(c.id for g in groups for c in g), f"could be any of {len(groups)}")
 
 
-def _kin(new_name: str, new_type: str | None, candidates: Sequence[Candidate]) -> Verdict:
+def _kin(new_name: str, possible: Sequence[Candidate]) -> Verdict:
     """A name nothing merges with is a new node. Stored nodes whose names may or may not be
     it (POSSIBLE: "Tom Baker" / "Tom Baker Jr.", "James Thomas" / "Thomas James") are its
     `kin`: two people as likely as one, so it is never merged on structure (nor held back
     from the rest of its add, which must see it), and each pair is recorded as a possible
     duplicate for a person (`mem0g entities`) to settle."""
-    kin_of = [
-        c
-        for c in candidates
-        if types_compatible(new_type, c.type)
-        and _candidate_relation(new_name, c.name, c.aliases, _shared_kind(new_type, c.type))
-        is NameRelation.POSSIBLE
-    ]
-    kin = tuple(c.id for c in kin_of)
-    names = [c.name for c in kin_of]
-    if not kin:
+    if not possible:
         return Verdict(None)
-    suffixed = any(_generation(normalize_name(n).split())[1] for n in (new_name, *names))
+    names = (new_name, *(c.name for c in possible))
+    suffixed = any(_generation(normalize_name(n).split())[1] for n in names)
     reason = ("differs only by a generational suffix (Jr., Sr., III)" if suffixed
               else "has the same names in another order")  # fmt: skip
-    return Verdict(None, reason=reason, kin=kin)
+    return Verdict(None, reason=reason, kin=tuple(c.id for c in possible))
 
 
 def pick_merge_target(
