@@ -98,6 +98,13 @@ class EmbedderConfig(_Section):
     batch_size: int = 64
     cache_size: int = 20_000
     device: str = "cpu"
+    long_texts: Literal["windows", "truncate"] = Field(
+        default="windows",
+        description="sentence-transformers: a text longer than the model's window (256 word "
+        "pieces for MiniLM) is embedded as the token-weighted mean of its windows "
+        "('windows': its tail stays searchable, at about 1.9x the embedding time of such a "
+        "text) or cut at the window as the model does ('truncate')",
+    )
 
 
 class GraphStoreConfig(_Section):

@@ -55,3 +55,59 @@ def test_hashing_embedder_is_deterministic() -> None:
     b = HashingEmbedder(64).embed(["Alice", "alice", "Bob"])
     assert np.array_equal(a, b)
     assert a[1] @ a[0] > a[2] @ a[0]
+
+
+_FILLER = " ".join(
+    f"In week {i} the garden club weeded the rose beds, mulched the paths and watered the tomatoes."
+    for i in range(1, 31)
+)  # about 600 word pieces: well past MiniLM's 256
+_TAIL = "Priya adopted a three-legged greyhound named Biscuit from the shelter."
+
+
+def test_the_tail_of_a_long_text_counts(minilm) -> None:
+    """MiniLM reads 256 word pieces; a long fact's later sentences must still be findable."""
+    model = minilm.inner._model
+    long_text = f"{_FILLER} {_TAIL}"
+    assert len(model.tokenizer(long_text, add_special_tokens=False)["input_ids"]) > 512
+    query, windowed, filler = minilm.embed(["Which dog did Priya adopt?", long_text, _FILLER])
+    truncated = model.encode([long_text], normalize_embeddings=True)[0]
+    assert np.isclose(np.linalg.norm(windowed), 1.0, atol=1e-5)
+    assert query @ windowed > query @ truncated + 0.05  # truncation never saw the dog
+    assert query @ windowed > query @ filler + 0.05
+    assert windowed @ filler > 0.5  # still mostly about the garden, as the text is
+
+
+def test_short_texts_are_embedded_as_the_model_does_and_in_order(minilm) -> None:
+    model = minilm.inner._model
+    texts = ["Alice lives in Paris", f"{_FILLER} {_TAIL}", "quarterly tax report"]
+    together = minilm.inner.embed(texts)
+    plain = model.encode([texts[0], texts[2]], normalize_embeddings=True)
+    assert np.allclose(together[[0, 2]], plain, atol=1e-5)
+    alone = minilm.inner.embed([texts[1]])
+    assert np.allclose(together[1], alone[0], atol=1e-5)
+
+
+def test_token_windows_cover_the_text_in_full_windows_then_the_rest(minilm) -> None:
+    from mem0g.embed import _token_windows
+
+    tokenizer = minilm.inner._model.tokenizer
+    text = f"{_FILLER} {_TAIL}"
+    total = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    spans = _token_windows(tokenizer, text, 254)
+    assert spans is not None and len(spans) == -(-total // 254)
+    assert sum(size for _, size in spans) == total
+    assert [size for _, size in spans[:-1]] == [254] * (len(spans) - 1)
+    assert 0 < spans[-1][1] <= 254
+    assert "".join(piece for piece, _ in spans).replace(" ", "") == text.replace(" ", "")
+    assert spans[-1][0].endswith("from the shelter.")
+    assert _token_windows(tokenizer, "a short text", 254) is None
+
+
+def test_truncate_is_the_models_own_cut() -> None:
+    from mem0g.config import EmbedderConfig
+    from mem0g.embed import make_embedder
+
+    cut = make_embedder(EmbedderConfig(long_texts="truncate"))
+    long_text = f"{_FILLER} {_TAIL}"
+    plain = cut.inner._model.encode([long_text], normalize_embeddings=True)  # type: ignore[attr-defined]
+    assert np.allclose(cut.embed([long_text]), plain, atol=1e-5)

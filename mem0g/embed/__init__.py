@@ -56,7 +56,13 @@ def bundled_model_path() -> str | None:
 class SentenceTransformerEmbedder:
     """Local embeddings; default is the bundled all-MiniLM-L6-v2, loaded offline by path."""
 
-    def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 64):
+    def __init__(
+        self,
+        model: str | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+        long_texts: str = "windows",
+    ):
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
@@ -71,21 +77,68 @@ class SentenceTransformerEmbedder:
         self.name = model or "all-MiniLM-L6-v2"
         self._model = SentenceTransformer(source, device=device)
         self._batch_size = batch_size
+        self._long_texts = long_texts
         dims = getattr(self._model, "get_embedding_dimension", None)  # sentence-transformers 5+
         dims = dims or self._model.get_sentence_embedding_dimension
         self.dims = int(dims() or 0)
         self._lock = threading.Lock()  # torch modules are not safe to call concurrently
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text; a text longer than the model's window is the token-weighted
+        mean of its windows' vectors. Why: the model reads only its first `max_seq_length`
+        word pieces (256 for MiniLM, about 1,200 characters) and drops the rest, so the tail
+        of a long fact or message would be invisible to dense search."""
         with self._lock:
+            parts, weights, owner = self._windows(texts)
             vectors = self._model.encode(
-                list(texts),
+                parts,
                 batch_size=self._batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dims)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(parts), self.dims)
+        if len(parts) == len(texts):
+            return vectors
+        pooled = np.zeros((len(texts), self.dims), dtype=np.float32)
+        np.add.at(pooled, owner, vectors * np.asarray(weights, dtype=np.float32)[:, None])
+        return _unit(pooled)
+
+    def _windows(self, texts: Sequence[str]) -> tuple[list[str], list[int], list[int]]:
+        """The texts cut into pieces the model reads whole: (pieces, word pieces in each,
+        index of the text each belongs to). A text of at most `window` characters fits (a
+        word piece covers at least one character), so short texts are never tokenized."""
+        if self._long_texts == "truncate":
+            return list(texts), [1] * len(texts), list(range(len(texts)))
+        window = max(1, (self._model.max_seq_length or 512) - 2)  # [CLS] and [SEP]
+        parts: list[str] = []
+        weights: list[int] = []
+        owner: list[int] = []
+        for i, text in enumerate(texts):
+            spans = _token_windows(self._model.tokenizer, text, window) if len(text) > window \
+                else None  # fmt: skip
+            for piece, size in spans or [(text, 1)]:
+                parts.append(piece)
+                weights.append(size)
+                owner.append(i)
+        return parts, weights, owner
+
+
+def _token_windows(tokenizer: Any, text: str, window: int) -> list[tuple[str, int]] | None:
+    """`text` as consecutive spans of `window` word pieces (the last one shorter), with their
+    sizes; None when it fits one window. Why full windows first: weighted by size, a text a
+    little over the window stays close to the model's own (truncated) vector and gains its
+    tail; equal halves would blur the head (LoCoMo sessions packed into 2,000-character facts,
+    docs/benchmarks.md: recall@1 .289 against .265 for equal halves, .295 truncated)."""
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
+                        verbose=False)["offset_mapping"]  # fmt: skip
+    if len(offsets) <= window:
+        return None
+    spans = []
+    for start in range(0, len(offsets), window):
+        chunk = offsets[start : start + window]
+        spans.append((text[chunk[0][0] : chunk[-1][1]], len(chunk)))
+    return spans
 
 
 class OpenAIEmbedder:
@@ -183,7 +236,7 @@ class CachedEmbedder:
         return row
 
 
-_SHARED: dict[tuple[str, str | None, int | None, str, str | None], Embedder] = {}
+_SHARED: dict[tuple[str, str | None, int | None, str, str | None, str], Embedder] = {}
 _SHARED_LOCK = threading.Lock()
 
 
@@ -200,12 +253,15 @@ def configured_name(config: EmbedderConfig) -> str:
 def make_embedder(config: EmbedderConfig | None = None) -> CachedEmbedder:
     """Build the configured embedder; local models are shared per process (loading costs ~1 s)."""
     config = config or EmbedderConfig()
-    key = (config.provider, config.model, config.dims, config.device, config.base_url)
+    key = (config.provider, config.model, config.dims, config.device, config.base_url,
+           config.long_texts)  # fmt: skip
     with _SHARED_LOCK:
         inner = _SHARED.get(key)
         if inner is None:
             if config.provider == "sentence-transformers":
-                inner = SentenceTransformerEmbedder(config.model, config.device, config.batch_size)
+                inner = SentenceTransformerEmbedder(
+                    config.model, config.device, config.batch_size, config.long_texts
+                )
             elif config.provider == "openai":
                 inner = OpenAIEmbedder(config)
             else:
