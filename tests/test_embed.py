@@ -111,3 +111,28 @@ def test_truncate_is_the_models_own_cut() -> None:
     long_text = f"{_FILLER} {_TAIL}"
     plain = cut.inner._model.encode([long_text], normalize_embeddings=True)  # type: ignore[attr-defined]
     assert np.allclose(cut.embed([long_text]), plain, atol=1e-5)
+
+
+def test_texts_are_encoded_in_batches_of_similar_length(minilm, monkeypatch) -> None:
+    """A batch is padded to its longest text: short texts must not ride with a long one."""
+    inner = minilm.inner
+    texts = [f"note {i}: the cat sat on the mat" for i in range(30)]
+    texts[7] = "garden " * 120  # 840 characters, 120 word pieces: one window
+    texts[20] = "Alice lives in Paris"
+    plain = inner._model.encode(texts, normalize_embeddings=True)
+    calls: list[list[str]] = []
+    real = inner._model.encode
+
+    def spy(batch, **kwargs):
+        calls.append(list(batch))
+        return real(batch, **kwargs)
+
+    monkeypatch.setattr(inner._model, "encode", spy)
+    got = inner.embed(texts)
+    assert np.allclose(got, plain, atol=1e-5)  # the same vectors, in the caller's order
+    assert sorted(t for batch in calls for t in batch) == sorted(texts)
+    assert [texts[7]] in calls  # the long one alone
+    for batch in calls:
+        assert len(batch) <= inner._batch_size
+        assert len(batch) == 1 or len(batch) * max(map(len, batch)) <= inner._batch_chars
+    assert len(calls) < len(texts)  # still batched
