@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from functools import cache
 
 import Stemmer  # PyStemmer: the Snowball project's C stemmers
@@ -62,12 +63,57 @@ def stems(words: list[str]) -> list[str]:
 
 
 def query_terms(query: str) -> list[str]:
-    """Distinct terms of a query without function words, in order, at most MAX_TERMS."""
+    """Distinct terms of a query without function words, in order, then the other forms of
+    its irregular verbs (`verb_forms`); at most MAX_TERMS."""
     out: list[str] = []
     for term in terms(query):
         if term not in STOPWORDS and term not in out:
             out.append(term)
+    out = out[:MAX_TERMS]
+    for term in list(out):
+        out.extend(f for f in verb_forms(term) if f not in out)
     return out[:MAX_TERMS]
+
+
+_LEMMINFLECT = threading.Lock()
+# modal verbs have no tenses to join, and "may" is a month
+_MODALS = frozenset("can could may might must shall should will would ought".split())
+
+
+@cache
+def _function_stems() -> frozenset[str]:
+    """The engines' stems of the function words: a form that stems to one ("ate" -> "at")
+    would match what the query's own function words may not."""
+    return frozenset(stems(sorted(STOPWORDS)))
+
+
+@cache
+def verb_forms(word: str) -> tuple[str, ...]:
+    """The forms of an English verb that its Porter stem does not reach: "find" -> "found",
+    "went" -> "go", "gone", "goes", "bought" -> "buy". Why: a question asks "what did she
+    find?" and the fact says "she found": stemming joins "visit" and "visited", never an
+    irregular past. From lemminflect's dictionary (no guessing for unknown words); the verb's
+    most likely lemma only ("saw" is "see", not the tool); no form whose stem is a function
+    word's ("eat" does not bring "ate", which Porter stems to "at")."""
+    from lemminflect import getAllInflections, getAllLemmas
+
+    with _LEMMINFLECT:  # its dictionaries load on first use, into singletons
+        lemmas = getAllLemmas(word, upos="VERB").get("VERB", ())  # the dictionary's; no OOV
+        if not lemmas or word in _MODALS:
+            return ()
+        inflections = getAllInflections(lemmas[0], upos="VERB").values()
+    forms = [lemmas[0], *(f for fs in inflections for f in fs)]
+    seen = set(stems([word]))
+    out: list[str] = []
+    for form in forms:
+        form = form.lower()
+        if not _TERM.fullmatch(form) or form in STOPWORDS:
+            continue
+        stem = stems([form])[0]
+        if stem not in seen and stem not in _function_stems():  # "ate" stems to "at"
+            seen.add(stem)
+            out.append(form)
+    return tuple(out)
 
 
 def fts5_query(words: list[str]) -> str | None:
