@@ -36,7 +36,7 @@ from mem0g.memory.upkeep import StoreUpkeep
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.resolve.facts import FactPlan
 from mem0g.resolve.links import plan_links
-from mem0g.retrieve import DualRetriever
+from mem0g.retrieve import DualRetriever, load_in_background
 from mem0g.retrieve.context import ContextBlock
 from mem0g.retrieve.context import render as render_context
 from mem0g.retrieve.timeline import as_fact
@@ -146,6 +146,7 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
             self.store, self.embedder, self.config.retrieval, reads=self._reads
         )
         self.facts = self.retriever.facts
+        load_in_background()  # the first search's lazy loads, while the caller does other work
         self._tenant_locks = TenantLocks()
         self._paths = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-path")
         self.summaries = SummaryWorker(lambda: self.llm, self.store, self.config.memory)
