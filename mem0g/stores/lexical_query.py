@@ -63,7 +63,7 @@ def stems(words: list[str]) -> list[str]:
 
 
 def query_terms(query: str) -> list[str]:
-    """Distinct terms of a query without function words, in order, then the other forms of
+    """Distinct terms of a query without function words, in order, then the past forms of
     its irregular verbs (`verb_forms`); at most MAX_TERMS."""
     out: list[str] = []
     for term in terms(query):
@@ -89,20 +89,21 @@ def _function_stems() -> frozenset[str]:
 
 @cache
 def verb_forms(word: str) -> tuple[str, ...]:
-    """The forms of an English verb that its Porter stem does not reach: "find" -> "found",
-    "went" -> "go", "gone", "goes", "bought" -> "buy". Why: a question asks "what did she
-    find?" and the fact says "she found": stemming joins "visit" and "visited", never an
-    irregular past. From lemminflect's dictionary (no guessing for unknown words); the verb's
-    most likely lemma only ("saw" is "see", not the tool); no form whose stem is a function
-    word's ("eat" does not bring "ate", which Porter stems to "at")."""
+    """The past forms of an English verb that its Porter stem does not reach: "find" ->
+    "found", "go" -> "went", "gone", "buy" -> "bought". Why: a question asks in the base form
+    ("what did she find?") and the fact tells in the past ("she found"): stemming joins
+    "visit" and "visited", never an irregular past. From lemminflect's dictionary (no
+    guessing for unknown words); only for a word that is its verb's most likely lemma ("born"
+    brings no "bear", "saw" no "sawn"); no form whose stem is a function word's ("eat" does
+    not bring "ate", which Porter stems to "at")."""
     from lemminflect import getAllInflections, getAllLemmas
 
     with _LEMMINFLECT:  # its dictionaries load on first use, into singletons
         lemmas = getAllLemmas(word, upos="VERB").get("VERB", ())  # the dictionary's; no OOV
-        if not lemmas or word in _MODALS:
-            return ()
-        inflections = getAllInflections(lemmas[0], upos="VERB").values()
-    forms = [lemmas[0], *(f for fs in inflections for f in fs)]
+        if not lemmas or lemmas[0] != word or word in _MODALS:
+            return ()  # a base form only: "born" is no question's "bear"
+        inflections = getAllInflections(word, upos="VERB")
+    forms = [f for tag in ("VBD", "VBN") for f in inflections.get(tag, ())]
     seen = set(stems([word]))
     out: list[str] = []
     for form in forms:
