@@ -9,10 +9,14 @@
 
 // ---------------------------------------------------------------- writes (in apply's transaction)
 
+// Returns the deleted facts' embeddings: the tenant's kept vector sum loses them
+// (add_fact_vectors).
 // name: delete_facts
 UNWIND $ids AS id
 MATCH (f:Fact {id: id})
-DETACH DELETE f;
+WITH f, f.embedding AS embedding
+DETACH DELETE f
+RETURN embedding;
 
 // Embeddings are float32 vector properties, as for entities (db.create.setNodeVectorProperty).
 // name: create_facts
@@ -24,15 +28,31 @@ WHERE row.embedding IS NOT NULL
 CALL db.create.setNodeVectorProperty(f, 'embedding', row.embedding);
 
 // A changed stored fact: new text, and a new embedding only when the change carries one.
+// Returns the embeddings replaced, for the tenant's kept vector sum (add_fact_vectors).
 // name: update_facts
 UNWIND $rows AS row
 MATCH (f:Fact {id: row.id})
 SET f.text = row.text, f.updated_at = $updated_at
-WITH f, row
+WITH f, row, f.embedding AS old
 WHERE row.embedding IS NOT NULL
 SET f.embedding_zero = row.embedding_zero
-WITH f, row
-CALL db.create.setNodeVectorProperty(f, 'embedding', row.embedding);
+WITH f, row, old
+CALL db.create.setNodeVectorProperty(f, 'embedding', row.embedding)
+RETURN old;
+
+// The exact tenant's current facts' unit embeddings, summed, and how many: kept on its
+// sequence node by every plan that adds, re-embeds or deletes a fact (Python sends the
+// change, $delta, in float64), under the lock lock_tenant took, so writers of one tenant
+// never interleave. Back to null when the last vector goes (no rounding left behind).
+// name: add_fact_vectors
+MATCH (q:TenantSequence {tenant_key: $tenant_key})
+WITH q, coalesce(q.fact_vectors, 0) + $count AS count
+SET q.fact_vectors = CASE WHEN count > 0 THEN count END,
+    q.fact_vector_sum = CASE
+      WHEN count <= 0 THEN null
+      WHEN q.fact_vector_sum IS NULL THEN $delta
+      ELSE [i IN range(0, size($delta) - 1) | q.fact_vector_sum[i] + $delta[i]]
+    END;
 
 // name: create_fact_events
 UNWIND $rows AS props
@@ -40,6 +60,28 @@ CREATE (ev:FactEvent)
 SET ev = props, ev.seq = $seq;
 
 // ---------------------------------------------------------------- reads
+
+// The kept vector sums of the scope's tenants (add_fact_vectors): the scope's fact centroid
+// for the dense ranking's hubness correction (retrieve/hubness.py), a few seeks, no fact read.
+// name: fact_vector_sum
+CALL () {
+  MATCH (q:TenantSequence) WHERE $exact AND q.tenant_key = $tenant_key RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE NOT $exact AND q.user_id = $user_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence)
+  WHERE NOT $exact AND $user_id IS NULL AND q.agent_id = $agent_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence)
+  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND q.run_id = $run_id
+  RETURN q
+}
+WITH q
+WHERE q.fact_vectors > 0
+  AND ($user_id IS NULL OR q.user_id = $user_id)
+  AND ($agent_id IS NULL OR q.agent_id = $agent_id)
+  AND ($run_id IS NULL OR q.run_id = $run_id)
+RETURN collect(q.fact_vector_sum) AS sums;
 
 // name: get_facts
 UNWIND range(0, size($ids) - 1) AS i

@@ -14,7 +14,9 @@
 //   (:FactEvent {id, fact_id, event, old_text, new_text, actor, ...}) kept after a delete
 //   (:Summary {text, messages_covered, updated_at})                   one per tenant_key
 //   (:TenantSequence {seq})  one per tenant_key: numbers its plans in commit order, and the
-//                            lock that makes a tenant's writers take turns (write.cypher)
+//                            lock that makes a tenant's writers take turns (write.cypher);
+//                            also the sum of its facts' unit vectors, fact_vector_sum, and
+//                            their number, fact_vectors (facts.cypher, add_fact_vectors)
 // Every node and relationship carries user_id/agent_id/run_id and tenant_key (Tenant.key).
 
 // name: constraint_entity_id
@@ -351,3 +353,24 @@ WHERE r.lex_scope IS NULL
 CALL (r, g) {
   SET r.lex_scope = g.terms
 } IN TRANSACTIONS OF $batch ROWS;
+
+// Schema v5 (indexes.py, _sum_fact_vectors): each tenant's fact vector sum (facts.cypher,
+// add_fact_vectors) set whole, from its facts, in one transaction per tenant that takes the
+// tenant's lock with its first statement, so a plan written meanwhile waits, then adds to it.
+// name: lock_fact_vectors
+MATCH (q:TenantSequence {tenant_key: $tenant_key})
+SET q.fact_vectors = null, q.fact_vector_sum = null
+RETURN q.tenant_key AS key;
+
+// name: tenant_fact_embeddings
+MATCH (f:Fact)
+WHERE f.tenant_key = $tenant_key AND f.embedding IS NOT NULL
+RETURN f.embedding AS embedding;
+
+// name: set_fact_vectors
+MATCH (q:TenantSequence {tenant_key: $tenant_key})
+SET q.fact_vectors = $count, q.fact_vector_sum = $total;
+
+// name: fact_tenant_keys
+MATCH (f:Fact) WHERE f.tenant_key IS NOT NULL
+RETURN DISTINCT f.tenant_key AS key;

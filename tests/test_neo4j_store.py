@@ -45,6 +45,7 @@ from builders import (
     chain,
     entity,
     fact,
+    fact_plan,
     ids,
     plan,
     relation,
@@ -195,6 +196,7 @@ def test_statements_compile_and_scan_tenants_through_indexes(
         # schema v3: which tenants' rows lack scope terms (once, on an older database)
         whole_store |= {f"scope_terms_missing_{k}" for k in ("facts", "entities", "relations")}
         whole_store |= {"backfill_relation_order"}  # schema v4: every edge, once
+        whole_store |= {"fact_tenant_keys"}  # schema v5: which tenants hold facts, once
         if name not in whole_store:
             assert not ops & full_scans, (name, sorted(ops))
     assert checked >= 20
@@ -443,6 +445,39 @@ def test_edges_of_an_older_database_get_their_write_order_once(
     assert ran and "backfill_relation_order" not in ran
     assert cypher(driver, "MATCH ()-[r:RELATES {id: $id}]->() RETURN r.ord AS o",
                   id=rels[0].id) == [{"o": None}]  # fmt: skip
+
+
+def test_facts_of_an_older_database_get_their_tenants_vector_sums_once(
+    neo4j_connect: Connect,
+    driver: neo4j.Driver,
+    rng: np.random.Generator,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Schema v5: a v4 database's tenants get the sums of their facts' unit vectors (what
+    the writes keep from then on), and the next plan adds to them."""
+    store = neo4j_connect(dims=DIMS)
+    made = {t: [fact(t, f"{t.key} {i}", rng) for i in range(5)] for t in (A, A_BOT, B)}
+    for tenant, facts in made.items():
+        store.apply(fact_plan(tenant, facts))
+    cypher(driver, "MATCH (q:TenantSequence) REMOVE q.fact_vectors, q.fact_vector_sum")
+    cypher(driver, "MATCH (m:Mem0gSchema) SET m.version = 4")
+
+    def unit_sum(facts: list[Fact]) -> np.ndarray:
+        rows = [np.asarray(f.embedding, dtype=np.float64) for f in facts]
+        return np.sum([r / np.linalg.norm(r) for r in rows], axis=0)
+
+    reopened = neo4j_connect(dims=DIMS)
+    with caplog.at_level("INFO", logger="mem0g.stores.neo4j.indexes"):
+        got = reopened.fact_vector_sum(USER_A)
+    assert any("summing the fact vectors of 3 tenants" in r.getMessage() for r in caplog.records)
+    assert got == pytest.approx(unit_sum(made[A] + made[A_BOT]), abs=1e-6)
+    assert reopened.fact_vector_sum(B) == pytest.approx(unit_sum(made[B]), abs=1e-6)
+    counts = cypher(driver, "MATCH (q:TenantSequence) RETURN q.fact_vectors AS n")
+    assert sorted(r["n"] for r in counts) == [5, 5, 5]
+    assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": SCHEMA_VERSION}]
+    extra = fact(B, "one more", rng)
+    reopened.apply(fact_plan(B, [extra]))
+    assert reopened.fact_vector_sum(B) == pytest.approx(unit_sum([*made[B], extra]), abs=1e-6)
 
 
 def test_dims_follow_the_data(neo4j_connect: Connect, rng: np.random.Generator) -> None:
@@ -1610,7 +1645,8 @@ def test_fact_memory_data_model(
 
 
 @pytest.mark.parametrize(
-    "after", ["delete_facts", "create_facts", "update_facts", "create_fact_events"]
+    "after",
+    ["delete_facts", "create_facts", "update_facts", "add_fact_vectors", "create_fact_events"],
 )
 def test_fact_failure_inside_the_transaction_writes_nothing(
     store: Neo4jGraphStore,
@@ -1636,6 +1672,7 @@ def test_fact_failure_inside_the_transaction_writes_nothing(
             s.episodes(A),
             s.stats(),
             s.recent_messages(A, 5),
+            np.round(s.fact_vector_sum(A), 9).tolist(),  # the kept sum goes back too
         )
 
     before = state(store)
@@ -1663,6 +1700,7 @@ def test_fact_failure_inside_the_transaction_writes_nothing(
         "delete_facts",
         "create_facts",
         "update_facts",
+        "add_fact_vectors",
         "create_fact_events",
     ]
     assert ran == order[: order.index(after) + 1]  # graph and facts: one transaction

@@ -40,7 +40,7 @@ SEARCH_READS = {
     "find_entities", "edges_at", "sibling_edges", "get_relations", "tenant_version",
     "similar_entities_scan", "similar_relations_index", "similar_relations_scan",
     "similar_facts_index", "similar_facts_scan", "recent_episodes", "get_summary",
-    "lexical_facts", "lexical_relations", "walk", "fact_word_counts",
+    "lexical_facts", "lexical_relations", "walk", "fact_word_counts", "fact_vector_sum",
 }  # fmt: skip
 
 

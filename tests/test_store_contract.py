@@ -1072,6 +1072,11 @@ def test_similar_facts_follow_adds_updates_and_deletes(
             got = s.similar_facts(scope, query, 10, exact=exact)
             assert ids([f for f, _ in got]) == [pool[i][0] for i in order]
             assert [sc for _, sc in got] == pytest.approx([scores[i] for i in order], abs=1e-5)
+            # the kept sum of the scope's unit vectors (the hubness correction's centroid)
+            total = s.fact_vector_sum(scope, exact=exact)
+            want = np.sum([v / np.linalg.norm(v) for _, v in pool], axis=0, dtype=np.float64)
+            assert total is not None and total == pytest.approx(want, abs=1e-5)
+        assert s.fact_vector_sum(B) is None  # another user's scope: nothing of a's
 
     step = 0
     for round_ in range(6):
@@ -1143,9 +1148,12 @@ def test_invalid_fact_plans_write_nothing(
         p.new_facts.append(Fact(tenant=A, text="w", embedding=[1.0, 0.0]))
     elif bad == "wrong_dims_change":
         p.fact_changes = [FactChange(fact_id=ours.id, text="x", embedding=[1.0, 0.0])]
+    sums = [store.fact_vector_sum(t, exact=True) for t in (A, A_BOT, B)]
     with pytest.raises(StoreError):
         store.apply(p)
     assert scope_state(store) == before
+    for t, total in zip((A, A_BOT, B), sums, strict=True):  # the kept sums did not move
+        assert store.fact_vector_sum(t, exact=True) == pytest.approx(total, abs=1e-9)
     assert store.get_facts(A, [fresh.id]) == [] and store.find_entities(A, ["fresh"]) == []
     assert texts(store.get_facts(Tenant(user_id="a"), [ours.id, bots.id])) == ["ours", "bot"]
     with reopen(store) as again:
@@ -1330,6 +1338,9 @@ def test_delete_tenant_takes_facts_history_and_summaries(
     assert store.facts(Tenant(user_id="a")) == [] and store.get_summary(A) is None
     assert store.fact_history(A, made[A].id) == [] and store.get_summary(A_BOT) is None
     assert store.similar_facts(Tenant(user_id="a"), unit(rng), 5) == []
+    assert store.fact_vector_sum(Tenant(user_id="a")) is None
+    b_vector = np.asarray(made[B].embedding, dtype=np.float64)
+    assert store.fact_vector_sum(B) == pytest.approx(b_vector / np.linalg.norm(b_vector))
     assert (store.facts(B), store.fact_history(B, made[B].id), store.get_summary(B)) == keep
     with reopen(store) as again:
         assert again.tenants() == [B] and again.facts(Tenant(user_id="a")) == []
@@ -1338,6 +1349,8 @@ def test_delete_tenant_takes_facts_history_and_summaries(
     # the deleted fact's id can come back later, with a fresh history
     store.apply(fact_plan(A, [made[A]]))
     assert [e.event for e in store.fact_history(A, made[A].id)] == ["ADD"]
+    a_vector = np.asarray(made[A].embedding, dtype=np.float64)  # the sum starts afresh
+    assert store.fact_vector_sum(A) == pytest.approx(a_vector / np.linalg.norm(a_vector))
 
 
 def _fact_counts(store: Store, scopes: tuple[Tenant, ...]) -> dict[str, tuple[int, int]]:

@@ -75,6 +75,10 @@ class StoreCapabilities:
     # date in one read, so a search ranks the names on the client (exact, as the embedded
     # store does) and that read runs while the query is embedded, where a vector read cannot
     held_names: bool = False
+    # `fact_vector_sum(scope)`: the sum of the unit vectors of the scope's current facts, kept
+    # by the writes (never a scan of the facts per search): the scope's centroid, from which
+    # the dense fact ranking takes its hubness correction (`FusionConfig.hub_penalty`)
+    fact_vector_sum: bool = False
 
 
 class StoreStats(BaseModel):
@@ -402,6 +406,10 @@ class GraphStore(Protocol):
         self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
     ) -> list[tuple[Fact, float]]:
         """Top-k current facts by text-embedding cosine, best first."""
+
+    def fact_vector_sum(self, scope: Tenant, *, exact: bool = False) -> np.ndarray | None:
+        """(`capabilities.fact_vector_sum`) the float64 sum of the unit embeddings of the
+        scope's current facts; None when no current fact has one."""
 
     def fact_history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:
         """Every event of one fact, oldest first; still there after the fact is deleted."""

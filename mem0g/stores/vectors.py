@@ -25,6 +25,7 @@ __all__ = [
     "top_k",
     "unit_rows",
     "unit_vector",
+    "vector_sum_change",
 ]
 
 
@@ -106,6 +107,26 @@ def blocks_top(
     return candidates[:k]
 
 
+_Rows = Sequence[Sequence[float] | np.ndarray | None]
+
+
+def vector_sum_change(came: _Rows, gone: _Rows) -> tuple[int, list[float]] | None:
+    """(count, float64 sum) of the unit vectors that `came` less those `gone` (None entries:
+    facts without an embedding), or None when nothing with a vector changed: what a write
+    does to a tenant's kept fact vector sum (`GraphStore.fact_vector_sum`)."""
+    plus = [np.asarray(v, dtype=np.float32) for v in came if v is not None]
+    minus = [np.asarray(v, dtype=np.float32) for v in gone if v is not None]
+    if not plus and not minus:
+        return None
+    dims = (plus or minus)[0].shape[0]
+    delta = np.zeros(dims, dtype=np.float64)
+    if plus:
+        delta += unit_rows(plus, dims).sum(axis=0, dtype=np.float64)
+    if minus:
+        delta -= unit_rows(minus, dims).sum(axis=0, dtype=np.float64)
+    return len(plus) - len(minus), delta.tolist()
+
+
 @dataclass
 class VectorBlock:
     """A tenant's embedding matrix: row i is the unit vector of record ids[i], and flags[i] says
@@ -120,6 +141,7 @@ class VectorBlock:
     index: dict[str, int] = field(default_factory=dict)
     unflagged: int = 0  # rows whose flag is False
     spans: np.ndarray | None = None  # capacity x 2 int64, set by the owner when first needed
+    _total: np.ndarray | None = None  # the flagged rows' sum, kept until a row changes
 
     def __post_init__(self) -> None:
         self.index = {record_id: row for row, record_id in enumerate(self.ids)}
@@ -148,6 +170,17 @@ class VectorBlock:
         """Indices of the flagged rows; None when that is every row."""
         return None if self.unflagged == 0 else np.flatnonzero(self.current)
 
+    def total(self) -> np.ndarray:
+        """The float64 sum of the flagged unit rows (`GraphStore.fact_vector_sum`): computed
+        once, then kept in step by `upsert` and `unflag` (a row's change is added and taken
+        away), so a search after a write does not sum the block again."""
+        if self._total is None:
+            rows = self.selected()
+            matrix = self.matrix if rows is None else self.matrix[rows]
+            self._total = matrix.sum(axis=0, dtype=np.float64)
+        kept: np.ndarray = self._total.copy()
+        return kept
+
     def _flag(self, row: int, flag: bool) -> None:
         if bool(self.flags[row]) != flag:
             self.unflagged += -1 if flag else 1
@@ -166,6 +199,9 @@ class VectorBlock:
         a fact's text and embedding may change; an entity's or edge's embedding never does).
         Without a `span`, held spans are dropped (the owner rebuilds them when needed)."""
         row = self.index.get(record_id)
+        was = None  # the row's part of the kept total before the change
+        if row is not None and self._total is not None and self.flags[row]:
+            was = self.rows[row].astype(np.float64)
         if row is None:
             row = len(self.ids)
             if row == self.rows.shape[0]:
@@ -181,6 +217,11 @@ class VectorBlock:
         if replace:
             self.rows[row] = unit_rows([vector], vector.shape[0])[0]
         self._flag(row, flag)
+        if self._total is not None:
+            if was is not None:
+                self._total -= was
+            if flag:
+                self._total += self.rows[row]
         if self.spans is not None:
             if span is None:
                 self.spans = None
@@ -191,6 +232,8 @@ class VectorBlock:
         """The record is gone or has no vector any more: its row is never selected again."""
         row = self.index.get(record_id)
         if row is not None:
+            if self._total is not None and self.flags[row]:
+                self._total -= self.rows[row]
             self._flag(row, False)
 
 

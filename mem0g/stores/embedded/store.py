@@ -96,7 +96,11 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
 
     # reads are in-process (threads would only add overhead)
     capabilities = StoreCapabilities(
-        concurrent_reads=False, lexical=True, fact_timeline=True, fact_links=True
+        concurrent_reads=False,
+        lexical=True,
+        fact_timeline=True,
+        fact_links=True,
+        fact_vector_sum=True,
     )
 
     def __init__(self, path: str | Path, dims: int | None = None) -> None:
@@ -416,6 +420,13 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
         """Numpy top-k over the rows of the scope's tenants only, like `similar_entities`."""
         blocks = [self._facts.block(key, self.dims) for key in self._scope_keys(scope, exact)]
         return [(self._facts.out(i), score) for i, score in self._search(blocks, vector, k, None)]
+
+    @_locked
+    def fact_vector_sum(self, scope: Tenant, *, exact: bool = False) -> np.ndarray | None:
+        """The sum of the scope's blocks' flagged rows (each block keeps its own sum)."""
+        blocks = [self._facts.block(key, self.dims) for key in self._scope_keys(scope, exact)]
+        sums = [block.total() for block in blocks if len(block.ids) > block.unflagged]
+        return np.sum(sums, axis=0) if sums else None
 
     @_locked
     def lexical_facts(

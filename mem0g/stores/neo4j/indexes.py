@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from neo4j import Driver
+from neo4j import Driver, ManagedTransaction
 from neo4j.exceptions import ClientError
 
 from mem0g.stores.base import VECTOR_KINDS, IndexRebuild, StoreError, check_index_kinds
@@ -24,6 +24,7 @@ from mem0g.stores.neo4j.rows import _check_dims
 from mem0g.stores.neo4j.schema_check import check_schema, ddl_names
 from mem0g.stores.neo4j.session import Neo4jSession, _errors
 from mem0g.stores.neo4j.statements import statements
+from mem0g.stores.vectors import vector_sum_change
 
 if TYPE_CHECKING:
     from mem0g.stores.neo4j.warmup import Warmup
@@ -51,9 +52,11 @@ _INDEX_DOWN = ("no such vector schema index", "come online", "failed state")
 
 # the data layout (cypher/schema.cypher): 2 = with :EntityKey nodes, 3 = full-text indexes
 # scoped by each row's `lex_scope` terms (lexical.py), 4 = each edge's write order in one
-# sortable property, `ord` (plan_rows.write_order)
+# sortable property, `ord` (plan_rows.write_order), 5 = each tenant's fact vector sum kept on
+# its :TenantSequence (cypher/facts.cypher, add_fact_vectors)
 ORDERED_VERSION = 4
-SCHEMA_VERSION = ORDERED_VERSION
+SUMMED_VERSION = 5
+SCHEMA_VERSION = SUMMED_VERSION
 
 
 def _index_down(exc: StoreError) -> bool:
@@ -115,6 +118,8 @@ class VectorIndexes(Neo4jSession):
             log.info("mem0g schema v4: giving every edge its write-order key (once)")
             self._auto(driver, "backfill_relation_order", {"batch": self.reset_batch})
             log.info("mem0g schema v4: write-order keys given in %.1f s", time.monotonic() - began)
+        if version < SUMMED_VERSION:
+            self._sum_fact_vectors(driver)
         if version < SCHEMA_VERSION:
             self._auto(driver, "set_schema_version", {"version": SCHEMA_VERSION})
         found = {r["name"]: r["dims"] for r in self._auto(driver, "vector_index_dims")}
@@ -124,6 +129,27 @@ class VectorIndexes(Neo4jSession):
                 raise StoreError(f"mem0g vector indexes of different sizes: {found}")
             self.dims = _check_dims(sizes.pop())
         self._ensure_vector_indexes(driver, found)
+
+    def _sum_fact_vectors(self, driver: Driver) -> None:
+        """Schema v5: each tenant's fact vector sum, from its facts, once; per tenant in one
+        transaction that holds the tenant's lock, so a plan written meanwhile waits and then
+        adds its change to the sum."""
+        keys = [row["key"] for row in self._auto(driver, "fact_tenant_keys")]
+        if keys:
+            log.info("mem0g schema v5: summing the fact vectors of %d tenants (once)", len(keys))
+
+        def work(tx: ManagedTransaction, key: str) -> None:
+            locked, _ = self._run(tx, "lock_fact_vectors", {"tenant_key": key})
+            if not locked:
+                return  # no sequence node: the tenant's next plan starts the sum
+            found, _ = self._run(tx, "tenant_fact_embeddings", {"tenant_key": key})
+            change = vector_sum_change([row["embedding"] for row in found], [])
+            count, total = change if change is not None else (None, None)
+            self._run(tx, "set_fact_vectors", {"tenant_key": key, "count": count, "total": total})
+
+        for key in keys:
+            with self._session(driver) as session:
+                session.execute_write(work, key)
 
     def _ensure_vector_indexes(self, driver: Driver, found: dict[str, int] | None = None) -> None:
         """Create the vector indexes (entities, relations, facts) for `self.dims`; one of

@@ -121,6 +121,7 @@ class Neo4jGraphStore(
         fact_links=True,
         walk_statement=True,
         held_names=True,
+        fact_vector_sum=True,
     )
 
     def __init__(

@@ -325,6 +325,12 @@ class VectorSearch(Neo4jSession):
             self._fetch_factor.clear()
         self._fetch_factor[key] = factor
 
+    def fact_vector_sum(self, scope: Tenant, *, exact: bool = False) -> np.ndarray | None:
+        """The scope's tenants' kept sums (cypher/facts.cypher, add_fact_vectors), added."""
+        (row,) = self._read("fact_vector_sum", _scope(scope, exact))
+        sums = [np.asarray(v, dtype=np.float64) for v in row["sums"] if v]
+        return np.sum(sums, axis=0) if sums else None
+
     def similar_facts(
         self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
     ) -> list[tuple[Fact, float]]:

@@ -115,6 +115,7 @@ def _search(store: Any, row: dict[str, Any]) -> None:
     store.walk(scope, WalkRequest(seeds=seeds, validity=now, vector=vector, words=words,
                                   rows=[r.id for r in dense[:10]]))  # fmt: skip
     facts = store.similar_facts(scope, vector, 50)
+    store.fact_vector_sum(scope)
     store.common_fact_words(scope, words, 0.5)  # the share is a parameter: any plans it
     store.lexical_facts(scope, words, 50)
     store.linked_facts(scope, seeds, vector, 50)

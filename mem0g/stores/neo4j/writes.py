@@ -22,6 +22,7 @@ from mem0g.stores.neo4j.rows import _check_version, _db_time, _scope, _tenant_pr
 from mem0g.stores.neo4j.session import Neo4jSession, _errors
 from mem0g.stores.plan import Existing, check_plan, check_records, distinct_tenants, is_empty
 from mem0g.stores.repair import rename_event
+from mem0g.stores.vectors import vector_sum_change
 from mem0g.types import Entity, Fact, FactChange, Relation, Tenant, WritePlan
 
 
@@ -128,16 +129,30 @@ class PlanWrites(Neo4jSession):
             )
         if rows["mentions"]:
             self._run(tx, "add_mentions", {"rows": rows["mentions"], "updated_at": updated_at})
+        gone: list[Any] = []  # embeddings the tenant's kept vector sum loses
         if facts.deletes:
-            _, counters = self._run(tx, "delete_facts", {"ids": facts.deletes})
+            found, counters = self._run(tx, "delete_facts", {"ids": facts.deletes})
             if counters.nodes_deleted != len(facts.deletes):
                 raise StoreError("not every deleted fact was found")
+            gone += [row["embedding"] for row in found]
         if facts.creates:
             _, counters = self._run(tx, "create_facts", {"rows": facts.creates, "seq": seq})
             if counters.nodes_created != len(facts.creates):
                 raise StoreError("not every fact was created")
         if facts.updates:
-            self._run(tx, "update_facts", {"rows": facts.updates, "updated_at": updated_at})
+            found, _ = self._run(
+                tx, "update_facts", {"rows": facts.updates, "updated_at": updated_at}
+            )
+            gone += [row["old"] for row in found]
+        came = [row["embedding"] for row in (*facts.creates, *facts.updates)]
+        change = vector_sum_change(came, gone)
+        if change is not None:
+            count, delta = change
+            self._run(
+                tx,
+                "add_fact_vectors",
+                {"tenant_key": plan.tenant.key, "count": count, "delta": delta},
+            )
         if facts.events:
             _, counters = self._run(tx, "create_fact_events", {"rows": facts.events, "seq": seq})
             if counters.nodes_created != len(facts.events):
