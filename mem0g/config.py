@@ -239,6 +239,16 @@ class FusionConfig(_Section):
         "every tenant, weigh a user's own name as a rare word; only beside a rarer query word "
         "(when every word is common all are kept); 1.0 keeps every word",
     )
+    hub_penalty: float = Field(
+        default=0.25,
+        ge=0.0,
+        le=1.0,
+        description="the dense fact ranking's hubness correction: each candidate's cosine "
+        "minus this times its cosine with the scope's centroid (the mean of its facts' unit "
+        'vectors, kept by the writes). Facts near the centroid ("X values her family") are '
+        "near every query and crowd out the specific ones; 0 turns it off. Chosen on one "
+        "LoCoMo conversation, held out on the other (docs/benchmarks.md)",
+    )
     near_duplicate: float = Field(
         default=1.0,
         ge=-1.0,

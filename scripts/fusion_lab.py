@@ -46,6 +46,7 @@ from mem0g.retrieve.facts import FactRetriever  # noqa: E402
 from mem0g.retrieve.fusion import PRESETS, Ranking  # noqa: E402
 from mem0g.retrieve.timewin import QueryTime, query_time  # noqa: E402
 from mem0g.stores.lexical_query import query_terms  # noqa: E402
+from mem0g.stores.vectors import unit_rows  # noqa: E402
 from mem0g.types import Fact, Tenant, Validity  # noqa: E402
 
 
@@ -127,6 +128,7 @@ def capture(data: Path, store: str, out: Path) -> None:
 
 class _Capabilities:
     lexical = True
+    fact_vector_sum = True
 
 
 class LabStore:
@@ -156,6 +158,17 @@ class LabStore:
     def common_fact_words(self, scope: Tenant, words: list[str], share: float) -> list[str]:
         assert self.q is not None and share == COMMON, "captured at the default share only"
         return list(self.q.common)
+
+    def fact_vector_sum(self, scope: Tenant) -> np.ndarray | None:
+        """The sum of the unit vectors of the conversation's facts, as the stores keep it."""
+        assert self.q is not None
+        mine = [f.embedding for i, f in self.cap.facts.items()
+                if self.cap.unit_of[i] == self.q.unit and f.embedding is not None]  # fmt: skip
+        if not mine:
+            return None
+        rows = unit_rows([np.asarray(v, dtype=np.float32) for v in mine], None)
+        total: np.ndarray = rows.sum(axis=0, dtype=np.float64)
+        return total
 
     def get_facts(self, scope: Tenant, ids: list[str]) -> list[Fact]:
         return [self.cap.facts[i] for i in ids if i in self.cap.facts]

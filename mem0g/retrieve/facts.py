@@ -24,6 +24,7 @@ from mem0g.embed import CachedEmbedder
 from mem0g.retrieve.episodes import NAME as EPISODE_CONTEXT
 from mem0g.retrieve.episodes import capped, episode_context
 from mem0g.retrieve.fusion import Ranking, diversify, fuse, ranked
+from mem0g.retrieve.hubness import corrected
 from mem0g.retrieve.timeline import FactVersion, as_of, said_at, versions
 from mem0g.retrieve.timewin import QueryTime, with_time
 from mem0g.stores.base import GraphStore
@@ -42,6 +43,10 @@ def hit(fact: Fact, score: float, *, start: datetime | None = None) -> FactHit:
         provenance=fact.provenance,
         valid_from=start,
     )
+
+
+def _vector(fact: Fact) -> np.ndarray | None:
+    return None if fact.embedding is None else np.asarray(fact.embedding, dtype=np.float32)
 
 
 def version_hit(version: FactVersion, score: float) -> FactHit:
@@ -173,6 +178,10 @@ class FactRetriever:
             assert when is not None
             return lambda extra: self._historical(qvec, words, scope, when, k, limit, extra, qt)
         dense_ref = self.submit(self.store.similar_facts, scope, qvec, k)
+        penalty = self.config.fusion.hub_penalty
+        total_ref = None
+        if penalty > 0 and self.store.capabilities.fact_vector_sum:
+            total_ref = self.submit(self.store.fact_vector_sum, scope)
         lexical_ref = lexical
         if lexical_ref is None and self.lexical is not None:
             lexical_ref = self.submit(self.words_ranking, scope, words, k)
@@ -186,6 +195,10 @@ class FactRetriever:
                     for fact, score in ref.result():
                         records.setdefault(fact.id, fact)
                         rankings[name].append((fact.id, float(score)))
+            if total_ref is not None:
+                dense = rankings["dense_facts"]
+                vectors = [_vector(records[i]) for i, _ in dense]
+                rankings["dense_facts"] = corrected(dense, vectors, total_ref.result(), penalty)
             return self._current(scope, records, {**rankings, **(extra or {})}, limit, qt)
 
         return finish
@@ -235,8 +248,14 @@ class FactRetriever:
         found = self.history.at(scope, when)
         share = self.config.fusion.common_words
         dense, lexical, matrix = self.history.rankings(found, qvec, words, k, share)
+        penalty = self.config.fusion.hub_penalty
         rankings: dict[str, Ranking] = {
-            "dense_facts": [(found[i].fact_id, s) for i, s in dense],
+            "dense_facts": corrected(
+                [(found[i].fact_id, s) for i, s in dense],
+                [matrix[i] for i, _ in dense],
+                matrix.sum(axis=0, dtype=np.float64) if len(found) else None,
+                penalty,
+            ),
             "bm25_facts": [(found[i].fact_id, s) for i, s in lexical],
             **(extra or {}),
         }

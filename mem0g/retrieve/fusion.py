@@ -227,31 +227,41 @@ def diversify(
 # episode context).
 PRESETS: dict[str, FusionConfig] = {
     "hybrid": FusionConfig(),
+    # the default without the dense ranking's hubness correction: the default before it
+    "hybrid_uncentred": FusionConfig(hub_penalty=0.0),
     # the hybrid recipe fused by ranks only (RRF, k = 60), without episode context: the
     # default before `relative`
     "hybrid_rrf": FusionConfig(
-        method="rrf", weights=FusionWeights(episode_context=0), common_words=1.0
+        method="rrf",
+        weights=FusionWeights(episode_context=0),
+        common_words=1.0,
+        hub_penalty=0.0,
     ),
     # the hybrid recipe without episode context: the default before it (and before
     # `common_words`)
     "hybrid_relative": FusionConfig(
-        method="relative", weights=FusionWeights(episode_context=0), common_words=1.0
+        method="relative",
+        weights=FusionWeights(episode_context=0),
+        common_words=1.0,
+        hub_penalty=0.0,
     ),
     # the hybrid recipe with every query word in the facts' BM25: the default before
     # `common_words`
-    "hybrid_all_words": FusionConfig(common_words=1.0),
+    "hybrid_all_words": FusionConfig(common_words=1.0, hub_penalty=0.0),
     # plain vector search: what mem0g did before lexical retrieval (facts: cosine only)
     "dense": FusionConfig(
         method="rrf",
         weights=FusionWeights(
             bm25_facts=0, time=0, bm25_relations=0, entity_linked_facts=0, episode_context=0
         ),
+        hub_penalty=0.0,
     ),
     # the baseline the issue compares with: dense + BM25 RRF, nothing else
     "dense_bm25": FusionConfig(
         method="rrf",
         weights=FusionWeights(time=0, graph_expansion=0, entity_linked_facts=0, episode_context=0),
         common_words=1.0,
+        hub_penalty=0.0,
     ),
     # the hybrid recipe with the facts linked to the query's entities (`retrieve.linked`)
     "hybrid_linked": FusionConfig(weights=FusionWeights(entity_linked_facts=1.0)),

@@ -1,0 +1,48 @@
+"""The dense fact ranking's hubness correction (`FusionConfig.hub_penalty`).
+
+Why: in a sentence-embedding space some texts are near everything. In a memory they are a
+person's general statements ("Melanie values family moments", "Melanie has a husband and kids
+who keep her motivated"): they sit near the centroid of that person's facts, come back in the
+dense top ten of most questions about that person, and push out the specific facts a question
+asks for ("What activities does Melanie partake in?" -> swimming, pottery, camping). Hubness
+reduction (as CSLS does for word translation) scores a candidate by its cosine with the query
+less its closeness to the crowd; here the crowd is the scope's centroid, the mean of its facts'
+unit vectors, which the stores keep from their writes (`GraphStore.fact_vector_sum`), so a
+search reads one vector, not the scope. Only the candidates the store's dense read returned
+are re-scored and re-ordered: the correction changes the order within the top k, not which
+facts are read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from mem0g.stores.vectors import has_direction, row_scores, unit_rows
+
+
+def corrected(
+    ranking: Sequence[tuple[str, float]],
+    vectors: Sequence[np.ndarray | None],
+    total: np.ndarray | None,
+    penalty: float,
+) -> list[tuple[str, float]]:
+    """`ranking` (id, cosine) best first, re-scored as cosine - `penalty` x cos(fact, centroid)
+    and re-sorted (equal scores keep their order). `vectors`: each candidate's embedding, in
+    the ranking's order (None: left as it is); `total`: the scope's sum of unit fact vectors."""
+    if penalty <= 0 or total is None or not ranking:
+        return list(ranking)
+    centre = np.asarray(total, dtype=np.float64)
+    if not has_direction(centre):
+        return list(ranking)
+    centre = (centre / np.linalg.norm(centre)).astype(np.float32)
+    rows = [i for i, v in enumerate(vectors) if v is not None and v.shape == centre.shape]
+    near = np.zeros(len(ranking), dtype=np.float64)
+    if rows:
+        matrix = unit_rows([np.asarray(vectors[i], dtype=np.float32) for i in rows], None)
+        near[rows] = row_scores(matrix, centre)
+    scored = [(fid, float(score) - penalty * float(near[n]))
+              for n, (fid, score) in enumerate(ranking)]  # fmt: skip
+    order = sorted(range(len(scored)), key=lambda n: -scored[n][1])
+    return [scored[n] for n in order]
