@@ -46,12 +46,12 @@ RETURN old;
 // never interleave. Back to null when the last vector goes (no rounding left behind).
 // name: add_fact_vectors
 MATCH (q:TenantSequence {tenant_key: $tenant_key})
-WITH q, coalesce(q.fact_vectors, 0) + $count AS count
+WITH q, coalesce(q.fact_vectors, 0) + $count AS count, q.fact_vector_sum AS old
 SET q.fact_vectors = CASE WHEN count > 0 THEN count END,
     q.fact_vector_sum = CASE
       WHEN count <= 0 THEN null
-      WHEN q.fact_vector_sum IS NULL THEN $delta
-      ELSE [i IN range(0, size($delta) - 1) | q.fact_vector_sum[i] + $delta[i]]
+      WHEN old IS NULL THEN $delta
+      ELSE [i IN range(0, size($delta) - 1) | old[i] + $delta[i]]
     END;
 
 // name: create_fact_events
