@@ -438,7 +438,8 @@ def test_the_reads_that_need_no_vector_are_sent_before_the_query_is_embedded(
     any_store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """find_entities, lexical_entities (link_lexical) and the BM25 facts need only the
-    query's words: on a server they overlap the query embedding. The embedder waits for
+    query's words, the scope's fact vector sum (the hubness correction) not even those: on a
+    server they overlap the query embedding. The embedder waits for
     them (on Neo4j they run on the read pool; a read sent after the embedding would never
     come), and the search returns what it did with them sent after it."""
     import time
@@ -447,7 +448,7 @@ def test_the_reads_that_need_no_vector_are_sent_before_the_query_is_embedded(
 
     store = any_store
     sent: list[str] = []
-    early = {"find_entities", "lexical_entities", "lexical_facts"}
+    early = {"find_entities", "lexical_entities", "lexical_facts", "fact_vector_sum"}
     for name in (*early, "similar_facts"):
         real = getattr(store, name)
         monkeypatch.setattr(

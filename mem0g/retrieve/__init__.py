@@ -94,6 +94,7 @@ class EarlyReads:
     name_words: Future[list[tuple[Entity, float]]] | None  # lexical_entities (link_lexical)
     fact_words: Future[list[tuple[Fact, float]]] | None  # lexical_facts (the fact half)
     ranker: Future[NameRanker | None] | None = None  # name_ranker (`held_names`)
+    fact_sum: Future[np.ndarray | None] | None = None  # fact_vector_sum (`hub_penalty`)
 
 
 class DualRetriever:
@@ -144,10 +145,14 @@ class DualRetriever:
         if lexical and validity is not None and FactRetriever.current(validity):
             k = max(self.config.fact_top_k, limit)
             fact_words = self.submit(self.facts.words_ranking, scope, query_terms(query), k)
+        fact_sum = None
+        if validity is not None and FactRetriever.current(validity):
+            fact_sum = self.facts.centroid_read(scope)
         ranker = None
         if self.store.capabilities.held_names:
             ranker = self.submit(self.store.name_ranker, scope)
-        return EarlyReads(names=names, name_words=words, fact_words=fact_words, ranker=ranker)
+        return EarlyReads(names=names, name_words=words, fact_words=fact_words, ranker=ranker,
+                          fact_sum=fact_sum)  # fmt: skip
 
     def link(
         self, query: str, qvec: np.ndarray, scope: Tenant, early: EarlyReads | None = None
@@ -255,7 +260,9 @@ class DualRetriever:
         early = self.early_reads(query, scope, limit, validity if facts else None)
         qvec = self.embedder.embed([query])[0]
         finish = (
-            self.facts.begin(query, qvec, scope, limit, validity, qt, early.fact_words)
+            self.facts.begin(
+                query, qvec, scope, limit, validity, qt, early.fact_words, early.fact_sum
+            )
             if facts
             else None
         )

@@ -165,12 +165,14 @@ class FactRetriever:
         validity: Validity,
         qt: QueryTime | None = None,
         lexical: Future[list[tuple[Fact, float]]] | None = None,
+        total: Future[np.ndarray | None] | None = None,
     ) -> Callable[[Mapping[str, Ranking] | None], list[FactHit]]:
         """Start the store's reads (on the read pool, if any) and return `finish(extra)`,
         which waits for them and fuses (the `time` ranking included); `extra`: more named
         rankings of fact ids found meanwhile by the graph half of a search. Two steps, so
         that no read-pool task ever waits on another (no pool deadlock). `lexical`: the BM25
-        read of a current search, already started (`DualRetriever.early_reads`)."""
+        read of a current search, already started (`DualRetriever.early_reads`), and `total`
+        its `centroid_read`."""
         k = max(self.config.fact_top_k, limit)
         words = query_terms(query)
         if not self.current(validity):
@@ -179,9 +181,7 @@ class FactRetriever:
             return lambda extra: self._historical(qvec, words, scope, when, k, limit, extra, qt)
         dense_ref = self.submit(self.store.similar_facts, scope, qvec, k)
         penalty = self.config.fusion.hub_penalty
-        total_ref = None
-        if penalty > 0 and self.store.capabilities.fact_vector_sum:
-            total_ref = self.submit(self.store.fact_vector_sum, scope)
+        total_ref = total if total is not None else self.centroid_read(scope)
         lexical_ref = lexical
         if lexical_ref is None and self.lexical is not None:
             lexical_ref = self.submit(self.words_ranking, scope, words, k)
@@ -202,6 +202,14 @@ class FactRetriever:
             return self._current(scope, records, {**rankings, **(extra or {})}, limit, qt)
 
         return finish
+
+    def centroid_read(self, scope: Tenant) -> Future[np.ndarray | None] | None:
+        """Start the read of the scope's kept fact vector sum, when the recipe corrects the
+        dense ranking for hubness (retrieve/hubness.py); it needs no query vector, so a
+        search starts it while the query is embedded."""
+        if self.config.fusion.hub_penalty > 0 and self.store.capabilities.fact_vector_sum:
+            return self.submit(self.store.fact_vector_sum, scope)
+        return None
 
     def words_ranking(self, scope: Tenant, words: list[str], k: int) -> list[tuple[Fact, float]]:
         """The store's BM25 over the query words that do not fill the scope
