@@ -82,8 +82,9 @@ RETURN seq, epoch, COLLECT {
 } AS rows;
 
 // A search's entity linking ranks the scope's names on the client (Neo4jGraphStore.
-// name_ranker), from the vectors the store holds per tenant. This brings them up to date in
-// one read: per tenant of the scope, its plan number and epoch first (as entity_vectors_all),
+// name_ranker), from the vectors the store holds per tenant; the same rows bring each
+// tenant's kept fact vector sum (facts.cypher, add_fact_vectors), which the search's fact
+// half then needs no read of its own for. This brings the names up to date in one read: per tenant of the scope, its plan number and epoch first (as entity_vectors_all),
 // then, where $held names a plan number the store holds of that tenant's current epoch, the
 // entities of later plans (a seek on the (tenant_key, seq) index). A tenant with `since` null
 // is new to the store (or was written again after a delete or a repair): the store reads it
@@ -106,11 +107,12 @@ WHERE q.seq IS NOT NULL
   AND ($user_id IS NULL OR q.user_id = $user_id)
   AND ($agent_id IS NULL OR q.agent_id = $agent_id)
   AND ($run_id IS NULL OR q.run_id = $run_id)
-WITH q.tenant_key AS key, q.seq AS seq, coalesce(q.epoch, '') AS epoch
-WITH key, seq, epoch, $held[key] AS mark
-WITH key, seq, epoch,
+WITH q.tenant_key AS key, q.seq AS seq, coalesce(q.epoch, '') AS epoch,
+     q.fact_vector_sum AS fact_sum
+WITH key, seq, epoch, fact_sum, $held[key] AS mark
+WITH key, seq, epoch, fact_sum,
      CASE WHEN mark IS NOT NULL AND mark.epoch = epoch THEN mark.seq END AS since
-RETURN key, seq, epoch, since, COLLECT {
+RETURN key, seq, epoch, since, fact_sum, COLLECT {
   MATCH (e:Entity)
   WHERE e.tenant_key = key AND e.seq > since AND e.embedding IS NOT NULL
   RETURN [e.id, e.embedding] AS row

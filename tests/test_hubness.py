@@ -15,6 +15,7 @@ from mem0g.embed import CachedEmbedder
 from mem0g.retrieve.fusion import PRESETS
 from mem0g.retrieve.hubness import corrected
 from mem0g.stores.vectors import VectorBlock, vector_sum_change
+from mem0g.types import Tenant
 from tests.conftest import MemoryFactory
 
 
@@ -130,3 +131,8 @@ def test_search_ranks_the_specific_fact_first_on_both_stores(
     m.config.retrieval.fusion = FusionConfig()
     hit = m.search(QUERY, user_id="maya", limit=1).facts[0]
     assert hit.text == SPECIFIC and hit.sources["dense_facts"] == 1
+    maya = Tenant(user_id="maya")
+    if m.store.capabilities.held_names:  # Neo4j: the name ranker's read brings the same sum
+        ranker = m.store.name_ranker(maya, wait=True)
+        assert ranker is not None and ranker.fact_sum_read
+        assert ranker.fact_sum == pytest.approx(m.store.fact_vector_sum(maya), abs=1e-9)

@@ -439,17 +439,20 @@ def test_the_reads_that_need_no_vector_are_sent_before_the_query_is_embedded(
 ) -> None:
     """find_entities, lexical_entities (link_lexical) and the BM25 facts need only the
     query's words, the scope's fact vector sum (the hubness correction) not even those: on a
-    server they overlap the query embedding. The embedder waits for
-    them (on Neo4j they run on the read pool; a read sent after the embedding would never
-    come), and the search returns what it did with them sent after it."""
+    server they overlap the query embedding (a store that holds names brings the sum with
+    the name ranker's read, which is sent early too, and sends no read of its own for it).
+    The embedder waits for them (on Neo4j they run on the read pool; a read sent after the
+    embedding would never come), and the search returns what it did with them sent after
+    it."""
     import time
 
     from mem0g import Memory
 
     store = any_store
     sent: list[str] = []
-    early = {"find_entities", "lexical_entities", "lexical_facts", "fact_vector_sum"}
-    for name in (*early, "similar_facts"):
+    early = {"find_entities", "lexical_entities", "lexical_facts"}
+    early |= {"name_ranker"} if store.capabilities.held_names else {"fact_vector_sum"}
+    for name in {*early, "similar_facts", "fact_vector_sum"}:
         real = getattr(store, name)
         monkeypatch.setattr(
             store, name, lambda *a, _r=real, _n=name, **k: (sent.append(_n), _r(*a, **k))[1]
@@ -481,8 +484,15 @@ def test_the_reads_that_need_no_vector_are_sent_before_the_query_is_embedded(
         store.apply(plan(tenant, [xavier, paris], [lives]))
         sent.clear()
         hits = m.search(query, user_id="a")
+        first = list(sent)
+        if store.capabilities.held_names:  # once the names are held, the sum comes with them
+            store.name_ranker(tenant, wait=True)
+            sent.clear()
+            again = m.search(query, user_id="a")
+            assert "fact_vector_sum" not in sent and again.facts == hits.facts
     assert Watching.seen is not None and early <= set(Watching.seen), Watching.seen
     assert "similar_facts" not in Watching.seen  # it needs the vector
+    assert first.count("fact_vector_sum") == 1  # Neo4j: the names were not held yet
     assert [f.text for f in hits.facts][:1] == ["Xavier lives in Paris"]
     assert [e.name for e in hits.entities][:1] == ["Xavier"]
     assert [h.relation for h in hits.relations] == ["lives_in"]

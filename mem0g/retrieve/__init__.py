@@ -94,7 +94,9 @@ class EarlyReads:
     name_words: Future[list[tuple[Entity, float]]] | None  # lexical_entities (link_lexical)
     fact_words: Future[list[tuple[Fact, float]]] | None  # lexical_facts (the fact half)
     ranker: Future[NameRanker | None] | None = None  # name_ranker (`held_names`)
-    fact_sum: Future[np.ndarray | None] | None = None  # fact_vector_sum (`hub_penalty`)
+    # the scope's kept fact vector sum (`hub_penalty`), called where the fact half is fused:
+    # from the name ranker's read on a store that holds names, else its own early read
+    fact_sum: Callable[[], np.ndarray | None] | None = None
 
 
 class DualRetriever:
@@ -145,12 +147,12 @@ class DualRetriever:
         if lexical and validity is not None and FactRetriever.current(validity):
             k = max(self.config.fact_top_k, limit)
             fact_words = self.submit(self.facts.words_ranking, scope, query_terms(query), k)
-        fact_sum = None
-        if validity is not None and FactRetriever.current(validity):
-            fact_sum = self.facts.centroid_read(scope)
         ranker = None
         if self.store.capabilities.held_names:
             ranker = self.submit(self.store.name_ranker, scope)
+        fact_sum = None
+        if validity is not None and FactRetriever.current(validity):
+            fact_sum = self.facts.centroid(scope, ranker)
         return EarlyReads(names=names, name_words=words, fact_words=fact_words, ranker=ranker,
                           fact_sum=fact_sum)  # fmt: skip
 

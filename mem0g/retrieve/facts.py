@@ -27,7 +27,7 @@ from mem0g.retrieve.fusion import Ranking, diversify, fuse, ranked
 from mem0g.retrieve.hubness import corrected
 from mem0g.retrieve.timeline import FactVersion, as_of, said_at, versions
 from mem0g.retrieve.timewin import QueryTime, with_time
-from mem0g.stores.base import GraphStore
+from mem0g.stores.base import GraphStore, NameRanker
 from mem0g.stores.lexical_query import query_terms, stems, terms
 from mem0g.stores.vectors import row_scores, unit_rows, unit_vector
 from mem0g.types import Fact, FactHit, Tenant, Validity
@@ -165,14 +165,14 @@ class FactRetriever:
         validity: Validity,
         qt: QueryTime | None = None,
         lexical: Future[list[tuple[Fact, float]]] | None = None,
-        total: Future[np.ndarray | None] | None = None,
+        total: Callable[[], np.ndarray | None] | None = None,
     ) -> Callable[[Mapping[str, Ranking] | None], list[FactHit]]:
         """Start the store's reads (on the read pool, if any) and return `finish(extra)`,
         which waits for them and fuses (the `time` ranking included); `extra`: more named
         rankings of fact ids found meanwhile by the graph half of a search. Two steps, so
         that no read-pool task ever waits on another (no pool deadlock). `lexical`: the BM25
         read of a current search, already started (`DualRetriever.early_reads`), and `total`
-        its `centroid_read`."""
+        its `centroid`."""
         k = max(self.config.fact_top_k, limit)
         words = query_terms(query)
         if not self.current(validity):
@@ -181,7 +181,7 @@ class FactRetriever:
             return lambda extra: self._historical(qvec, words, scope, when, k, limit, extra, qt)
         dense_ref = self.submit(self.store.similar_facts, scope, qvec, k)
         penalty = self.config.fusion.hub_penalty
-        total_ref = total if total is not None else self.centroid_read(scope)
+        total_ref = total if total is not None else self.centroid(scope)
         lexical_ref = lexical
         if lexical_ref is None and self.lexical is not None:
             lexical_ref = self.submit(self.words_ranking, scope, words, k)
@@ -198,18 +198,32 @@ class FactRetriever:
             if total_ref is not None:
                 dense = rankings["dense_facts"]
                 vectors = [_vector(records[i]) for i, _ in dense]
-                rankings["dense_facts"] = corrected(dense, vectors, total_ref.result(), penalty)
+                rankings["dense_facts"] = corrected(dense, vectors, total_ref(), penalty)
             return self._current(scope, records, {**rankings, **(extra or {})}, limit, qt)
 
         return finish
 
-    def centroid_read(self, scope: Tenant) -> Future[np.ndarray | None] | None:
-        """Start the read of the scope's kept fact vector sum, when the recipe corrects the
-        dense ranking for hubness (retrieve/hubness.py); it needs no query vector, so a
-        search starts it while the query is embedded."""
-        if self.config.fusion.hub_penalty > 0 and self.store.capabilities.fact_vector_sum:
-            return self.submit(self.store.fact_vector_sum, scope)
-        return None
+    def centroid(
+        self, scope: Tenant, ranker: Future[NameRanker | None] | None = None
+    ) -> Callable[[], np.ndarray | None] | None:
+        """The scope's kept fact vector sum, when the recipe corrects the dense ranking for
+        hubness (retrieve/hubness.py), as a call to make where the facts are fused (in the
+        caller's thread, never a read-pool task). A store that holds names brings the sum
+        with the name ranker's read (`ranker`, already started): no read of its own, unless
+        that read did not bring it. Otherwise the read starts now: it needs no query vector,
+        so a search starts it while the query is embedded."""
+        if self.config.fusion.hub_penalty <= 0 or not self.store.capabilities.fact_vector_sum:
+            return None
+        if ranker is not None:
+
+            def from_ranker() -> np.ndarray | None:
+                held = ranker.result()
+                if held is not None and held.fact_sum_read:
+                    return held.fact_sum
+                return self.store.fact_vector_sum(scope)
+
+            return from_ranker
+        return self.submit(self.store.fact_vector_sum, scope).result
 
     def words_ranking(self, scope: Tenant, words: list[str], k: int) -> list[tuple[Fact, float]]:
         """The store's BM25 over the query words that do not fill the scope

@@ -218,6 +218,11 @@ class NameRanker:
     dims: int | None
     # the named entities without their embeddings (ones gone since are left out)
     records: Callable[[list[str]], list[Entity]]
+    # the scope's kept fact vector sum, when the same read brought it (`fact_vector_sum`:
+    # a search's fact half then sends no read of its own for it); None in `fact_sum` with
+    # `fact_sum_read` means the scope has no fact with a vector
+    fact_sum: np.ndarray | None = None
+    fact_sum_read: bool = False
 
     def similar(
         self,

@@ -195,7 +195,9 @@ class VectorSearch(Neo4jSession):
             # as the block stands now: later rows land past this view, or in a new array
             views = tuple((block.ids[: len(block.ids)], block.matrix) for _, block in blocks)
         records = functools.partial(self._light_entities, scope)
-        return NameRanker(views, self.dims, records)
+        sums = [np.asarray(row["fact_sum"], dtype=np.float64) for row in rows if row["fact_sum"]]
+        total = np.sum(sums, axis=0) if sums else None
+        return NameRanker(views, self.dims, records, fact_sum=total, fact_sum_read=True)
 
     def _load_names(self, key: str, epoch: str) -> Future[VectorBlock | None]:
         """The tenant's first full read of its name vectors, on the store's one background
