@@ -22,6 +22,7 @@ __all__ = [
     "blocks_top",
     "has_direction",
     "row_scores",
+    "summed",
     "top_k",
     "unit_rows",
     "unit_vector",
@@ -110,6 +111,13 @@ def blocks_top(
 _Rows = Sequence[Sequence[float] | np.ndarray | None]
 
 
+def summed(parts: _Rows) -> np.ndarray | None:
+    """The float64 sum of kept vector sums (a scope's tenants'), None entries and empty ones
+    left out; None when none is left (the scope has no fact with a vector)."""
+    held = [np.asarray(v, dtype=np.float64) for v in parts if v is not None and len(v)]
+    return np.sum(held, axis=0) if held else None
+
+
 def vector_sum_change(came: _Rows, gone: _Rows) -> tuple[int, list[float]] | None:
     """(count, float64 sum) of the unit vectors that `came` less those `gone` (None entries:
     facts without an embedding), or None when nothing with a vector changed: what a write
@@ -141,7 +149,7 @@ class VectorBlock:
     index: dict[str, int] = field(default_factory=dict)
     unflagged: int = 0  # rows whose flag is False
     spans: np.ndarray | None = None  # capacity x 2 int64, set by the owner when first needed
-    _total: np.ndarray | None = None  # the flagged rows' sum, kept until a row changes
+    _total: np.ndarray | None = None  # the flagged rows' sum, once asked: kept in step
 
     def __post_init__(self) -> None:
         self.index = {record_id: row for row, record_id in enumerate(self.ids)}

@@ -60,6 +60,7 @@ from mem0g.stores.embedded.schema import (
 from mem0g.stores.plan import Existing, FactOutcome, Owned, check_plan, distinct_tenants
 from mem0g.stores.repair import rename_event, renamed
 from mem0g.stores.vectors import as_vector as _vec
+from mem0g.stores.vectors import summed
 from mem0g.types import (
     Entity,
     EntityEvent,
@@ -425,8 +426,7 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
     def fact_vector_sum(self, scope: Tenant, *, exact: bool = False) -> np.ndarray | None:
         """The sum of the scope's blocks' flagged rows (each block keeps its own sum)."""
         blocks = [self._facts.block(key, self.dims) for key in self._scope_keys(scope, exact)]
-        sums = [block.total() for block in blocks if len(block.ids) > block.unflagged]
-        return np.sum(sums, axis=0) if sums else None
+        return summed([block.total() for block in blocks if len(block.ids) > block.unflagged])
 
     @_locked
     def lexical_facts(

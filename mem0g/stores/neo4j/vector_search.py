@@ -23,7 +23,14 @@ from mem0g.stores.neo4j.entity_vectors import EntityVectors, Watermark
 from mem0g.stores.neo4j.indexes import _INDEX_ERROR_PAUSE, _index_down
 from mem0g.stores.neo4j.rows import _entity, _fact, _id_vectors, _scope, _validity
 from mem0g.stores.neo4j.session import Neo4jSession
-from mem0g.stores.vectors import VectorBlock, best_first, row_scores, unit_rows, unit_vector
+from mem0g.stores.vectors import (
+    VectorBlock,
+    best_first,
+    row_scores,
+    summed,
+    unit_rows,
+    unit_vector,
+)
 from mem0g.types import Entity, Fact, Tenant, Validity
 
 _FIELDS = {"entities": "entity", "relations": "relation", "facts": "fact"}  # row key per kind
@@ -195,8 +202,7 @@ class VectorSearch(Neo4jSession):
             # as the block stands now: later rows land past this view, or in a new array
             views = tuple((block.ids[: len(block.ids)], block.matrix) for _, block in blocks)
         records = functools.partial(self._light_entities, scope)
-        sums = [np.asarray(row["fact_sum"], dtype=np.float64) for row in rows if row["fact_sum"]]
-        total = np.sum(sums, axis=0) if sums else None
+        total = summed([row["fact_sum"] for row in rows])
         return NameRanker(views, self.dims, records, fact_sum=total, fact_sum_read=True)
 
     def _load_names(self, key: str, epoch: str) -> Future[VectorBlock | None]:
@@ -330,8 +336,7 @@ class VectorSearch(Neo4jSession):
     def fact_vector_sum(self, scope: Tenant, *, exact: bool = False) -> np.ndarray | None:
         """The scope's tenants' kept sums (cypher/facts.cypher, add_fact_vectors), added."""
         (row,) = self._read("fact_vector_sum", _scope(scope, exact))
-        sums = [np.asarray(v, dtype=np.float64) for v in row["sums"] if v]
-        return np.sum(sums, axis=0) if sums else None
+        return summed(row["sums"])
 
     def similar_facts(
         self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
