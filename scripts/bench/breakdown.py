@@ -9,7 +9,11 @@ read's few ms are seen; the process total in clock ticks is kept as a check):
   reads, N of them (cycling over the recorded parameters): its cold cost with no other
   statement compiled before it;
 * mixed: one restart, then the recorded searches' reads in their order, one at a time, for
-  N searches: where a cold search's CPU goes when the statements warm each other.
+  N searches: where a cold search's CPU goes when the statements warm each other;
+* warmed: one restart, the store's own warm-up run to its end (its reads counted by
+  statement), then N searches' reads in order, then `--server-warmup` searches' reads untimed,
+  then the N again: which statement the warm-up leaves slower than warm, and whether it ran
+  that statement at all.
 
 No timing here is a search latency (reads run one at a time, not beside each other)."""
 
@@ -66,6 +70,45 @@ def thread_ns(pid: int) -> int:
     return total
 
 
+def compiler_ns(pid: int) -> int:
+    """Run time of the JVM's JIT compiler threads of `pid` (named "C1/C2 CompilerThre..."),
+    in ns: what of the server's CPU is compiling rather than serving."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if "Compiler" in (task / "comm").read_text():
+                total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _idle_until_quiet(
+    pid: int, progress: Progress, label: str, limit_s: float = 120.0, step_s: float = 5.0
+) -> list[dict[str, float]]:
+    """With no client read, the server's CPU share by `step_s` until it is below 5% (the
+    JIT's queued compiles done) or `limit_s`: what a warm-up that ended leaves running."""
+    steps: list[dict[str, float]] = []
+    begin = time.perf_counter()
+    while time.perf_counter() - begin < limit_s:
+        cpu, comp = thread_ns(pid), compiler_ns(pid)
+        time.sleep(step_s)
+        share = (thread_ns(pid) - cpu) / 1e9 / step_s
+        steps.append(
+            {
+                "cpu_share": round(share, 3),
+                "compiler_share": round((compiler_ns(pid) - comp) / 1e9 / step_s, 3),
+            }
+        )
+        if share < 0.05:
+            break
+    progress.line(
+        f"{label} warmed: server idle after the warm-up, CPU share by {step_s:.0f}s: "
+        + ", ".join(f"{s['cpu_share']:.2f} ({s['compiler_share']:.2f} JIT)" for s in steps)
+    )
+    return steps
+
+
 def _ticks_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -79,13 +122,15 @@ class _Meter:
         self.cpu: dict[str, list[float]] = defaultdict(list)
         self.wall: dict[str, list[float]] = defaultdict(list)
         self.started_ticks = _ticks_s(pid)
+        self.compiler_ms = 0.0  # of the reads' server CPU, the JIT compiler threads'
 
     def run(self, read: Callable[[str, dict[str, Any]], Any], name: str, params: dict) -> None:
-        before = thread_ns(self.pid)
+        before, comp = thread_ns(self.pid), compiler_ns(self.pid)
         began = time.perf_counter()
         read(name, params)
         self.wall[name].append(1000 * (time.perf_counter() - began))
         self.cpu[name].append((thread_ns(self.pid) - before) / 1e6)
+        self.compiler_ms += (compiler_ns(self.pid) - comp) / 1e6
 
     def report(self) -> dict[str, Any]:
         return {
@@ -133,8 +178,13 @@ def statement_breakdown(
                   "load_avg": load_average()}  # fmt: skip
         return store, _Meter(stores.pid), schema
 
+    passes = {p.strip() for p in getattr(args, "breakdown_passes", "alone,mixed").split(",")}
+    if "warmed" in passes:
+        out["warmed"] = _warmed(args, stores, dims, recorded, count, progress, label, passes)
     alone: dict[str, Any] = {}
     for name, params in sorted(by_name.items(), key=lambda item: -len(item[1])):
+        if "alone" not in passes:
+            break
         store, meter, schema = fresh()
         try:
             for i in range(count):
@@ -149,6 +199,8 @@ def statement_breakdown(
             f" (total {alone[name]['cpu_ms_total']:.0f} ms; restart {schema['restart_s']} s)"
         )
     out["alone"] = alone
+    if "mixed" not in passes:
+        return out
 
     store, meter, schema = fresh()
     try:
@@ -175,3 +227,86 @@ def statement_breakdown(
             f"{m['cpu_ms']['p50_ms']:.2f} / p95 {m['cpu_ms']['p95_ms']:.2f} ms a read"
         )
     return out
+
+
+def _replay(
+    meter: _Meter,
+    read: Callable[[str, dict[str, Any]], Any],
+    recorded: Sequence[Sequence[Read]],
+    count: int,
+) -> None:
+    """`count` searches' reads, cycling over the recorded ones, one read at a time."""
+    for search in (list(recorded) * (count // len(recorded) + 1))[:count]:
+        for name, params in search:
+            meter.run(read, name, params)
+
+
+def _warmed(
+    args: Any,
+    stores: BenchStores,
+    dims: int,
+    recorded: Sequence[Sequence[Read]],
+    count: int,
+    progress: Progress,
+    label: str,
+    passes: set[str],
+) -> dict[str, Any]:
+    """The 'warmed' pass (module docstring): per statement, server CPU per read after the
+    store's warm-up and after `--server-warmup` more searches, and the warm-up's own reads."""
+    restart_s = stores.restart()
+    store: Any = stores.connect(dims, 0.0)
+    assert stores.pid is not None
+    real = store._read
+    ran: dict[str, int] = defaultdict(int)
+
+    def counted(name: str, params: dict[str, Any]) -> Any:
+        ran[name] += 1
+        return real(name, params)
+
+    store._read = counted  # the warm-up takes the store's read when it starts
+    try:
+        begin, cpu = time.perf_counter(), thread_ns(stores.pid)
+        warmup = store.start_warmup(args.store_warmup_seconds)
+        warmup.join()
+        warm_s, warm_cpu = time.perf_counter() - begin, (thread_ns(stores.pid) - cpu) / 1e6
+        status = store.warmup_status.model_dump(mode="json")
+        del store._read
+        idle = _idle_until_quiet(stores.pid, progress, label) if "idle" in passes else []
+        progress.line(
+            f"{label} warmed: store warm-up {warm_s:.1f}s, server CPU {warm_cpu / 1000:.1f}s, "
+            f"{sum(ran.values())} reads {dict(sorted(ran.items()))}; {status}"
+        )
+        after = _Meter(stores.pid)
+        _replay(after, store._read, recorded, count)
+        more = max(0, int(getattr(args, "server_warmup", 0)))
+        begin = time.perf_counter()
+        _replay(_Meter(stores.pid), store._read, recorded, more)
+        progress.line(f"{label} warmed: {more} searches' reads untimed in "
+                      f"{time.perf_counter() - begin:.1f}s")  # fmt: skip
+        warm = _Meter(stores.pid)
+        _replay(warm, store._read, recorded, count)
+    finally:
+        store.close()
+    first, last = after.report(), warm.report()
+    rows: dict[str, Any] = {}
+    for name in sorted(first, key=lambda n: -first[n]["cpu_ms_total"]):
+        a, w = first[name], last.get(name)
+        rows[name] = {"warmup_reads": ran.get(name, 0), "after_warmup": a, "warm": w}
+        w_total = w["cpu_ms_total"] if w else 0.0
+        progress.line(
+            f"{label} warmed {name}: warm-up ran it {ran.get(name, 0)}x; server CPU a search "
+            f"after the warm-up {a['cpu_ms_total'] / count:.2f} ms (p50 a read "
+            f"{a['cpu_ms']['p50_ms']:.2f}), warm {w_total / count:.2f} ms"
+        )
+    total_a = sum(m["cpu_ms_total"] for m in first.values()) / count
+    total_w = sum(m["cpu_ms_total"] for m in last.values()) / count
+    progress.line(f"{label} warmed: server CPU per search after the warm-up {total_a:.1f} ms "
+                  f"({after.compiler_ms / count:.1f} of it JIT compiling), warm {total_w:.1f} ms "
+                  f"({warm.compiler_ms / count:.1f})")  # fmt: skip
+    return {"restart_s": round(restart_s, 1), "warmup_s": round(warm_s, 1),
+            "warmup_server_cpu_ms": round(warm_cpu, 1), "warmup_status": status,
+            "searches": count, "untimed_between": more, "statements": rows, "idle": idle,
+            "compiler_ms_per_search_after_warmup": round(after.compiler_ms / count, 1),
+            "compiler_ms_per_search_warm": round(warm.compiler_ms / count, 1),
+            "cpu_ms_per_search_after_warmup": round(total_a, 1),
+            "cpu_ms_per_search_warm": round(total_w, 1), "load_avg": load_average()}  # fmt: skip

@@ -202,6 +202,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "in order after one restart (scripts/bench/breakdown.py)",
     )
     p.add_argument(
+        "--breakdown-passes",
+        default="alone,mixed",
+        metavar="PASSES",
+        help="with --statement-breakdown: which passes, comma-separated: 'alone', 'mixed', "
+        "'warmed' (after one restart, the store's own warm-up run to its end and its reads "
+        "counted, then N searches' reads one at a time, then --server-warmup untimed searches' "
+        "reads, then the N again: each statement after the warm-up against warm), 'idle' "
+        "(with 'warmed': the server's CPU share, the JIT's apart, while nobody reads after "
+        "the warm-up, until it is quiet)",
+    )
+    p.add_argument(
         "--variants-only",
         action="store_true",
         help="with --restart-variant: only the variants' phases (no cold / first minute / "
