@@ -23,12 +23,11 @@ from mem0g.stores.neo4j import warmup as warmup_module
 from mem0g.stores.neo4j.traffic import Traffic
 from mem0g.stores.neo4j.warmup import (
     MIN_ROUNDS,
-    PATIENCE,
     SHAPE_MIN_ROUNDS,
     SHAPE_SHARE,
     THREAD_NAME,
+    TREND_ROUNDS,
     WARMUP_USER,
-    WINDOW,
     Warmup,
     _settled,
     warmup_params,
@@ -59,10 +58,11 @@ def test_only_read_statements_with_known_parameters_are_chosen() -> None:
 
 
 def test_warm_when_rounds_stop_getting_faster() -> None:
-    assert not _settled([1.0] * (MIN_ROUNDS - 1))
-    assert _settled([3.0, 2.0, *([1.0] * MIN_ROUNDS)])
+    assert not _settled([1.0] * (TREND_ROUNDS - 1))
+    assert _settled([3.0, 2.0, *([1.0] * TREND_ROUNDS)])
     # slower again (load, GC): no sign of compiles to come, so it does not hold it back
-    assert _settled([*([1.0] * MIN_ROUNDS), 3.0, 3.0, 3.0])
+    assert _settled([*([1.0] * TREND_ROUNDS), 3.0, 3.0, 3.0])
+    assert not _settled([0.98**i for i in range(TREND_ROUNDS)])  # 2% a round faster: not yet
 
 
 def _first_settled(rounds: list[float]) -> int | None:
@@ -71,15 +71,15 @@ def _first_settled(rounds: list[float]) -> int | None:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_noisy_rounds_at_a_steady_speed_settle_soon(seed: int) -> None:
-    """Rounds on a busy machine vary round to round. At a steady speed they settle within
-    PATIENCE rounds of the minimum, even with a fast outlier early on and a slowdown later;
+    """Rounds on a busy machine vary round to round. At a steady speed they settle soon
+    after the trend's rounds are in, even with a fast outlier early on and a slowdown later;
     the rule against the fastest round so far never did (a CI run ran its 300 s out)."""
     rng = np.random.default_rng(seed)
     rounds = list(rng.lognormal(0.0, 0.3, 400))
     rounds[3] = 0.2  # one lucky round
-    rounds[MIN_ROUNDS - 10 :] = [2 * r for r in rounds[MIN_ROUNDS - 10 :]]  # load doubles
+    rounds[TREND_ROUNDS - 10 :] = [2 * r for r in rounds[TREND_ROUNDS - 10 :]]  # load doubles
     first = _first_settled(rounds)
-    assert first is not None and first <= MIN_ROUNDS + PATIENCE
+    assert first is not None and first <= TREND_ROUNDS + 20
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -87,10 +87,23 @@ def test_rounds_that_keep_getting_faster_are_not_yet_warm(seed: int) -> None:
     """A JIT still at work: rounds 10% faster each time for 60 rounds, then steady. Not
     settled while they speed up, settled soon after they stop."""
     rng = np.random.default_rng(seed)
-    speed = [0.9 ** min(i, 60) for i in range(200)]
-    rounds = [s * noise for s, noise in zip(speed, rng.lognormal(0.0, 0.1, 200), strict=True)]
+    speed = [0.9 ** min(i, 60) for i in range(300)]
+    rounds = [s * noise for s, noise in zip(speed, rng.lognormal(0.0, 0.1, 300), strict=True)]
     first = _first_settled(rounds)
-    assert first is not None and 60 < first <= 60 + WINDOW + PATIENCE + 5
+    assert first is not None and 60 < first <= 60 + TREND_ROUNDS
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_jit_that_gains_one_percent_a_round_is_not_yet_warm(seed: int) -> None:
+    """The shape measured on a restarted 5.26 server on one core (docs/benchmarks.md,
+    2026-12-06): the warm-up's rounds got about 1% faster a round for some 200 rounds, with
+    round-to-round noise, while real searches after them still set off compiles. The rule
+    of the best ten rounds against the best before them called that warm after 26 rounds."""
+    rng = np.random.default_rng(seed)
+    speed = [0.99 ** min(i, 200) for i in range(400)]
+    rounds = [s * noise for s, noise in zip(speed, rng.lognormal(0.0, 0.1, 400), strict=True)]
+    first = _first_settled(rounds)
+    assert first is not None and 150 < first <= 200 + TREND_ROUNDS
 
 
 def test_a_failing_read_ends_the_warmup_and_is_reported() -> None:
@@ -352,6 +365,7 @@ def test_warmup_reads_everything_writes_nothing_and_ends(
         # little at load 5-11 (it ends as soon as it settles, so a large bound costs nothing)
         budget = 360
         monkeypatch.setattr(warmup_module, "SHAPE_MIN_ROUNDS", 5)
+        monkeypatch.setattr(warmup_module, "TREND_ROUNDS", 10)  # a small store: short rounds
         warmup = store.start_warmup(budget=budget)
         searching.start()
         warmup.join(budget + 30)
@@ -405,6 +419,7 @@ def test_a_warmup_beside_a_stream_of_searches_reads_nothing_until_they_stop(
 
         monkeypatch.setattr(store, "_read", spy)
         monkeypatch.setattr(warmup_module, "SHAPE_MIN_ROUNDS", 5)
+        monkeypatch.setattr(warmup_module, "TREND_ROUNDS", 10)  # a small store: short rounds
         streaming = threading.Event()
         stream_ended: list[float] = []
         searched: list[int] = []

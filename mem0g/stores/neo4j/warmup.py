@@ -337,21 +337,25 @@ THREAD_NAME = "mem0g-neo4j-warmup"  # its pool's threads: this, then _0, _1, ...
 SHAPE_SHARE = 0.7  # of the budget for the first searches, then the statements no search ran
 MIN_ROUNDS = 30  # a JIT compiles a path after some hundreds of calls; 30 rounds of ~30
 SHAPE_MIN_ROUNDS = 25  # rounds of SAMPLES searches: 200 searches over real rows at least
-SETTLED = 1.15  # the recent rounds at most 15% faster than the best before them: warm
-WINDOW = 5  # rounds per median: one slow or lucky round (GC, load) is not a trend
-PATIENCE = 10  # the recent rounds that must bring no real gain
+TREND_ROUNDS = 60  # the last rounds the trend is read from (480 searches of SAMPLES)
+TREND_SPAN = 40  # the trend's gain is the one it promises over this many more rounds
+TREND_GAIN = 0.05  # warm once that gain is below 5%: more rounds would buy next to nothing
 REAL_ENOUGH = 2000  # real calls (~300 searches of 6-8 reads) that warm a server as 25 rounds do
 
 
 def _settled(rounds: list[float], min_rounds: int = MIN_ROUNDS) -> bool:
-    """Warm when the rounds stopped getting faster (plans cached, paths compiled): the best
-    median of WINDOW rounds among the last PATIENCE is not SETTLED times better than the best
-    before them. Medians against medians, since the fastest single round of thousands is a
-    lucky outlier that a busy machine never meets again (a rule against it ran a 300 s bound
-    out under load, docs/benchmarks.md); and a slowdown (load, GC) is no sign that more
+    """Warm when the rounds stopped getting faster: the trend of the last TREND_ROUNDS
+    rounds' log times (Theil-Sen: the median of the pairwise slopes, so a slow or lucky round,
+    GC or load, moves it little) promises less than TREND_GAIN over TREND_SPAN more rounds.
+    Why a trend and not the best recent rounds against the best before them: a JIT on one
+    core keeps making the rounds faster by ~1% a round for hundreds of rounds, in steps as its
+    C2 compiles land, and a rule that wanted 15% within ten rounds called that warm after 26
+    rounds, when real searches still cost four times a warm one's server CPU, most of it the
+    compiles they set off (docs/benchmarks.md, 2026-12-06). A slowdown is no sign that more
     compiles are coming, so it does not hold the warm-up back."""
-    if len(rounds) < max(min_rounds, WINDOW + PATIENCE):
+    if len(rounds) < max(min_rounds, TREND_ROUNDS):
         return False
-    windows = np.lib.stride_tricks.sliding_window_view(np.asarray(rounds), WINDOW)
-    medians = np.median(windows, axis=1)
-    return bool(medians[-PATIENCE:].min() * SETTLED >= medians[:-PATIENCE].min())
+    y = np.log(np.maximum(np.asarray(rounds[-TREND_ROUNDS:], dtype=np.float64), 1e-9))
+    i, j = np.triu_indices(len(y), 1)
+    slope = float(np.median((y[j] - y[i]) / (j - i)))
+    return bool(slope * TREND_SPAN > np.log1p(-TREND_GAIN))
