@@ -341,6 +341,7 @@ def test_warmup_reads_everything_writes_nothing_and_ends(
         empty: list[str] = []  # statements read against the reserved tenant
         ran: set[str] = set()  # every statement the warm-up read
         real: dict[str, int] = {}  # statement -> rows, read for a sample's own tenant
+        lookups: list[list[str]] = []  # the keys of each name lookup over real data
         read = store._read
 
         def spy(name: str, params: dict[str, Any]) -> Any:
@@ -355,6 +356,8 @@ def test_warmup_reads_everything_writes_nothing_and_ends(
                     assert params.get("agent_id") is None and params.get("run_id") is None
                     walked = rows[0]["hop1"] if name == "walk" else rows
                     real[name] = real.get(name, 0) + len(walked)
+                    if name == "find_entities":
+                        lookups.append(list(params["keys"]))
             return rows
 
         monkeypatch.setattr(store, "_read", spy)
@@ -381,6 +384,10 @@ def test_warmup_reads_everything_writes_nothing_and_ends(
         # the searches over real data returned rows: walks, dense hits, facts
         for name in ("walk", "similar_relations_scan", "similar_facts_scan", "lexical_facts"):
             assert real.get(name, 0) > 0, (name, real)
+        # names are looked up as a real search looks them up: every n-gram of the sample's
+        # words ("works_at acme corp"), not only the seed's key
+        assert lookups and max(len(keys) for keys in lookups) > 2, lookups[:3]
+        assert any("acme corp" in keys for keys in lookups), lookups[:3]
         assert census() == before
         assert memory.stats().warmup == status  # Memory.stats reports it
         hits = memory.search("bees", user_id="alice")

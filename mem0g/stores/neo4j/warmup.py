@@ -109,8 +109,15 @@ def _search(store: Any, row: dict[str, Any]) -> None:
     names = (ranker.similar(vector, 5) if ranker is not None
              else store.similar_entities(scope, vector, 5, light=True))  # fmt: skip
     linked = [e.id for e, _ in names]
-    if row["key"]:
-        linked = [e.id for e in store.find_entities(scope, [row["key"]])] + linked
+    # a real search looks up every n-gram of its query (dozens of keys, most finding
+    # nothing); with one key the lookup's per-key code was compiled only by real searches
+    from mem0g.resolve.links import name_ngrams  # the matching rule (a stage's module)
+
+    keys = list(
+        dict.fromkeys(([row["key"]] if row["key"] else []) + name_ngrams(row["text"] or ""))
+    )
+    if keys:
+        linked = [e.id for e in store.find_entities(scope, keys)] + linked
     seeds = list(dict.fromkeys(([row["seed"]] if row["seed"] else []) + linked))
     store.walk(scope, WalkRequest(seeds=seeds, validity=now, vector=vector, words=words,
                                   rows=[r.id for r in dense[:10]]))  # fmt: skip
