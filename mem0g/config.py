@@ -136,8 +136,8 @@ class GraphStoreConfig(_Section):
         "opens (and after reindex), so the first searches after a restart are not slow",
     )
     warmup_seconds: float = Field(
-        # 30 s stopped it before its rounds settled; alone on an idle machine it settled in
-        # 51 s at 10k edges (docs/benchmarks.md, 2026-12-03): it ends when settled
+        # 30 s stopped it before its rounds settled; alone on a 2-core machine it settled
+        # in 78-98 s at 10k edges (docs/benchmarks.md, 2026-12-06): it ends when settled
         default=120.0,
         gt=0,
         description="neo4j: the warm-up's bound, in seconds of its own work (the time it "

@@ -347,7 +347,10 @@ SHAPE_MIN_ROUNDS = 25  # rounds of SAMPLES searches: 200 searches over real rows
 TREND_ROUNDS = 60  # the last rounds the trend is read from (480 searches of SAMPLES)
 TREND_SPAN = 40  # the trend's gain is the one it promises over this many more rounds
 TREND_GAIN = 0.05  # warm once that gain is below 5%: more rounds would buy next to nothing
-REAL_ENOUGH = 2000  # real calls (~300 searches of 6-8 reads) that warm a server as 25 rounds do
+# real calls that warm a server as the warm-up's own rounds do: ~1,500 searches of 7-8 reads
+# (after 300 real searches a restarted server still spent 17 of 32 ms a search compiling,
+# after 1,000 more 4 of 14 ms; docs/benchmarks.md, 2026-12-06)
+REAL_ENOUGH = 12_000
 
 
 def _settled(rounds: list[float], min_rounds: int = MIN_ROUNDS) -> bool:
