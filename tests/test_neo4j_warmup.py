@@ -320,8 +320,8 @@ def test_warmup_reads_everything_writes_nothing_and_ends(
 ) -> None:
     """It searches the store's own data (each read scoped to the one tenant a sample came
     from, with rows coming back), then reads every other search and add statement against the
-    reserved empty tenant, writes nothing, and ends by itself (settled: 5 rounds here, 25 in
-    production, where a loaded machine would take minutes)."""
+    reserved empty tenant, writes nothing, and ends by itself (settled: a 10-round trend here,
+    60 in production, where a loaded machine would take minutes)."""
     embedder = make_embedder(EmbedderConfig(provider="hashing"))
     store: Neo4jGraphStore = neo4j_connect(dims=embedder.dims)  # an earlier test's dims go
     with Memory({"memory": {"graph": False}}, embedder=embedder, store=store) as memory:

@@ -205,9 +205,7 @@ def statement_breakdown(
     store, meter, schema = fresh()
     try:
         ticks = _ticks_s(meter.pid)
-        for search in (recorded * (count // len(recorded) + 1))[:count]:
-            for name, params in search:
-                meter.run(store._read, name, params)
+        _replay(meter, store._read, recorded, count)
         ticks = _ticks_s(meter.pid) - ticks
     finally:
         store.close()

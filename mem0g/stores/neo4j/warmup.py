@@ -342,8 +342,10 @@ class Warmup:
 
 THREAD_NAME = "mem0g-neo4j-warmup"  # its pool's threads: this, then _0, _1, ...
 SHAPE_SHARE = 0.7  # of the budget for the first searches, then the statements no search ran
-MIN_ROUNDS = 30  # a JIT compiles a path after some hundreds of calls; 30 rounds of ~30
-SHAPE_MIN_ROUNDS = 25  # rounds of SAMPLES searches: 200 searches over real rows at least
+# floors of the round counts (a JIT compiles a path after some hundreds of calls); with the
+# trend's TREND_ROUNDS above them, they bind only where a caller lowers that
+MIN_ROUNDS = 30  # rounds of the ~30 statements over the empty tenant
+SHAPE_MIN_ROUNDS = 25  # rounds of SAMPLES searches over real rows
 TREND_ROUNDS = 60  # the last rounds the trend is read from (480 searches of SAMPLES)
 TREND_SPAN = 40  # the trend's gain is the one it promises over this many more rounds
 TREND_GAIN = 0.05  # warm once that gain is below 5%: more rounds would buy next to nothing
