@@ -33,31 +33,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/: the bench package
 
+from bench.data import question, sentence
 from bench.timing import load_average, summary
 
 from mem0g import Memory
 from mem0g.retrieve.fusion import PRESETS
 from mem0g.types import Tenant
-
-ACTIVITIES = ["went hiking", "painted a sunset", "baked bread", "ran a 10k race", "went camping",
-              "read a novel", "played the violin", "visited a museum", "went swimming",
-              "took a pottery class", "planted tomatoes", "watched a concert", "went fishing",
-              "built a bookshelf"]  # fmt: skip
-PEOPLE = [f"Person{i}" for i in range(60)] + ["Anna", "Ben", "Chloe", "Dmitri", "Emeka", "Fatima"]
-PLACES = ["the park", "Lisbon", "the lake", "grandma's house", "Berlin", "the mountains",
-          "the beach", "downtown", "Kyoto", "the library"]  # fmt: skip
-MONTHS = ["January", "March", "May", "July", "September", "November"]
-
-
-def sentence(rng: random.Random) -> str:
-    return (f"User {rng.choice(ACTIVITIES)} with {rng.choice(PEOPLE)} at {rng.choice(PLACES)} "
-            f"in {rng.choice(MONTHS)} {rng.randint(2015, 2024)} and loved it.")  # fmt: skip
-
-
-def question(rng: random.Random) -> str:
-    if rng.random() < 0.5:
-        return f"What did I do with {rng.choice(PEOPLE)} at {rng.choice(PLACES)}?"
-    return f"When did I last {rng.choice(ACTIVITIES).split(' ', 1)[1]}?"
 
 
 def _memory(store: str, uri: str | None, embedder: str, work: Path) -> Memory:

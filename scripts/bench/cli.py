@@ -19,7 +19,14 @@ import bench
 from bench.add import bench_add
 from bench.breakdown import statement_breakdown
 from bench.cypher_profile import profile_searches
-from bench.data import TARGET_USER, UTC, build_graph, make_queries, warm_queries
+from bench.data import (
+    TARGET_USER,
+    UTC,
+    build_graph,
+    make_queries,
+    sentence,
+    warm_queries,
+)
 from bench.report import TARGET_EDGES, print_report, targets
 from bench.search import (
     bench_search,
@@ -36,6 +43,24 @@ from mem0g.config import EmbedderConfig, GraphStoreConfig, MemoryConfig
 from mem0g.embed import CachedEmbedder, make_embedder
 from mem0g.types import Tenant
 
+FACT_BATCH = 200  # facts per add(infer=False) of --facts
+
+
+def add_facts(memory: Memory, count: int, seed: int, progress: Progress, label: str) -> float:
+    """`count` facts for the searched user, through the public `add(infer=False)` (embedded
+    for real, batches of 200); returns the seconds taken."""
+    if count <= 0:
+        return 0.0
+    rng = random.Random(seed + 11)
+    begin = time.perf_counter()
+    with progress.task(f"{label} facts", count) as advance:
+        for start in range(0, count, FACT_BATCH):
+            batch = min(FACT_BATCH, count - start)
+            messages = [{"role": "user", "content": sentence(rng)} for _ in range(batch)]
+            memory.add(messages, user_id=TARGET_USER, infer=False)
+            advance(batch)
+    return round(time.perf_counter() - begin, 2)
+
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(bench.__doc__ or "").split("\n\n")[0])
@@ -44,6 +69,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--warmup", type=int, default=10, help="untimed queries (and adds) first")
     p.add_argument("--adds", type=int, default=100)
+    p.add_argument(
+        "--facts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="add N facts to the searched user (add(infer=False), batches of 200, the "
+        "sentences of bench_fact_scope.py) before the timed searches, so the fact half of a "
+        "search has a scope to read (default 0: edges only)",
+    )
     p.add_argument(
         "--add-size",
         type=int,
@@ -250,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     if not sizes or min(sizes) < 10:
         raise SystemExit("--sizes needs edge counts >= 10")
+    if args.facts < 0 or (args.facts and args.paths != "both"):
+        raise SystemExit("--facts needs a count >= 0 and --paths both (facts are the fact path's)")
     client_cpus = parse_cpus(args.client_cpus) if args.client_cpus else None
     progress = Progress(args.quiet)
     started = datetime.now(UTC)
@@ -304,8 +340,9 @@ def run(
         "wait (and it leaves out fsync waits and descheduling)",
         "profiles (--profile-dir) run on extra queries/adds after the timed ones; the add "
         "profile runs the graph and fact paths inline (cProfile sees one thread)",
-        "the synthetic store holds graph edges only (no facts), so the fact search in "
-        "Memory.search scans nothing; the add benchmark's facts are the ones its adds create",
+        "the synthetic store holds graph edges only (no facts) unless --facts N adds N facts "
+        "to the searched user (add(infer=False), real embeddings; without them the fact half "
+        "of Memory.search scans nothing); the add benchmark's facts are the ones its adds create",
         "search_excluding_embed = search wall time - time in the embedding model inside it "
         "(retrieval + store work only); _cpu: the same on the calling thread's CPU time",
         "neo4j: after each build the benchmark waits for the server to go idle (build.settle): "
@@ -353,6 +390,7 @@ def run(
                 "queries": args.queries,
                 "warmup": args.warmup,
                 "adds": args.adds,
+                "facts": args.facts,
                 "seed": args.seed,
                 "pool_size": args.pool_size,
                 "vector_cache": None if args.vector_cache is None else str(args.vector_cache),
@@ -440,6 +478,7 @@ def run(
             settled = stores.settle()
             queries = make_queries(graph, args.queries + args.warmup + 50, size_rng)
             memory = Memory({"memory": memory_section}, embedder=CachedEmbedder(inner), store=store)
+            facts_s = add_facts(memory, args.facts, args.seed, progress, label)
             search_load = load_average()
             timing = bench_search(
                 memory,
@@ -461,6 +500,8 @@ def run(
                     "write_s": round(write_s, 2),
                     "vectors": vec_info,
                     "settle": settled,
+                    "facts": args.facts,
+                    "facts_s": facts_s,
                 },
                 **timing,
                 "load_avg_before_build": load_before,

@@ -252,3 +252,28 @@ def warm_queries(graph: SyntheticGraph, count: int, timed: Sequence[str], seed: 
     pool = make_queries(graph, count + len(taken), random.Random(seed))
     fresh = [q for q in pool if q not in taken]
     return (fresh * (count // max(len(fresh), 1) + 1))[:count]
+
+
+# Facts of a user (scripts/bench_fact_scope.py; bench_search.py --facts): one place in 10, one
+# person in 66, so a question naming both matches about a tenth of them by its words.
+ACTIVITIES = ["went hiking", "painted a sunset", "baked bread", "ran a 10k race", "went camping",
+              "read a novel", "played the violin", "visited a museum", "went swimming",
+              "took a pottery class", "planted tomatoes", "watched a concert", "went fishing",
+              "built a bookshelf"]  # fmt: skip
+PEOPLE = [f"Person{i}" for i in range(60)] + ["Anna", "Ben", "Chloe", "Dmitri", "Emeka", "Fatima"]
+PLACES = ["the park", "Lisbon", "the lake", "grandma's house", "Berlin", "the mountains",
+          "the beach", "downtown", "Kyoto", "the library"]  # fmt: skip
+MONTHS = ["January", "March", "May", "July", "September", "November"]
+
+
+def sentence(rng: random.Random) -> str:
+    """A dated first-person fact (`add(infer=False)`): the fact-scope worlds' sentences."""
+    return (f"User {rng.choice(ACTIVITIES)} with {rng.choice(PEOPLE)} at {rng.choice(PLACES)} "
+            f"in {rng.choice(MONTHS)} {rng.randint(2015, 2024)} and loved it.")  # fmt: skip
+
+
+def question(rng: random.Random) -> str:
+    """A question of the kind those facts answer."""
+    if rng.random() < 0.5:
+        return f"What did I do with {rng.choice(PEOPLE)} at {rng.choice(PLACES)}?"
+    return f"When did I last {rng.choice(ACTIVITIES).split(' ', 1)[1]}?"
