@@ -143,3 +143,28 @@ def test_alice_rules_fixture_runs_async_with_inference(tmp_path, llm_server, has
         job = _wait(client, r.json()["id"])
         assert job["state"] == "succeeded"
         assert [c["destination"] for c in job["result"]["relations"]] == ["Paris"]
+
+
+def test_startup_heap_frozen_while_serving_and_released_after(
+    tmp_path, llm_server, hashing
+) -> None:
+    """`gc_freeze`: what is alive once the service started is out of the cyclic collector
+    while it serves (a full collection then scans almost nothing), requests still work, and
+    shutdown gives the objects back; switched off, nothing is frozen."""
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    with TestClient(create_app(memory, ServiceSettings())) as client:
+        frozen = gc.get_freeze_count()
+        assert frozen > 1000  # at least the modules' functions and the store's objects
+        tracked = len(gc.get_objects())
+        assert tracked < frozen
+        added = client.post("/v1/memories", json={"messages": "Alice likes tea", "infer": False,
+                                                  "user_id": "alice"})  # fmt: skip
+        assert added.status_code == 200, added.text
+        found = client.post("/v1/search", json={"query": "tea", "user_id": "alice"})
+        assert [f["text"] for f in found.json()["facts"]] == ["Alice likes tea"]
+    assert gc.get_freeze_count() == 0
+    with TestClient(create_app(memory, ServiceSettings(gc_freeze=False), close_memory=True)):
+        assert gc.get_freeze_count() == 0

@@ -3,6 +3,7 @@ queue and error handling around one `Memory`; `serve` runs it with uvicorn."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -13,6 +14,7 @@ from pydantic import BaseModel
 
 from mem0g import __version__
 from mem0g.memory import Memory
+from mem0g.retrieve import load_in_background
 from mem0g.service import errors
 from mem0g.service.auth import Keyring
 from mem0g.service.jobs import JobQueue
@@ -49,7 +51,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        frozen = settings.gc_freeze and freeze_startup_heap()
         yield
+        if frozen:
+            gc.unfreeze()
         left = jobs.close(settings.queue.drain_seconds)
         if left:
             errors.log.warning("shutdown: %d queued jobs were not applied (lost)", left)
@@ -110,6 +115,24 @@ def create_app(
         return HTMLResponse(page(None))
 
     return app
+
+
+def freeze_startup_heap(wait_seconds: float = 10.0) -> bool:
+    """Exempt what is alive now from the cyclic garbage collector (`ServiceSettings.gc_freeze`).
+
+    Why: a full collection walks every tracked object, and a process with torch, transformers
+    and pydantic loaded tracks ~600,000 before it holds any memory (~300 ms a full pass on 2
+    cores, docs/benchmarks.md). CPython runs one whenever the survivors of the last one grow by
+    a quarter, so after a burst of adds some request stalls that long. Frozen objects are
+    skipped; reference counting still frees them. Waits (bounded) for the search path's
+    background loads, so their modules are frozen too, and collects the young generations
+    first, so little garbage is frozen with them. False when already frozen by someone else."""
+    if gc.get_freeze_count():
+        return False
+    load_in_background().join(wait_seconds)
+    gc.collect(1)
+    gc.freeze()
+    return True
 
 
 def serve(memory: Memory, settings: ServiceSettings, *, log_level: str = "info") -> None:

@@ -116,6 +116,10 @@ def register(app: typer.Typer) -> None:
                 memory, principal=principal, keys=per_request,
                 user_id=user, agent_id=agent, run_id=run,
             )  # fmt: skip
+            if settings.gc_freeze:  # as `serve` does at startup (app.freeze_startup_heap)
+                from mem0g.service.app import freeze_startup_heap
+
+                freeze_startup_heap()
             serve_mcp(server, transport.value, host, port)
         finally:
             memory.close()
