@@ -196,8 +196,16 @@ def test_cli_http_takes_keys_per_request_and_binds_beyond_loopback_only_with_key
         "embedder": {"provider": "hashing"},
         "graph_store": {"provider": "embedded", "path": str(tmp_path / "store")},
     }))  # fmt: skip
+    import gc
+
     served: list[tuple[Any, str, str]] = []
-    monkeypatch.setattr(mcp_server, "serve_mcp", lambda s, t, h, p: served.append((s, t, h)))
+    frozen: list[int] = []  # the heap frozen while serving (gc_freeze), given back after
+
+    def serve(s: Any, t: str, h: str, p: int) -> None:
+        served.append((s, t, h))
+        frozen.append(gc.get_freeze_count())
+
+    monkeypatch.setattr(mcp_server, "serve_mcp", serve)
     runner = CliRunner()
     base = ["--config", str(config), "mcp", "--transport", "http", "--host", "0.0.0.0"]
     refused = runner.invoke(app, base)
@@ -206,5 +214,6 @@ def test_cli_http_takes_keys_per_request_and_binds_beyond_loopback_only_with_key
     ok = runner.invoke(app, [*base, "--keys", str(tmp_path / "keys.json")])
     assert ok.exit_code == 0, ok.output
     [(server, transport, host)] = served
+    assert frozen[0] > 1000 and gc.get_freeze_count() == 0
     assert (transport, host) == ("http", "0.0.0.0")
     assert server.settings.auth is not None  # every HTTP request is checked for its own key

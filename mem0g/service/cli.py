@@ -5,6 +5,7 @@ each command builds a `Memory` the way every other command does (`--config`, `--
 
 from __future__ import annotations
 
+import gc
 import json
 from enum import Enum
 from pathlib import Path
@@ -111,6 +112,7 @@ def register(app: typer.Typer) -> None:
                 raise ValueError("a valid --api-key (MEM0G_API_KEY) is required with a keys file")
             principal, per_request = found, None
         memory = _server_memory(ctx)
+        frozen = False
         try:
             server = build_mcp(
                 memory, principal=principal, keys=per_request,
@@ -119,9 +121,11 @@ def register(app: typer.Typer) -> None:
             if settings.gc_freeze:  # as `serve` does at startup (app.freeze_startup_heap)
                 from mem0g.service.app import freeze_startup_heap
 
-                freeze_startup_heap()
+                frozen = freeze_startup_heap()
             serve_mcp(server, transport.value, host, port)
         finally:
+            if frozen:
+                gc.unfreeze()
             memory.close()
 
     keys_app = typer.Typer(name="keys", help="API keys for mem0g serve / mem0g mcp.")
