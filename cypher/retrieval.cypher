@@ -199,7 +199,10 @@ RETURN CASE WHEN $light THEN r {.id, .name, source_id: s.id, destination_id: d.i
             END AS relation, score
 ORDER BY score DESC, r.ord;
 
-// Facts: only current facts are :Fact nodes (a deleted fact's node is gone).
+// Facts: only current facts are :Fact nodes (a deleted fact's node is gone). $centre (a unit
+// vector, or null): the hubness correction's centre (GraphStore.similar_facts(hub=)); with it
+// each row carries `near`, its cosine to the centre (0 without a vector), and no embedding,
+// ranked by Neo4j's own score as $light relations are.
 // name: similar_facts_index
 CALL db.index.vector.queryNodes('mem0g_fact_embedding', $fetch, $vector)
 YIELD node AS f, score
@@ -208,8 +211,13 @@ WHERE ($user_id IS NULL OR f.user_id = $user_id)
   AND ($agent_id IS NULL OR f.agent_id = $agent_id)
   AND ($run_id IS NULL OR f.run_id = $run_id)
   AND (NOT $exact OR f.tenant_key = $tenant_key)
-RETURN f {.*, created_at: toString(f.created_at), updated_at: toString(f.updated_at),
-          provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact, score
+RETURN f {.*, embedding: CASE WHEN $centre IS NULL THEN f.embedding END,
+          created_at: toString(f.created_at), updated_at: toString(f.updated_at),
+          provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact, score,
+       CASE WHEN $centre IS NULL THEN null
+            WHEN coalesce(f.embedding_zero, false) THEN 0.0
+            ELSE coalesce(2 * vector.similarity.cosine(f.embedding, $centre) - 1, 0.0)
+            END AS near
 ORDER BY score DESC
 LIMIT $want;
 
@@ -232,7 +240,12 @@ WHERE ($user_id IS NULL OR f.user_id = $user_id)
   AND f.embedding IS NOT NULL
 WITH f, CASE WHEN $zero_query OR coalesce(f.embedding_zero, false) THEN 0.5
              ELSE vector.similarity.cosine(f.embedding, $vector) END AS score
-RETURN f {.*, created_at: toString(f.created_at), updated_at: toString(f.updated_at),
-          provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact, score
+RETURN f {.*, embedding: CASE WHEN $centre IS NULL THEN f.embedding END,
+          created_at: toString(f.created_at), updated_at: toString(f.updated_at),
+          provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact, score,
+       CASE WHEN $centre IS NULL THEN null
+            WHEN coalesce(f.embedding_zero, false) THEN 0.0
+            ELSE coalesce(2 * vector.similarity.cosine(f.embedding, $centre) - 1, 0.0)
+            END AS near
 ORDER BY score DESC, f.written, f.seq, f.pos
 LIMIT $want;

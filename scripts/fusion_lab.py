@@ -44,9 +44,10 @@ from mem0g.eval.data import load_locomo  # noqa: E402
 from mem0g.eval.metrics import recall_at_k  # noqa: E402
 from mem0g.retrieve.facts import FactRetriever  # noqa: E402
 from mem0g.retrieve.fusion import PRESETS, Ranking  # noqa: E402
+from mem0g.retrieve.hubness import corrected  # noqa: E402
 from mem0g.retrieve.timewin import QueryTime, query_time  # noqa: E402
 from mem0g.stores.lexical_query import query_terms  # noqa: E402
-from mem0g.stores.vectors import unit_rows  # noqa: E402
+from mem0g.stores.vectors import Hub, unit_rows  # noqa: E402
 from mem0g.types import Fact, Tenant, Validity  # noqa: E402
 
 
@@ -140,9 +141,18 @@ class LabStore:
         self.cap = cap
         self.q: Question | None = None
 
-    def similar_facts(self, scope: Tenant, vector: np.ndarray, k: int) -> list[tuple[Fact, float]]:
+    def similar_facts(
+        self, scope: Tenant, vector: np.ndarray, k: int, *, hub: Hub | None = None
+    ) -> list[tuple[Fact, float]]:
+        """The captured dense ranking cut to k; with `hub`, corrected as the stores do."""
         assert self.q is not None
-        return [(self.cap.facts[i], s) for i, s in self.q.dense[:k]]
+        found = [(self.cap.facts[i], s) for i, s in self.q.dense[:k]]
+        if hub is None:
+            return found
+        vectors = [None if f.embedding is None else np.asarray(f.embedding) for f, _ in found]
+        ranking = [(f.id, s) for f, s in found]
+        total = hub.centre.astype(np.float64)  # unit already: `corrected` normalises it again
+        return [(self.cap.facts[i], s) for i, s in corrected(ranking, vectors, total, hub.penalty)]
 
     def lexical_facts(self, scope: Tenant, words: list[str], k: int) -> list[tuple[Fact, float]]:
         assert self.q is not None

@@ -10,6 +10,7 @@ SQLite-specific tests are in tests/test_embedded_facts.py)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -47,6 +48,7 @@ from builders import (
 
 from mem0g.stores import EmbeddedGraphStore, GraphStore, StoreError
 from mem0g.stores.base import EdgeRef, PlanConflict, edge_score
+from mem0g.stores.vectors import Hub
 from mem0g.types import (
     AliasUpdate,
     Entity,
@@ -1054,6 +1056,41 @@ def test_similar_facts_matches_brute_force_within_scope(
     assert store.similar_facts(A, query, 1, exact=True)[0] == (late, pytest.approx(1.0, abs=1e-5))
     with pytest.raises(StoreError):
         store.similar_facts(A, np.ones(DIMS + 1, dtype=np.float32), 3)
+
+
+def test_similar_facts_with_a_hub_are_corrected_where_the_vectors_are(
+    store: Store, rng: np.random.Generator
+) -> None:
+    """`similar_facts(hub=)`: the same k facts as without it, re-scored as cosine - penalty x
+    cos(fact, centre) and re-sorted, and no embedding sent back; a fact without a vector, or
+    with a zero one, is never nearer the centre than 0."""
+    pool = [fact(A, f"a{i}", rng) for i in range(40)]
+    zero = Fact(tenant=A, text="zero", embedding=[0.0] * DIMS)
+    store.apply(fact_plan(A, [*pool, zero, Fact(tenant=A, text="no vector")]))
+    store.apply(fact_plan(B, [fact(B, f"b{i}", rng) for i in range(20)]))
+    by_id = {f.id: np.asarray(f.embedding, dtype=np.float32) for f in [*pool, zero]}
+    for _ in range(4):
+        query, centre = unit(rng), unit(rng)
+        for k, penalty in ((5, 0.25), (20, 0.5), (60, 1.0)):
+            plain = store.similar_facts(A, query, k)
+            got = store.similar_facts(A, query, k, hub=Hub(centre, penalty))
+            assert sorted(ids([f for f, _ in got])) == sorted(ids([f for f, _ in plain]))
+            assert all(f.embedding is None and f.tenant == A for f, _ in got)
+            want = sorted(
+                ((f.id, score - penalty * float(by_id[f.id] @ centre)) for f, score in plain),
+                key=lambda hit: -hit[1],
+            )
+            assert [score for _, score in got] == pytest.approx([s for _, s in want], abs=1e-5)
+            assert ids([f for f, _ in got]) == [i for i, _ in want] or _near_ties(want)
+    # the hub never leaks another tenant's facts in
+    assert all(
+        f.tenant == B for f, _ in store.similar_facts(B, unit(rng), 50, hub=Hub(unit(rng), 1))
+    )
+
+
+def _near_ties(ranking: list[tuple[str, float]]) -> bool:
+    """Two neighbours within float error of each other may come in either order."""
+    return any(abs(a[1] - b[1]) < 1e-5 for a, b in itertools.pairwise(ranking))
 
 
 def test_similar_facts_follow_adds_updates_and_deletes(

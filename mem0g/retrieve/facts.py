@@ -10,6 +10,7 @@ time, an old text is not in the store's indexes), and fused the same way.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -29,7 +30,7 @@ from mem0g.retrieve.timeline import FactVersion, as_of, said_at, versions
 from mem0g.retrieve.timewin import QueryTime, with_time
 from mem0g.stores.base import GraphStore, NameRanker
 from mem0g.stores.lexical_query import query_terms, stems, terms
-from mem0g.stores.vectors import row_scores, unit_rows, unit_vector
+from mem0g.stores.vectors import Hub, hub_centre, row_scores, unit_rows, unit_vector
 from mem0g.types import Fact, FactHit, Tenant, Validity
 
 
@@ -43,10 +44,6 @@ def hit(fact: Fact, score: float, *, start: datetime | None = None) -> FactHit:
         provenance=fact.provenance,
         valid_from=start,
     )
-
-
-def _vector(fact: Fact) -> np.ndarray | None:
-    return None if fact.embedding is None else np.asarray(fact.embedding, dtype=np.float32)
 
 
 def version_hit(version: FactVersion, score: float) -> FactHit:
@@ -179,9 +176,13 @@ class FactRetriever:
             when = validity.as_of
             assert when is not None
             return lambda extra: self._historical(qvec, words, scope, when, k, limit, extra, qt)
-        dense_ref = self.submit(self.store.similar_facts, scope, qvec, k)
-        penalty = self.config.fusion.hub_penalty
         total_ref = total if total is not None else self.centroid(scope)
+        # the store corrects the dense ranking for hubness where the vectors are, so none
+        # is sent: the centre (read while the query was embedded) goes with the read
+        centre = hub_centre(total_ref()) if total_ref is not None else None
+        hub = None if centre is None else Hub(centre, self.config.fusion.hub_penalty)
+        dense_ref = self.submit(functools.partial(self.store.similar_facts, hub=hub),
+                                scope, qvec, k)  # fmt: skip
         lexical_ref = lexical
         if lexical_ref is None and self.lexical is not None:
             lexical_ref = self.submit(self.words_ranking, scope, words, k)
@@ -195,10 +196,6 @@ class FactRetriever:
                     for fact, score in ref.result():
                         records.setdefault(fact.id, fact)
                         rankings[name].append((fact.id, float(score)))
-            if total_ref is not None:
-                dense = rankings["dense_facts"]
-                vectors = [_vector(records[i]) for i, _ in dense]
-                rankings["dense_facts"] = corrected(dense, vectors, total_ref(), penalty)
             return self._current(scope, records, {**rankings, **(extra or {})}, limit, qt)
 
         return finish

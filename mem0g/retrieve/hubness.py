@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mem0g.stores.vectors import has_direction, row_scores, unit_rows
+from mem0g.stores.vectors import hub_centre, hub_rescored, row_scores, unit_rows
 
 
 def corrected(
@@ -30,19 +30,15 @@ def corrected(
 ) -> list[tuple[str, float]]:
     """`ranking` (id, cosine) best first, re-scored as cosine - `penalty` x cos(fact, centroid)
     and re-sorted (equal scores keep their order). `vectors`: each candidate's embedding, in
-    the ranking's order (None: left as it is); `total`: the scope's sum of unit fact vectors."""
-    if penalty <= 0 or total is None or not ranking:
+    the ranking's order (None: left as it is); `total`: the scope's sum of unit fact vectors.
+    A search of the current facts asks the store to do this (`similar_facts(hub=...)`), so
+    the candidates' vectors never leave it; this is for rankings made here (`as_of`)."""
+    centre = hub_centre(total) if penalty > 0 and ranking else None
+    if centre is None:
         return list(ranking)
-    centre = np.asarray(total, dtype=np.float64)
-    if not has_direction(centre):
-        return list(ranking)
-    centre = (centre / np.linalg.norm(centre)).astype(np.float32)
     rows = [i for i, v in enumerate(vectors) if v is not None and v.shape == centre.shape]
     near = np.zeros(len(ranking), dtype=np.float64)
     if rows:
         matrix = unit_rows([np.asarray(vectors[i], dtype=np.float32) for i in rows], None)
         near[rows] = row_scores(matrix, centre)
-    scored = [(fid, float(score) - penalty * float(near[n]))
-              for n, (fid, score) in enumerate(ranking)]  # fmt: skip
-    order = sorted(range(len(scored)), key=lambda n: -scored[n][1])
-    return [scored[n] for n in order]
+    return hub_rescored(ranking, near.tolist(), penalty)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, runtime_ch
 import numpy as np
 from pydantic import BaseModel
 
-from mem0g.stores.vectors import blocks_top, unit_vector
+from mem0g.stores.vectors import Hub, blocks_top, unit_vector
 from mem0g.types import (
     Entity,
     EntityEvent,
@@ -408,9 +408,18 @@ class GraphStore(Protocol):
         """All current (not deleted) facts of the scope, oldest first."""
 
     def similar_facts(
-        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
+        self,
+        scope: Tenant,
+        vector: np.ndarray,
+        k: int,
+        *,
+        exact: bool = False,
+        hub: Hub | None = None,
     ) -> list[tuple[Fact, float]]:
-        """Top-k current facts by text-embedding cosine, best first."""
+        """Top-k current facts by text-embedding cosine, best first. With `hub`, the same k
+        facts re-scored as cosine - hub.penalty x cos(fact, hub.centre) and re-sorted
+        (`vectors.hub_rescored`), the records without their embedding: the correction is made
+        where the vectors are, so a server sends none of them."""
 
     def fact_vector_sum(self, scope: Tenant, *, exact: bool = False) -> np.ndarray | None:
         """(`capabilities.fact_vector_sum`) the float64 sum of the unit embeddings of the

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import cast, overload
+from typing import NamedTuple, TypeVar, cast, overload
 
 import numpy as np
 
 __all__ = [
+    "Hub",
     "VectorBlock",
     "as_vector",
     "best_first",
     "blocks_top",
     "has_direction",
+    "hub_centre",
+    "hub_rescored",
     "row_scores",
     "summed",
     "top_k",
@@ -51,6 +54,42 @@ def has_direction(vector: np.ndarray) -> bool:
     """Whether a float32 vector can be scaled to unit length (not zero, nothing infinite)."""
     norm = float(np.linalg.norm(vector))
     return norm > 0 and bool(np.isfinite(norm))
+
+
+_T = TypeVar("_T")
+
+
+class Hub(NamedTuple):
+    """The dense fact ranking's hubness correction (`FusionConfig.hub_penalty`, see
+    retrieve/hubness.py) as a store applies it: the scope's centroid at unit length (float32,
+    `hub_centre`) and the penalty."""
+
+    centre: np.ndarray
+    penalty: float
+
+
+def hub_centre(total: Sequence[float] | np.ndarray | None) -> np.ndarray | None:
+    """The unit float32 direction of a scope's kept fact vector sum; None when there is none
+    (no facts with a vector, or they cancel out)."""
+    if total is None:
+        return None
+    centre = np.asarray(total, dtype=np.float64).reshape(-1)
+    if not has_direction(centre):
+        return None
+    unit: np.ndarray = (centre / np.linalg.norm(centre)).astype(np.float32)
+    return unit
+
+
+def hub_rescored(
+    ranking: Sequence[tuple[_T, float]], near: Sequence[float], penalty: float
+) -> list[tuple[_T, float]]:
+    """`ranking` re-scored as score - `penalty` x `near` (each candidate's cosine to the
+    centre, 0 for one without a vector) and re-sorted best first; equal scores keep the
+    ranking's order. The same float64 arithmetic wherever the cosines were computed."""
+    scored = [(item, float(score) - penalty * float(n))
+              for (item, score), n in zip(ranking, near, strict=True)]  # fmt: skip
+    order = sorted(range(len(scored)), key=lambda i: -scored[i][1])
+    return [scored[i] for i in order]
 
 
 def unit_rows(vectors: Sequence[np.ndarray] | np.ndarray, dims: int | None) -> np.ndarray:

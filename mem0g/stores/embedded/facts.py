@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mem0g.stores.plan import FactOutcome, Owned
-from mem0g.stores.vectors import VectorBlock, as_vector
+from mem0g.stores.vectors import VectorBlock, as_vector, row_scores, unit_rows
 from mem0g.types import Fact, FactEvent, Summary, Tenant, WritePlan
 
 
@@ -161,12 +161,22 @@ class FactIndex:
 
     # ---- reads (records come back as copies with their embedding attached)
 
-    def out(self, fact_id: str) -> Fact:
-        vector = self.vectors.get(fact_id)
+    def out(self, fact_id: str, *, light: bool = False) -> Fact:
+        """A copy of the record, with its embedding unless `light`."""
+        vector = None if light else self.vectors.get(fact_id)
         fact = self.facts[fact_id]
         provenance = [p.model_copy() for p in fact.provenance]  # no list shared with the store
         embedding = None if vector is None else vector.tolist()
         return fact.model_copy(update={"embedding": embedding, "provenance": provenance})
+
+    def cosines(self, ids: Sequence[str], centre: np.ndarray) -> list[float]:
+        """Each fact's cosine to a unit `centre`, 0 for one without a vector (`Hub`)."""
+        rows = [n for n, i in enumerate(ids) if i in self.vectors]
+        near = np.zeros(len(ids), dtype=np.float64)
+        if rows:
+            matrix = unit_rows([self.vectors[ids[n]] for n in rows], None)
+            near[rows] = row_scores(matrix, centre)
+        return [float(x) for x in near]
 
     def get(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
         found = (self.facts.get(i) for i in dict.fromkeys(ids))

@@ -59,8 +59,8 @@ from mem0g.stores.embedded.schema import (
 )
 from mem0g.stores.plan import Existing, FactOutcome, Owned, check_plan, distinct_tenants
 from mem0g.stores.repair import rename_event, renamed
+from mem0g.stores.vectors import Hub, hub_rescored, summed
 from mem0g.stores.vectors import as_vector as _vec
-from mem0g.stores.vectors import summed
 from mem0g.types import (
     Entity,
     EntityEvent,
@@ -416,11 +416,22 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
 
     @_locked
     def similar_facts(
-        self, scope: Tenant, vector: np.ndarray, k: int, *, exact: bool = False
+        self,
+        scope: Tenant,
+        vector: np.ndarray,
+        k: int,
+        *,
+        exact: bool = False,
+        hub: Hub | None = None,
     ) -> list[tuple[Fact, float]]:
         """Numpy top-k over the rows of the scope's tenants only, like `similar_entities`."""
         blocks = [self._facts.block(key, self.dims) for key in self._scope_keys(scope, exact)]
-        return [(self._facts.out(i), score) for i, score in self._search(blocks, vector, k, None)]
+        hits = self._search(blocks, vector, k, None)
+        if hub is None:
+            return [(self._facts.out(i), score) for i, score in hits]
+        near = self._facts.cosines([i for i, _ in hits], hub.centre)
+        return [(self._facts.out(i, light=True), score)
+                for i, score in hub_rescored(hits, near, hub.penalty)]  # fmt: skip
 
     @_locked
     def fact_vector_sum(self, scope: Tenant, *, exact: bool = False) -> np.ndarray | None:

@@ -30,6 +30,7 @@ import numpy as np
 
 from mem0g.stores.base import WarmupStatus
 from mem0g.stores.lexical_query import query_terms
+from mem0g.stores.vectors import Hub, hub_centre
 from mem0g.stores.walk import WalkRequest
 from mem0g.types import Tenant, Validity
 
@@ -121,8 +122,9 @@ def _search(store: Any, row: dict[str, Any]) -> None:
     seeds = list(dict.fromkeys(([row["seed"]] if row["seed"] else []) + linked))
     store.walk(scope, WalkRequest(seeds=seeds, validity=now, vector=vector, words=words,
                                   rows=[r.id for r in dense[:10]]))  # fmt: skip
-    facts = store.similar_facts(scope, vector, 50)
-    store.fact_vector_sum(scope)
+    centre = hub_centre(store.fact_vector_sum(scope))  # as a search: the correction's centre
+    hub = None if centre is None else Hub(centre, 0.25)
+    facts = store.similar_facts(scope, vector, 50, hub=hub)
     store.common_fact_words(scope, words, 0.5)  # the share is a parameter: any plans it
     store.lexical_facts(scope, words, 50)
     store.linked_facts(scope, seeds, vector, 50)
