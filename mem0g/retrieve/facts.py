@@ -151,7 +151,7 @@ class FactRetriever:
         self.config = config
         self.submit = submit
         self.history = HistoricalFacts(store, embedder)
-        self.lexical = store.lexical_facts if store.capabilities.lexical else None
+        self.lexical = store.capabilities.lexical  # the store ranks facts by BM25
 
     def begin(
         self,
@@ -184,7 +184,7 @@ class FactRetriever:
         dense_ref = self.submit(functools.partial(self.store.similar_facts, hub=hub),
                                 scope, qvec, k)  # fmt: skip
         lexical_ref = lexical
-        if lexical_ref is None and self.lexical is not None:
+        if lexical_ref is None and self.lexical:
             lexical_ref = self.submit(self.words_ranking, scope, words, k)
 
         def finish(extra: Mapping[str, Ranking] | None) -> list[FactHit]:
@@ -227,14 +227,14 @@ class FactRetriever:
         (`FusionConfig.common_words`): a user's own name, in most of their facts, is rare
         store-wide (other tenants lack it), so BM25 weighs it high and, matched by nearly
         every fact, it ranks the scope's shortest facts first whatever they say."""
-        assert self.lexical is not None
+        assert self.lexical
         share = self.config.fusion.common_words
         if share < 1.0 and words:
             common = set(self.store.common_fact_words(scope, words, share))
             # only beside a rarer word: when every word is common (one word, a tiny scope)
             # none tells the facts apart less than another, and BM25 still ranks by them
             words = [w for w in words if w not in common] or words
-        return self.lexical(scope, words, k)
+        return self.store.lexical_facts(scope, words, k)
 
     @staticmethod
     def current(validity: Validity) -> bool:

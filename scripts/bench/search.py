@@ -35,6 +35,9 @@ STAGES = (
     "lexical_relations",  # BM25 reads (stores with `capabilities.lexical`)
     "lexical_entities",
     "common_fact_words",
+    "lexical_facts",
+    "linked_facts",
+    "get_facts",
 )
 
 
