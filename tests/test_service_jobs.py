@@ -149,22 +149,29 @@ def test_startup_heap_frozen_while_serving_and_released_after(
     tmp_path, llm_server, hashing
 ) -> None:
     """`gc_freeze`: what is alive once the service started is out of the cyclic collector
-    while it serves (a full collection then scans almost nothing), requests still work, and
-    shutdown gives the objects back; switched off, nothing is frozen."""
+    while it serves, requests still work, and shutdown releases its hold (the heap is given
+    back with the process's last running service); switched off, nothing is frozen."""
     import gc
 
-    assert gc.get_freeze_count() == 0
+    from mem0g.service.app import freeze_holders
+
+    def collected(obj: object) -> bool:  # tracked by the collector (frozen objects are not)
+        return any(o is obj for o in gc.get_objects())
+
+    held = freeze_holders()  # another test's server may be running in this process
     memory = service_memory(tmp_path / "store", llm_server, hashing)
+    marker = [object()]  # alive before the service starts
+    assert collected(marker)
     with TestClient(create_app(memory, ServiceSettings())) as client:
-        frozen = gc.get_freeze_count()
-        assert frozen > 1000  # at least the modules' functions and the store's objects
-        tracked = len(gc.get_objects())
-        assert tracked < frozen
+        assert freeze_holders() == held + 1
+        assert not collected(marker) and gc.get_freeze_count() > 1000
         added = client.post("/v1/memories", json={"messages": "Alice likes tea", "infer": False,
                                                   "user_id": "alice"})  # fmt: skip
         assert added.status_code == 200, added.text
         found = client.post("/v1/search", json={"query": "tea", "user_id": "alice"})
         assert [f["text"] for f in found.json()["facts"]] == ["Alice likes tea"]
-    assert gc.get_freeze_count() == 0
+    assert freeze_holders() == held
+    assert collected(marker) or held  # given back, unless another service still holds it
+    fresh = [object()]
     with TestClient(create_app(memory, ServiceSettings(gc_freeze=False), close_memory=True)):
-        assert gc.get_freeze_count() == 0
+        assert freeze_holders() == held and (collected(fresh) or held)

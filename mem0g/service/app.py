@@ -4,6 +4,7 @@ queue and error handling around one `Memory`; `serve` runs it with uvicorn."""
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -51,10 +52,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        frozen = settings.gc_freeze and freeze_startup_heap()
+        if settings.gc_freeze:
+            freeze_startup_heap()
         yield
-        if frozen:
-            gc.unfreeze()
+        if settings.gc_freeze:
+            release_startup_heap()
         left = jobs.close(settings.queue.drain_seconds)
         if left:
             errors.log.warning("shutdown: %d queued jobs were not applied (lost)", left)
@@ -117,7 +119,17 @@ def create_app(
     return app
 
 
-def freeze_startup_heap(wait_seconds: float = 10.0) -> bool:
+class _Freezes:
+    """Who holds the frozen heap: several services of one process (tests, an app that mounts
+    two) each freeze at startup and release at shutdown; the heap is given back when the last
+    one stops, and never when it was frozen before the first (someone else's freeze)."""
+
+    lock = threading.Lock()
+    holders = 0
+    foreign = False
+
+
+def freeze_startup_heap(wait_seconds: float = 10.0) -> None:
     """Exempt what is alive now from the cyclic garbage collector (`ServiceSettings.gc_freeze`).
 
     Why: a full collection walks every tracked object, and a process with torch, transformers
@@ -126,13 +138,27 @@ def freeze_startup_heap(wait_seconds: float = 10.0) -> bool:
     a quarter, so after a burst of adds some request stalls that long. Frozen objects are
     skipped; reference counting still frees them. Waits (bounded) for the search path's
     background loads, so their modules are frozen too, and collects the young generations
-    first, so little garbage is frozen with them. False when already frozen by someone else."""
-    if gc.get_freeze_count():
-        return False
+    first, so little garbage is frozen with them. Pair each call with `release_startup_heap`."""
     load_in_background().join(wait_seconds)
-    gc.collect(1)
-    gc.freeze()
-    return True
+    with _Freezes.lock:
+        if _Freezes.holders == 0:
+            _Freezes.foreign = gc.get_freeze_count() > 0
+        gc.collect(1)
+        gc.freeze()
+        _Freezes.holders += 1
+
+
+def release_startup_heap() -> None:
+    """The other half of `freeze_startup_heap`: the last holder gives the heap back."""
+    with _Freezes.lock:
+        _Freezes.holders = max(0, _Freezes.holders - 1)
+        if _Freezes.holders == 0 and not _Freezes.foreign:
+            gc.unfreeze()
+
+
+def freeze_holders() -> int:
+    """How many running services of this process hold the frozen heap."""
+    return _Freezes.holders
 
 
 def serve(memory: Memory, settings: ServiceSettings, *, log_level: str = "info") -> None:

@@ -5,7 +5,6 @@ each command builds a `Memory` the way every other command does (`--config`, `--
 
 from __future__ import annotations
 
-import gc
 import json
 from enum import Enum
 from pathlib import Path
@@ -96,6 +95,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Serve memory to MCP clients (Claude Desktop, Cursor, ...) over stdio or HTTP."""
+        from mem0g.service.app import freeze_startup_heap, release_startup_heap
         from mem0g.service.auth import OPEN, Keyring
         from mem0g.service.mcp_server import build_mcp, serve_mcp
         from mem0g.service.settings import check_bind, limit_inference_threads
@@ -119,13 +119,12 @@ def register(app: typer.Typer) -> None:
                 user_id=user, agent_id=agent, run_id=run,
             )  # fmt: skip
             if settings.gc_freeze:  # as `serve` does at startup (app.freeze_startup_heap)
-                from mem0g.service.app import freeze_startup_heap
-
-                frozen = freeze_startup_heap()
+                freeze_startup_heap()
+                frozen = True
             serve_mcp(server, transport.value, host, port)
         finally:
             if frozen:
-                gc.unfreeze()
+                release_startup_heap()
             memory.close()
 
     keys_app = typer.Typer(name="keys", help="API keys for mem0g serve / mem0g mcp.")
