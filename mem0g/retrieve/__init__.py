@@ -261,6 +261,10 @@ class DualRetriever:
         graph half's reads on the read pool (no pool task ever waits on another)."""
         early = self.early_reads(query, scope, limit, validity if facts else None)
         qvec = self.embedder.embed([query])[0]
+        # the dense relation read goes first: the fact half's may wait for the centroid,
+        # which comes with the name ranker's read (a scope's first search loads its names)
+        k = max(self.config.triple_top_k, limit)
+        nearest = self.submit(self._nearest, scope, qvec, k, validity)
         finish = (
             self.facts.begin(
                 query, qvec, scope, limit, validity, qt, early.fact_words, early.fact_sum
@@ -268,7 +272,7 @@ class DualRetriever:
             if facts
             else None
         )
-        result = self._relations(query, qvec, scope, limit, validity, qt, early)
+        result = self._relations(query, qvec, scope, limit, validity, qt, early, nearest)
         if finish is not None:
             extra = None
             if linked.wanted(self.store, self.config):  # facts about the linked entities
@@ -286,9 +290,11 @@ class DualRetriever:
         validity: Validity,
         qt: QueryTime | None,
         early: EarlyReads | None = None,
+        nearest_ref: Future[list[tuple[str, float]]] | None = None,
     ) -> SearchResult:
         k = max(self.config.triple_top_k, limit)
-        nearest_ref = self.submit(self._nearest, scope, qvec, k, validity)
+        if nearest_ref is None:  # the dense relation read, unless the caller started it
+            nearest_ref = self.submit(self._nearest, scope, qvec, k, validity)
         linked = self.link(query, qvec, scope, early)
         # BM25 over "source relation destination" with the words of the query that do not
         # name a linked entity: those entities' edges come from the walk, and their names,
