@@ -218,7 +218,7 @@ RETURN f {.*, embedding: CASE WHEN $centre IS NULL THEN f.embedding END,
             WHEN coalesce(f.embedding_zero, false) THEN 0.0
             ELSE coalesce(2 * vector.similarity.cosine(f.embedding, $centre) - 1, 0.0)
             END AS near
-ORDER BY score DESC
+ORDER BY score DESC, f.written, f.seq, f.pos
 LIMIT $want;
 
 // name: similar_facts_scan

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mem0g.stores.vectors import hub_centre, hub_rescored, row_scores, unit_rows
+from mem0g.stores.vectors import centre_cosines, hub_centre, hub_rescored
 
 
 def corrected(
@@ -36,9 +36,4 @@ def corrected(
     centre = hub_centre(total) if penalty > 0 and ranking else None
     if centre is None:
         return list(ranking)
-    rows = [i for i, v in enumerate(vectors) if v is not None and v.shape == centre.shape]
-    near = np.zeros(len(ranking), dtype=np.float64)
-    if rows:
-        matrix = unit_rows([np.asarray(vectors[i], dtype=np.float32) for i in rows], None)
-        near[rows] = row_scores(matrix, centre)
-    return hub_rescored(ranking, near.tolist(), penalty)
+    return hub_rescored(ranking, centre_cosines(vectors, centre), penalty)

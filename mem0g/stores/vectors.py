@@ -21,6 +21,7 @@ __all__ = [
     "as_vector",
     "best_first",
     "blocks_top",
+    "centre_cosines",
     "has_direction",
     "hub_centre",
     "hub_rescored",
@@ -78,6 +79,17 @@ def hub_centre(total: Sequence[float] | np.ndarray | None) -> np.ndarray | None:
         return None
     unit: np.ndarray = (centre / np.linalg.norm(centre)).astype(np.float32)
     return unit
+
+
+def centre_cosines(vectors: Sequence[np.ndarray | None], centre: np.ndarray) -> list[float]:
+    """Each vector's cosine to a unit `centre` (float32, as `row_scores`), 0 for a missing one,
+    one of another size, or a zero one: the `near` of `hub_rescored`."""
+    rows = [n for n, v in enumerate(vectors) if v is not None and v.shape == centre.shape]
+    near = np.zeros(len(vectors), dtype=np.float64)
+    if rows:
+        matrix = unit_rows([np.asarray(vectors[n], dtype=np.float32) for n in rows], None)
+        near[rows] = row_scores(matrix, centre)
+    return [float(x) for x in near]
 
 
 def hub_rescored(

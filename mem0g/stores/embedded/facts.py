@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mem0g.stores.plan import FactOutcome, Owned
-from mem0g.stores.vectors import VectorBlock, as_vector, row_scores, unit_rows
+from mem0g.stores.vectors import VectorBlock, as_vector, centre_cosines
 from mem0g.types import Fact, FactEvent, Summary, Tenant, WritePlan
 
 
@@ -171,12 +171,7 @@ class FactIndex:
 
     def cosines(self, ids: Sequence[str], centre: np.ndarray) -> list[float]:
         """Each fact's cosine to a unit `centre`, 0 for one without a vector (`Hub`)."""
-        rows = [n for n, i in enumerate(ids) if i in self.vectors]
-        near = np.zeros(len(ids), dtype=np.float64)
-        if rows:
-            matrix = unit_rows([self.vectors[ids[n]] for n in rows], None)
-            near[rows] = row_scores(matrix, centre)
-        return [float(x) for x in near]
+        return centre_cosines([self.vectors.get(i) for i in ids], centre)
 
     def get(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
         found = (self.facts.get(i) for i in dict.fromkeys(ids))
