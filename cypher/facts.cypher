@@ -40,16 +40,22 @@ WITH f, row, old
 CALL db.create.setNodeVectorProperty(f, 'embedding', row.embedding)
 RETURN old;
 
-// The exact tenant's current facts' unit embeddings, summed, and how many: kept on its
-// sequence node by every plan that adds, re-embeds or deletes a fact (Python sends the
-// change, $delta, in float64), under the lock lock_tenant took, so writers of one tenant
-// never interleave. Back to null when the last vector goes (no rounding left behind).
+// The exact tenant's current facts' unit embeddings, summed, and how many; and how many facts
+// it holds, with or without a vector ($facts: created less deleted): kept on its sequence node
+// by every plan that adds, re-embeds or deletes a fact (Python sends the change, $delta, in
+// float64, or null when no vector changed), under the lock lock_tenant took, so writers of
+// one tenant never interleave. The sum goes back to null when the last vector goes (no
+// rounding left behind). The count spares a search counting the scope's facts
+// (lexical.cypher, fact_word_counts).
 // name: add_fact_vectors
 MATCH (q:TenantSequence {tenant_key: $tenant_key})
-WITH q, coalesce(q.fact_vectors, 0) + $count AS count, q.fact_vector_sum AS old
-SET q.fact_vectors = CASE WHEN count > 0 THEN count END,
+WITH q, coalesce(q.fact_vectors, 0) + $count AS count, q.fact_vector_sum AS old,
+     coalesce(q.fact_count, 0) + $facts AS facts
+SET q.fact_count = facts,
+    q.fact_vectors = CASE WHEN count > 0 THEN count END,
     q.fact_vector_sum = CASE
       WHEN count <= 0 THEN null
+      WHEN $delta IS NULL THEN old
       WHEN old IS NULL THEN $delta
       ELSE [i IN range(0, size($delta) - 1) | old[i] + $delta[i]]
     END;

@@ -15,8 +15,9 @@
 //   (:Summary {text, messages_covered, updated_at})                   one per tenant_key
 //   (:TenantSequence {seq})  one per tenant_key: numbers its plans in commit order, and the
 //                            lock that makes a tenant's writers take turns (write.cypher);
-//                            also the sum of its facts' unit vectors, fact_vector_sum, and
-//                            their number, fact_vectors (facts.cypher, add_fact_vectors)
+//                            also the sum of its facts' unit vectors, fact_vector_sum,
+//                            their number, fact_vectors, and the number of its facts,
+//                            fact_count (facts.cypher, add_fact_vectors)
 // Every node and relationship carries user_id/agent_id/run_id and tenant_key (Tenant.key).
 
 // name: constraint_entity_id
@@ -357,19 +358,21 @@ CALL (r, g) {
 // Schema v5 (indexes.py, _sum_fact_vectors): each tenant's fact vector sum (facts.cypher,
 // add_fact_vectors) set whole, from its facts, in one transaction per tenant that takes the
 // tenant's lock with its first statement, so a plan written meanwhile waits, then adds to it.
+// Schema v6 runs the same to set each tenant's fact count too.
 // name: lock_fact_vectors
 MATCH (q:TenantSequence {tenant_key: $tenant_key})
-SET q.fact_vectors = null, q.fact_vector_sum = null
+SET q.fact_vectors = null, q.fact_vector_sum = null, q.fact_count = null
 RETURN q.tenant_key AS key;
 
+// Every fact of the tenant: its embedding, null for a fact without one.
 // name: tenant_fact_embeddings
 MATCH (f:Fact)
-WHERE f.tenant_key = $tenant_key AND f.embedding IS NOT NULL
+WHERE f.tenant_key = $tenant_key
 RETURN f.embedding AS embedding;
 
 // name: set_fact_vectors
 MATCH (q:TenantSequence {tenant_key: $tenant_key})
-SET q.fact_vectors = $count, q.fact_vector_sum = $total;
+SET q.fact_vectors = $count, q.fact_vector_sum = $total, q.fact_count = $facts;
 
 // name: fact_tenant_keys
 MATCH (f:Fact) WHERE f.tenant_key IS NOT NULL

@@ -51,6 +51,7 @@ from builders import (
     relation,
     similar,
     unit,
+    vec,
     walk,
 )
 from neo4j.exceptions import TransientError
@@ -453,13 +454,15 @@ def test_facts_of_an_older_database_get_their_tenants_vector_sums_once(
     rng: np.random.Generator,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Schema v5: a v4 database's tenants get the sums of their facts' unit vectors (what
-    the writes keep from then on), and the next plan adds to them."""
+    """Schemas v5 and v6: a v4 database's tenants get the sums of their facts' unit vectors
+    and their fact counts (what the writes keep from then on), and the next plan adds to
+    them."""
     store = neo4j_connect(dims=DIMS)
     made = {t: [fact(t, f"{t.key} {i}", rng) for i in range(5)] for t in (A, A_BOT, B)}
     for tenant, facts in made.items():
         store.apply(fact_plan(tenant, facts))
-    cypher(driver, "MATCH (q:TenantSequence) REMOVE q.fact_vectors, q.fact_vector_sum")
+    cypher(driver, "MATCH (q:TenantSequence) REMOVE q.fact_vectors, q.fact_vector_sum, "
+                   "q.fact_count")  # fmt: skip
     cypher(driver, "MATCH (m:Mem0gSchema) SET m.version = 4")
 
     def unit_sum(facts: list[Fact]) -> np.ndarray:
@@ -472,12 +475,48 @@ def test_facts_of_an_older_database_get_their_tenants_vector_sums_once(
     assert any("summing the fact vectors of 3 tenants" in r.getMessage() for r in caplog.records)
     assert got == pytest.approx(unit_sum(made[A] + made[A_BOT]), abs=1e-6)
     assert reopened.fact_vector_sum(B) == pytest.approx(unit_sum(made[B]), abs=1e-6)
-    counts = cypher(driver, "MATCH (q:TenantSequence) RETURN q.fact_vectors AS n")
-    assert sorted(r["n"] for r in counts) == [5, 5, 5]
+    counts = cypher(driver, "MATCH (q:TenantSequence) RETURN q.fact_vectors AS n, "
+                            "q.fact_count AS facts")  # fmt: skip
+    assert sorted((r["n"], r["facts"]) for r in counts) == [(5, 5), (5, 5), (5, 5)]
     assert cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": SCHEMA_VERSION}]
     extra = fact(B, "one more", rng)
     reopened.apply(fact_plan(B, [extra]))
     assert reopened.fact_vector_sum(B) == pytest.approx(unit_sum([*made[B], extra]), abs=1e-6)
+
+
+def test_the_kept_fact_count_follows_every_write_and_upgrades_from_v5(
+    neo4j_connect: Connect, driver: neo4j.Driver, rng: np.random.Generator
+) -> None:
+    """Schema v6: each tenant's number of facts, with or without a vector, is kept on its
+    sequence node by the plans that add and delete facts (the count `common_fact_words`
+    shares the scope's facts by), and a v5 database gets it once."""
+    store = neo4j_connect(dims=DIMS)
+
+    def kept(tenant: Tenant) -> Any:
+        rows = cypher(driver, "MATCH (q:TenantSequence {tenant_key: $k}) RETURN q.fact_count "
+                              "AS n", k=tenant.key)  # fmt: skip
+        return rows[0]["n"] if rows else None
+
+    made = [fact(A, f"Ana item {i}", rng) for i in range(4)]
+    bare = Fact(tenant=A, text="Ana has no vector", embedding=None)
+    store.apply(fact_plan(A, [*made, bare]))
+    store.apply(fact_plan(B, [fact(B, "Ben only", rng)]))
+    assert (kept(A), kept(B)) == (5, 1)
+    assert store.common_fact_words(A, ["ana", "item"], 0.5) == ["ana", "item"]
+    gone = [FactChange(fact_id=f.id, text=None) for f in (made[0], bare)]
+    store.apply(WritePlan(tenant=A, fact_changes=gone))
+    assert kept(A) == 3  # a deletion counts, the vector-less fact's too
+    renamed = FactChange(fact_id=made[1].id, text="Ana renamed", embedding=vec(7))
+    store.apply(WritePlan(tenant=A, fact_changes=[renamed]))
+    assert kept(A) == 3  # an update is not a new fact
+    assert store.common_fact_words(A, ["item"], 0.5) == ["item"]  # 2 of 3
+    store.apply(WritePlan(tenant=A, fact_changes=[FactChange(fact_id=made[2].id, text=None)]))
+    assert store.common_fact_words(A, ["item"], 0.5) == []  # 1 of 2 is not more than half
+    cypher(driver, "MATCH (q:TenantSequence) REMOVE q.fact_count")
+    cypher(driver, "MATCH (m:Mem0gSchema) SET m.version = 5")
+    reopened = neo4j_connect(dims=DIMS)
+    assert reopened.common_fact_words(A, ["ana", "item"], 0.5) == ["ana"]
+    assert (kept(A), kept(B)) == (2, 1)
 
 
 def test_dims_follow_the_data(neo4j_connect: Connect, rng: np.random.Generator) -> None:

@@ -53,10 +53,12 @@ _INDEX_DOWN = ("no such vector schema index", "come online", "failed state")
 # the data layout (cypher/schema.cypher): 2 = with :EntityKey nodes, 3 = full-text indexes
 # scoped by each row's `lex_scope` terms (lexical.py), 4 = each edge's write order in one
 # sortable property, `ord` (plan_rows.write_order), 5 = each tenant's fact vector sum kept on
-# its :TenantSequence (cypher/facts.cypher, add_fact_vectors)
+# its :TenantSequence (cypher/facts.cypher, add_fact_vectors), 6 = beside it the number of its
+# facts, `fact_count` (the same statement)
 ORDERED_VERSION = 4
 SUMMED_VERSION = 5
-SCHEMA_VERSION = SUMMED_VERSION
+COUNTED_VERSION = 6
+SCHEMA_VERSION = COUNTED_VERSION
 
 
 def _index_down(exc: StoreError) -> bool:
@@ -118,7 +120,7 @@ class VectorIndexes(Neo4jSession):
             log.info("mem0g schema v4: giving every edge its write-order key (once)")
             self._auto(driver, "backfill_relation_order", {"batch": self.reset_batch})
             log.info("mem0g schema v4: write-order keys given in %.1f s", time.monotonic() - began)
-        if version < SUMMED_VERSION:
+        if version < COUNTED_VERSION:  # v5's sums, and since v6 the counts beside them
             self._sum_fact_vectors(driver)
         if version < SCHEMA_VERSION:
             self._auto(driver, "set_schema_version", {"version": SCHEMA_VERSION})
@@ -131,12 +133,12 @@ class VectorIndexes(Neo4jSession):
         self._ensure_vector_indexes(driver, found)
 
     def _sum_fact_vectors(self, driver: Driver) -> None:
-        """Schema v5: each tenant's fact vector sum, from its facts, once; per tenant in one
-        transaction that holds the tenant's lock, so a plan written meanwhile waits and then
-        adds its change to the sum."""
+        """Schemas v5 and v6: each tenant's fact vector sum and fact count, from its facts,
+        once; per tenant in one transaction that holds the tenant's lock, so a plan written
+        meanwhile waits and then adds its change to them."""
         keys = [row["key"] for row in self._auto(driver, "fact_tenant_keys")]
         if keys:
-            log.info("mem0g schema v5: summing the fact vectors of %d tenants (once)", len(keys))
+            log.info("mem0g schema v6: summing the fact vectors of %d tenants (once)", len(keys))
 
         def work(tx: ManagedTransaction, key: str) -> None:
             locked, _ = self._run(tx, "lock_fact_vectors", {"tenant_key": key})
@@ -145,7 +147,8 @@ class VectorIndexes(Neo4jSession):
             found, _ = self._run(tx, "tenant_fact_embeddings", {"tenant_key": key})
             change = vector_sum_change([row["embedding"] for row in found], [])
             count, total = change if change is not None else (None, None)
-            self._run(tx, "set_fact_vectors", {"tenant_key": key, "count": count, "total": total})
+            params = {"tenant_key": key, "count": count, "total": total, "facts": len(found)}
+            self._run(tx, "set_fact_vectors", params)
 
         for key in keys:
             with self._session(driver) as session:

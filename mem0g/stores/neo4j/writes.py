@@ -146,12 +146,13 @@ class PlanWrites(Neo4jSession):
             gone += [row["old"] for row in found]
         came = [row["embedding"] for row in (*facts.creates, *facts.updates)]
         change = vector_sum_change(came, gone)
-        if change is not None:
-            count, delta = change
+        made = len(facts.creates) - len(facts.deletes)  # the tenant's kept fact count
+        if change is not None or made:
+            count, delta = change if change is not None else (0, None)
             self._run(
                 tx,
                 "add_fact_vectors",
-                {"tenant_key": plan.tenant.key, "count": count, "delta": delta},
+                {"tenant_key": plan.tenant.key, "count": count, "delta": delta, "facts": made},
             )
         if facts.events:
             _, counters = self._run(tx, "create_fact_events", {"rows": facts.events, "seq": seq})
