@@ -46,12 +46,13 @@ RETURN old;
 // float64, or null when no vector changed), under the lock lock_tenant took, so writers of
 // one tenant never interleave. The sum goes back to null when the last vector goes (no
 // rounding left behind). The count spares a search counting the scope's facts
-// (lexical.cypher, fact_word_counts).
+// (lexical.cypher, fact_word_counts); it never goes below 0 (facts an older mem0g wrote after
+// the upgrade were never counted).
 // name: add_fact_vectors
 MATCH (q:TenantSequence {tenant_key: $tenant_key})
 WITH q, coalesce(q.fact_vectors, 0) + $count AS count, q.fact_vector_sum AS old,
      coalesce(q.fact_count, 0) + $facts AS facts
-SET q.fact_count = facts,
+SET q.fact_count = CASE WHEN facts > 0 THEN facts ELSE 0 END,
     q.fact_vectors = CASE WHEN count > 0 THEN count END,
     q.fact_vector_sum = CASE
       WHEN count <= 0 THEN null

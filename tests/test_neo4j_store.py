@@ -517,6 +517,12 @@ def test_the_kept_fact_count_follows_every_write_and_upgrades_from_v5(
     reopened = neo4j_connect(dims=DIMS)
     assert reopened.common_fact_words(A, ["ana", "item"], 0.5) == ["ana"]
     assert (kept(A), kept(B)) == (2, 1)
+    # facts an older mem0g wrote after the upgrade were never counted: deleting one of them
+    # leaves the count at 0, not below, and the words are still counted
+    cypher(driver, "MATCH (q:TenantSequence {tenant_key: $k}) SET q.fact_count = 0", k=A.key)
+    reopened.apply(WritePlan(tenant=A, fact_changes=[FactChange(fact_id=made[1].id)]))
+    assert kept(A) == 0
+    assert reopened.common_fact_words(A, ["ana"], 0.5) == ["ana"]
 
 
 def test_dims_follow_the_data(neo4j_connect: Connect, rng: np.random.Generator) -> None:
