@@ -174,6 +174,24 @@ ORDER BY ep.written, ep.created_at, ep.id;
 OPTIONAL MATCH (q:TenantSequence {tenant_key: $tenant_key})
 RETURN q.epoch AS epoch, q.seq AS seq;
 
+// The versions of every exact tenant of a scope (Neo4jGraphStore.scope_versions): a client-held
+// copy of the scope (memory/copy.py) answers a search only while these equal the versions it
+// copied. A few seeks on the sequence nodes' id indexes, no record read.
+// name: scope_versions
+CALL () {
+  MATCH (q:TenantSequence) WHERE q.user_id = $user_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE $user_id IS NULL AND q.agent_id = $agent_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence)
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND q.run_id = $run_id
+  RETURN q
+}
+WITH q
+WHERE ($agent_id IS NULL OR q.agent_id = $agent_id)
+  AND ($run_id IS NULL OR q.run_id = $run_id)
+RETURN q.tenant_key AS key, q.epoch AS epoch, q.seq AS seq;
+
 // Every exact tenant key in use, read from the tenant_key indexes (a tenant whose only records
 // are facts, fact history or a summary counts too).
 // name: tenants

@@ -163,6 +163,22 @@ class GraphStoreConfig(_Section):
         description="neo4j: Cypher query options put before every read statement, e.g. "
         "'expressionEngine=interpreted' (option=value words only)",
     )
+    local_copy: str | None = Field(
+        default=None,
+        description="neo4j: a directory where this client keeps a copy of the tenants it "
+        "searches (an embedded store). A search whose tenants the copy holds at the server's "
+        "current versions is answered from it (the same results: the stores' parity), after "
+        "one small read; any other search goes to Neo4j, and the copy catches up in the "
+        "background. It survives restarts, so searches right after a server restart need not "
+        "wait for its JIT. Off by default: it puts the tenants' data on this client's disk",
+    )
+
+    @model_validator(mode="after")
+    def _copy_needs_neo4j(self) -> GraphStoreConfig:
+        if self.local_copy is not None and self.provider != "neo4j":
+            raise ValueError("graph_store.local_copy keeps a copy of a Neo4j store: set "
+                             "provider to neo4j, or leave local_copy unset")  # fmt: skip
+        return self
 
     def resolved_path(self) -> Path:
         return Path(self.path).expanduser() if self.path else default_data_dir() / "graph"

@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
+from pathlib import Path
 from typing import IO, Any
 
 from mem0g import validation
@@ -30,6 +31,7 @@ from mem0g.extract import payload_messages
 from mem0g.llm.client import LLMClient, ReplayingLLM
 from mem0g.llm.protocol import Context
 from mem0g.locks import TenantLocks
+from mem0g.memory.copy import LocalCopy
 from mem0g.memory.entities import EntityMethods
 from mem0g.memory.facts import FactMethods
 from mem0g.memory.upkeep import StoreUpkeep
@@ -146,6 +148,12 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
             self.store, self.embedder, self.config.retrieval, reads=self._reads
         )
         self.facts = self.retriever.facts
+        self.copy: LocalCopy | None = None  # graph_store.local_copy (memory/copy.py)
+        if self.config.graph_store.local_copy is not None:
+            self.copy = LocalCopy(self.store, Path(self.config.graph_store.local_copy),
+                                  self.embedder.dims)  # fmt: skip
+            self._copy_retriever = DualRetriever(self.copy.store, self.embedder,
+                                                 self.config.retrieval)  # fmt: skip
         load_in_background()  # the first search's lazy loads, while the caller does other work
         self._tenant_locks = TenantLocks()
         self._paths = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-path")
@@ -178,6 +186,8 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         self._paths.shutdown(wait=True)
         if self._reads is not None:
             self._reads.shutdown(wait=True)
+        if self.copy is not None:
+            self.copy.close()
         self.store.close()
 
     # ------------------------------------------------------------------ add
@@ -351,9 +361,18 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         scope = self._tenant(user_id, agent_id, run_id)
         validity = _validity(as_of, include_invalid)
         qt = query_time(query, to_utc(reference_time))
-        return self.retriever.search(
-            query, scope, limit, validity, qt, facts=self.config.memory.facts
-        )
+        facts = self.config.memory.facts
+        if self.copy is not None:  # the client-held copy, if it holds the scope as it is
+            versions = self._paths.submit(self.store.scope_versions, scope)  # type: ignore[attr-defined]
+            retriever = self._copy_retriever
+            found = self.copy.search(
+                scope,
+                lambda _: retriever.search(query, scope, limit, validity, qt, facts=facts),
+                versions,
+            )
+            if found is not None:
+                return found
+        return self.retriever.search(query, scope, limit, validity, qt, facts=facts)
 
     def get_all(
         self,

@@ -46,6 +46,12 @@ class PlanWrites(Neo4jSession):
         (row,) = self._read("tenant_version", {"tenant_key": tenant.key})
         return _version(row["epoch"], row["seq"])
 
+    def scope_versions(self, scope: Tenant) -> dict[str, str]:
+        """`tenant_version` of every exact tenant of the scope, by tenant key, in one read (a
+        tenant never written, or deleted, is not there)."""
+        rows = self._read("scope_versions", _scope(scope))
+        return {row["key"]: _version(row["epoch"], row["seq"]) for row in rows}
+
     def apply(self, plan: WritePlan) -> None:
         """Validate, then write the whole plan in one transaction; a bad plan writes nothing."""
         self.apply_many([plan])

@@ -1,0 +1,180 @@
+"""A client-held copy of the Neo4j tenants a client searches (`graph_store.local_copy`).
+
+Why: a freshly restarted Neo4j server compiles its read paths for its first few hundred
+searches, and on one server core that compiling alone costs about four query embeddings a
+search (docs/benchmarks.md, issue #18). A search answered from a copy on the client's disk
+needs the server for one small read only: the versions of the scope's tenants
+(`Neo4jGraphStore.scope_versions`).
+
+How: the copy is an embedded store (the stores answer a search the same way: the contract's
+parity), filled per scope with each tenant's records as `mem0g export` reads them and
+`mem0g import` writes them (archive.py), and a table of the versions it copied. A search of
+a scope the copy holds runs on the copy while the versions are read; it is returned only if
+the server's versions equal the copied ones, else Neo4j answers and the scope is copied
+again in the background. Every write of a tenant changes its version (adds, fact edits,
+merges, splits, deletes), so the copy never answers from stale records; a tenant written
+often is simply answered by Neo4j until it has been copied again.
+
+Not done here (issue #18): catching up by the changes since the copied version rather than
+copying the tenant again; a bound on the copy's size.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, TypeVar
+
+from mem0g.stores.embedded import EmbeddedGraphStore
+from mem0g.types import Tenant
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+RETRY_SECONDS = 1.0  # a scope is copied again at most this often
+
+
+class LocalCopy:
+    """The copy: an embedded store under `path`, and the version of each tenant it holds."""
+
+    def __init__(self, source: Any, path: Path, dims: int | None) -> None:
+        self.source = source  # a Neo4jGraphStore (scope_versions, and the export's reads)
+        self.path = Path(path).expanduser()
+        self.store = EmbeddedGraphStore(self.path / "graph", dims=dims)
+        self._db = sqlite3.connect(self.path / "copied.db", check_same_thread=False,
+                                   isolation_level=None)  # fmt: skip
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS copied (tenant_key TEXT PRIMARY KEY, version TEXT NOT NULL)"
+        )
+        rows = self._db.execute("SELECT tenant_key, version FROM copied")
+        self._held: dict[str, str] = {}
+        self._by_id: dict[tuple[int, str], set[str]] = {}  # (id field, id) -> held keys
+        for key, version in rows.fetchall():
+            self._hold(key, version)
+        self._cond = threading.Condition()
+        self._readers: Counter[str] = Counter()
+        self._queued: dict[str, float] = {}  # scope key -> when last queued
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mem0g-copy")
+        self._closed = False
+        self.answered = 0  # searches the copy answered
+        self.declined = 0  # searches it left to Neo4j (scope not held, or held stale)
+
+    def held(self, scope: Tenant) -> dict[str, str]:
+        """The copied versions of the tenants of `scope` (key -> version)."""
+        with self._cond:
+            return self._mine(scope)
+
+    def _mine(self, scope: Tenant) -> dict[str, str]:
+        """`held` under the lock: the keys of the scope's first id, then the scope's filter
+        (a copy may hold many tenants: no scan of them all per search)."""
+        ids = (scope.user_id, scope.agent_id, scope.run_id)
+        field = next(i for i, value in enumerate(ids) if value is not None)
+        keys = self._by_id.get((field, str(ids[field])), set())
+        return {k: self._held[k] for k in sorted(keys) if scope.matches(Tenant.from_key(k))}
+
+    def _hold(self, key: str, version: str | None) -> None:
+        """Record (or, with None, forget) the copied version of one tenant."""
+        tenant = Tenant.from_key(key)
+        ids = (tenant.user_id, tenant.agent_id, tenant.run_id)
+        for field, value in enumerate(ids):
+            if value is None:
+                continue
+            keys = self._by_id.setdefault((field, value), set())
+            if version is None:
+                keys.discard(key)
+            else:
+                keys.add(key)
+        if version is None:
+            self._held.pop(key, None)
+        else:
+            self._held[key] = version
+
+    def search(
+        self, scope: Tenant, run: Callable[[Any], _T], versions: Future[dict[str, str]]
+    ) -> _T | None:
+        """`run(copy_store)` when the copy holds `scope` at the server's `versions` (read
+        meanwhile), else None, and the scope is copied again in the background."""
+        with self._cond:
+            mine = self._mine(scope)
+            self._readers.update(list(mine))
+        result, ran = None, False
+        try:
+            if mine:
+                try:
+                    result, ran = run(self.store), True
+                except Exception:  # a damaged copy: Neo4j answers, the scope is copied again
+                    log.exception("mem0g local copy: a search of %s failed", scope.key)
+            current = versions.result()
+        finally:
+            with self._cond:
+                self._readers.subtract(list(mine))
+                self._cond.notify_all()
+        if ran and current == mine:
+            with self._cond:
+                self.answered += 1
+            return result
+        with self._cond:
+            self.declined += 1
+        self.refresh(scope)
+        return None
+
+    def refresh(self, scope: Tenant, *, wait: bool = False) -> None:
+        """Copy `scope` again (in the background; at most once per RETRY_SECONDS)."""
+        with self._cond:
+            if self._closed:
+                return
+            last = self._queued.get(scope.key)
+            if not wait and last is not None and time.monotonic() - last < RETRY_SECONDS:
+                return
+            self._queued[scope.key] = time.monotonic()
+        future = self._worker.submit(self._copy, scope)
+        if wait:
+            future.result()
+
+    def _copy(self, scope: Tenant) -> None:
+        try:
+            self._copy_scope(scope)
+        except Exception:  # the copy stays without the scope: Neo4j answers it
+            log.exception("mem0g local copy: copying %s failed", scope.key)
+
+    def _copy_scope(self, scope: Tenant) -> None:
+        """Forget the scope's tenants (once no search reads them), delete them from the copy,
+        and write each tenant of the server's scope as `mem0g import` would, with the
+        version read before its records: a write in between makes the copy newer than its
+        version says, which the next search sees as stale, never the other way round."""
+        from mem0g.archive import _tenant_plan, read_tenant  # archive imports Memory
+
+        versions = self.source.scope_versions(scope)
+        with self._cond:
+            gone = list(self._mine(scope))
+            for key in gone:
+                self._hold(key, None)
+            self._db.executemany("DELETE FROM copied WHERE tenant_key = ?", [(k,) for k in gone])
+            while any(self._readers[k] > 0 for k in gone):
+                self._cond.wait()
+        self.store.delete_tenant(scope)
+        reader = SimpleNamespace(store=self.source)
+        writer = SimpleNamespace(store=self.store)
+        for key, version in sorted(versions.items()):
+            part = read_tenant(reader, Tenant.from_key(key))  # type: ignore[arg-type]
+            plan, _ = _tenant_plan(writer, part, False, merge=False, reembed=False)  # type: ignore[arg-type]
+            self.store.apply(plan)
+            with self._cond:
+                self._hold(key, version)
+                self._db.execute("INSERT OR REPLACE INTO copied VALUES (?, ?)", (key, version))
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+        self._worker.shutdown(wait=True)
+        self.store.close()
+        self._db.close()

@@ -1,0 +1,213 @@
+"""The client-held copy of Neo4j tenants (`graph_store.local_copy`, memory/copy.py, issue #18):
+a search of a scope the copy holds at the server's versions is answered from it after one
+read; any write, delete or merge makes Neo4j answer until the copy has caught up; the copy
+survives a reopen. The LLM is the scripted TEST DOUBLE server; embeddings are real MiniLM."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_archive import QUERIES, _fill, _rules
+
+import mem0g.archive
+from mem0g import Memory
+from mem0g.memory.copy import LocalCopy
+from mem0g.testing import ScriptedLLMServer
+from mem0g.types import Tenant
+
+pytestmark = pytest.mark.neo4j
+
+SCOPES = [{"user_id": "alice"}, {"user_id": "alice", "agent_id": "helper"}, {"user_id": "bob"}]
+
+
+SEARCH_READS = {"walk", "find_entities", "similar_relations_index", "similar_relations_scan",
+                "similar_facts_index", "similar_facts_scan", "lexical_facts"}  # fmt: skip
+
+
+def _memory(server: ScriptedLLMServer, minilm: Any, neo4j_server: Any, copy: Path | None) -> Memory:
+    graph = {"provider": "neo4j", "url": neo4j_server.uri, "username": neo4j_server.user,
+             "password": neo4j_server.password,
+             "local_copy": None if copy is None else str(copy)}  # fmt: skip
+    llm = {"base_url": server.base_url, "api_key": "test", "max_retries": 0}
+    config = {"llm": llm, "graph_store": graph, "memory": {"summary_every": 100}}
+    return Memory(config, embedder=minilm)
+
+
+def _answers(m: Memory, **ids: str) -> list[Any]:
+    """Each query's hits and their order (scores aside: BM25 is each engine's own)."""
+    out = []
+    for query in QUERIES:
+        hits = m.search(query, **ids, limit=5)
+        out.append(([(r.id, r.source, r.relation, r.destination) for r in hits.relations],
+                    [(f.id, f.text) for f in hits.facts],
+                    [(e.id, e.name) for e in hits.entities]))  # fmt: skip
+    return out
+
+
+class Reads:
+    """The statements a store reads while counting."""
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.names = store, []
+        real = store._read
+
+        def read(name: str, params: dict[str, Any]) -> Any:
+            self.names.append(name)
+            return real(name, params)
+
+        store._read = read
+
+    def take(self) -> list[str]:
+        names, self.names = self.names, []
+        return names
+
+
+@pytest.fixture
+def filled(
+    tmp_path: Path, llm_server: ScriptedLLMServer, minilm: Any, neo4j_server: Any,
+    neo4j_connect: Any,
+) -> Iterator[Memory]:  # fmt: skip
+    for rule in _rules():
+        llm_server.add_rule(rule)
+    with _memory(llm_server, minilm, neo4j_server, tmp_path / "copy") as m:
+        _fill(m)
+        yield m
+
+
+def test_a_copied_scope_is_answered_from_the_copy_after_one_read(
+    filled: Memory, tmp_path: Path, llm_server: ScriptedLLMServer, minilm: Any,
+    neo4j_server: Any,
+) -> None:  # fmt: skip
+    m = filled
+    assert m.copy is not None
+    with _memory(llm_server, minilm, neo4j_server, None) as plain:  # Neo4j's own answers
+        want = {str(ids): _answers(plain, **ids) for ids in SCOPES}
+    reads = Reads(m.store)
+    m.search(QUERIES[0], user_id="alice")  # not copied yet: Neo4j answers, the copy starts
+    assert SEARCH_READS & set(reads.take())
+    for ids in SCOPES:
+        m.copy.refresh(Tenant(**ids), wait=True)
+    for ids in SCOPES:
+        reads.take()
+        assert _answers(m, **ids) == want[str(ids)]
+        assert set(reads.take()) == {"scope_versions"}  # the copy answered
+    # the copy survives a reopen: the first search needs no copying
+    m.close()
+    with _memory(llm_server, minilm, neo4j_server, tmp_path / "copy") as again:
+        reads = Reads(again.store)
+        for ids in SCOPES:
+            assert _answers(again, **ids) == want[str(ids)]
+        assert set(reads.take()) == {"scope_versions"}
+
+
+def test_a_write_a_merge_or_a_delete_goes_to_neo4j_until_the_copy_catches_up(
+    filled: Memory,
+) -> None:
+    m = filled
+    assert m.copy is not None
+    bob, alice = Tenant(user_id="bob"), Tenant(user_id="alice")
+    for scope in (bob, alice):
+        m.copy.refresh(scope, wait=True)
+    reads = Reads(m.store)
+    m.add("bike lock code 7788", user_id="bob", infer=False)  # bob's version moves on
+    reads.take()
+    texts = [f.text for f in m.search("lock code", user_id="bob").facts]
+    assert "bike lock code 7788" in texts
+    assert SEARCH_READS & set(reads.take())  # Neo4j answered: the copy was behind
+    m.copy.refresh(bob, wait=True)
+    reads.take()
+    assert [f.text for f in m.search("lock code", user_id="bob").facts] == texts
+    assert set(reads.take()) == {"scope_versions"}
+    # a merge gives the tenant a new epoch: the copy's version is stale at once
+    helper = {"user_id": "alice", "agent_id": "helper"}
+    m.copy.refresh(Tenant(**helper), wait=True)
+    names = {e.name: e.id for e in m.get_all(**helper).entities}
+    m.merge_entities(names["Alice"], names["Acme"], **helper)
+    reads.take()
+    merged = m.search("Alice", **helper)
+    assert SEARCH_READS & set(reads.take())
+    m.copy.refresh(Tenant(**helper), wait=True)
+    reads.take()
+    named = [(e.id, e.name) for e in merged.entities]
+    assert [(e.id, e.name) for e in m.search("Alice", **helper).entities] == named
+    assert set(reads.take()) == {"scope_versions"}
+    # a deleted scope: nothing from the copy, and the copy forgets it
+    m.delete_all(user_id="bob")
+    assert m.search("lock code", user_id="bob").facts == []
+    m.copy.refresh(bob, wait=True)
+    assert m.copy.held(bob) == {}
+    assert m.copy.store.facts(bob) == []
+    assert m.search("lock code", user_id="bob").facts == []
+    assert m.copy.held(alice)  # other scopes stay copied
+
+
+def test_a_scope_being_copied_is_answered_by_neo4j(
+    filled: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy forgets a scope before it changes its records: a search meanwhile never reads
+    half a copy."""
+    m = filled
+    assert m.copy is not None
+    bob = Tenant(user_id="bob")
+    m.copy.refresh(bob, wait=True)
+    exporting, release = threading.Event(), threading.Event()
+    real = mem0g.archive.read_tenant
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        exporting.set()
+        release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mem0g.archive, "read_tenant", slow)
+    m.add("bike lock code 7788", user_id="bob", infer=False)
+    copying = threading.Thread(target=m.copy.refresh, args=(bob,), kwargs={"wait": True})
+    copying.start()
+    try:
+        assert exporting.wait(30)
+        assert m.copy.held(bob) == {}
+        reads = Reads(m.store)
+        texts = [f.text for f in m.search("lock code", user_id="bob").facts]
+        assert "bike lock code 7788" in texts
+        assert SEARCH_READS & set(reads.take())
+    finally:
+        release.set()
+        copying.join(30)
+    assert m.copy.held(bob)
+    reads.take()
+    assert [f.text for f in m.search("lock code", user_id="bob").facts] == texts
+    assert set(reads.take()) == {"scope_versions"}
+
+
+def test_a_copy_needs_a_neo4j_store(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="local_copy keeps a copy of a Neo4j store"):
+        Memory({"graph_store": {"path": str(tmp_path / "g"), "local_copy": str(tmp_path / "c")}})
+
+
+def test_the_copy_finds_a_scopes_tenants_by_its_ids(tmp_path: Path) -> None:
+    """Which copied tenants a scope covers, as a scope filters records (any id it leaves out
+    matches every value), from the copy's index of held tenants, and after a reopen."""
+    copy = LocalCopy(None, tmp_path / "copy", dims=None)
+    keys = [Tenant(user_id="u"), Tenant(user_id="u", agent_id="a"),
+            Tenant(user_id="u", agent_id="a", run_id="r"), Tenant(agent_id="a"),
+            Tenant(run_id="r"), Tenant(user_id="v", agent_id="a")]  # fmt: skip
+    for n, tenant in enumerate(keys):
+        copy._hold(tenant.key, f"e:{n}")
+        copy._db.execute("INSERT INTO copied VALUES (?, ?)", (tenant.key, f"e:{n}"))
+
+    def covered(copy: LocalCopy, **ids: str) -> list[int]:
+        return sorted(keys.index(Tenant.from_key(k)) for k in copy.held(Tenant(**ids)))
+
+    for reopen in (False, True):
+        if reopen:
+            copy.close()
+            copy = LocalCopy(None, tmp_path / "copy", dims=None)
+        assert covered(copy, user_id="u") == [0, 1, 2]
+        assert covered(copy, user_id="u", agent_id="a") == [1, 2]
+        assert covered(copy, agent_id="a") == [1, 2, 3, 5]
+        assert covered(copy, run_id="r") == [2, 4]
+        assert covered(copy, user_id="w") == []
+    copy.close()
