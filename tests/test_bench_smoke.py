@@ -403,6 +403,40 @@ def test_restart_phases_open_cold_then_warming_then_warmed_stores(
 
 
 @pytest.mark.neo4j
+def test_the_local_copy_phase_copies_the_user_then_restarts_and_searches_the_copy(
+    neo4j_server: Any, neo4j_connect: Any
+) -> None:
+    """--local-copy: a fifth restart phase, whose store was copied for the searched user on
+    the running server first, and which answers its searches from that copy."""
+    from bench import search
+
+    from mem0g import Memory
+    from mem0g.config import EmbedderConfig
+    from mem0g.embed import CachedEmbedder, make_embedder
+
+    inner = make_embedder(EmbedderConfig(provider="hashing")).inner
+    first = Memory({}, embedder=CachedEmbedder(inner), store=neo4j_connect(dims=inner.dims))
+    first.add("Ana lives in Paris", user_id=data.TARGET_USER, infer=False)
+    args = cli.parse_args(["--store", "neo4j", "--restart-phases", "3",
+                           "--store-warmup-seconds", "1", "--local-copy"])  # fmt: skip
+    queries = data.make_queries(data.build_graph(100, seed=3), 6, random.Random(2))
+    fake = _Restarts(neo4j_connect, neo4j_server, args)
+    phases, memory = search.restart_phases(
+        args, fake, first, inner, queries, timing.Progress(quiet=True), "t"
+    )
+    assert [p["phase"] for p in phases] == [*search.RESTART_PHASES, search.COPY_PHASE]
+    assert fake.restarts == 5 and phases[-1]["search"]["n"] == 3
+    assert phases[-1]["copy"] == {"answered": 3, "declined": 0}  # the copy answered them all
+    assert "copy" not in phases[-2]
+    # the later phases time Neo4j itself: the returned memory has no copy
+    assert memory.copy is None and memory.store is fake.stores[-1]
+    assert [f.text for f in memory.search("Paris", user_id=data.TARGET_USER).facts] == [
+        "Ana lives in Paris"
+    ]
+    memory.close()
+
+
+@pytest.mark.neo4j
 def test_restart_variants_restart_with_their_jvm_flags_and_search_with_their_options(
     neo4j_connect: Any,
 ) -> None:

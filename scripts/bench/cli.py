@@ -192,6 +192,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "it, then searched at once); servers restart on every deploy, upgrade and crash",
     )
     p.add_argument(
+        "--local-copy",
+        action="store_true",
+        help="with --restart-phases: one more restart phase, 'first minute, local copy': the "
+        "searched user copied to a client-held copy (graph_store.local_copy) before the "
+        "restart, then a store opened with it and searched at once",
+    )
+    p.add_argument(
         "--store-warmup-seconds",
         type=float,
         default=GraphStoreConfig().warmup_seconds,

@@ -19,6 +19,9 @@ PHASE_TARGETS = {
         ("first minute", 100_000, 6.0),
         ("warm start", 100_000, 6.0),
         ("warm", 100_000, 3.0),
+        # the first minute with a client-held copy of the searched user (--local-copy)
+        ("first minute, local copy", 10_000, 4.0),
+        ("first minute, local copy", 100_000, 6.0),
     ]
 }
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -285,6 +287,7 @@ def timed_phase(
 
 
 RESTART_PHASES = ("cold", "first minute", "after store warm-up", "warm start")
+COPY_PHASE = "first minute, local copy"  # --local-copy (memory/copy.py)
 
 
 def restart_phases(
@@ -317,8 +320,18 @@ def restart_phases(
     section = {"graph": memory.config.memory.graph, "facts": memory.config.memory.facts}
     dims = inner.dims
     phases: list[dict[str, Any]] = []
-    memory.close()
-    for name in RESTART_PHASES:
+    names = RESTART_PHASES + ((COPY_PHASE,) if getattr(args, "local_copy", False) else ())
+    copy_dir = Path(tempfile.mkdtemp(prefix="mem0g-bench-copy-"))
+    copied: dict[str, Any] = {"graph_store": {"provider": "neo4j", "local_copy": str(copy_dir)}}
+    for name in names:
+        if name == COPY_PHASE:  # the copy made on the running server, as a client left it
+            began = time.perf_counter()
+            with Memory({"memory": section, **copied}, embedder=CachedEmbedder(inner),
+                        store=stores.connect(dims, 0.0)) as filler:  # fmt: skip
+                assert filler.copy is not None
+                filler.copy.refresh(Tenant(user_id=TARGET_USER), wait=True)
+            progress.line(f"{label}: local copy made in {time.perf_counter() - began:.1f}s")
+        memory.close()
         restart_s = stores.restart()
         progress.line(f"{label}: server restarted in {restart_s:.1f}s ({name})")
         started: dict[str, Any] = {}
@@ -328,7 +341,8 @@ def restart_phases(
             progress.line(f"{label}: mem0g warmup took {took:.1f}s: {status}")
         begin = time.perf_counter()
         store = stores.connect(dims, 0.0 if name == "cold" else budget)
-        memory = Memory({"memory": section}, embedder=CachedEmbedder(inner), store=store)
+        config = {"memory": section, **(copied if name == COPY_PHASE else {})}
+        memory = Memory(config, embedder=CachedEmbedder(inner), store=store)
         phase: dict[str, Any] = {
             "phase": name,
             "restart_s": round(restart_s, 1),
@@ -340,14 +354,18 @@ def restart_phases(
             memory.wait_for_warmup()  # what a warm start (`mem0g warmup`, /readyz) waits for
             phase["waited_for_warmup_s"] = round(time.perf_counter() - waited, 1)
         timed_phase(phase, memory, inner, timed, 0, stores, progress, label)
+        if memory.copy is not None:  # how many of the phase's searches the copy answered
+            phase["copy"] = {"answered": memory.copy.answered, "declined": memory.copy.declined}
         phase["store_warmup"] = store.warmup_status.model_dump(mode="json")
         phase["schema"] = schema_step(store)
         progress.line(
             f"{label} {name}: schema step {phase['schema']}; store warm-up {phase['store_warmup']}"
         )
         phases.append(phase)
-        if name != RESTART_PHASES[-1]:
-            memory.close()
+    if memory.copy is not None:  # the later phases time Neo4j's own searches, not the copy's
+        memory.close()
+        memory = Memory({"memory": section}, embedder=CachedEmbedder(inner),
+                        store=stores.connect(dims, budget))  # fmt: skip
     return phases, memory
 
 
