@@ -105,7 +105,7 @@ def test_a_copied_scope_is_answered_from_the_copy_after_one_read(
 
 
 def test_a_write_a_merge_or_a_delete_goes_to_neo4j_until_the_copy_catches_up(
-    filled: Memory,
+    filled: Memory, llm_server: ScriptedLLMServer, minilm: Any, neo4j_server: Any
 ) -> None:
     m = filled
     assert m.copy is not None
@@ -113,8 +113,8 @@ def test_a_write_a_merge_or_a_delete_goes_to_neo4j_until_the_copy_catches_up(
     for scope in (bob, alice):
         m.copy.refresh(scope, wait=True)
     reads = Reads(m.store)
-    m.add("bike lock code 7788", user_id="bob", infer=False)  # bob's version moves on
-    reads.take()
+    with _memory(llm_server, minilm, neo4j_server, None) as other:  # another client writes
+        other.add("bike lock code 7788", user_id="bob", infer=False)
     texts = [f.text for f in m.search("lock code", user_id="bob").facts]
     assert "bike lock code 7788" in texts
     assert SEARCH_READS & set(reads.take())  # Neo4j answered: the copy was behind
@@ -122,6 +122,16 @@ def test_a_write_a_merge_or_a_delete_goes_to_neo4j_until_the_copy_catches_up(
     reads.take()
     assert [f.text for f in m.search("lock code", user_id="bob").facts] == texts
     assert set(reads.take()) == {"scope_versions"}
+    # this client's own write: the copy writes the same plan, and is current without copying
+    m.add("gym locker code 1234", user_id="bob", infer=False)
+    m.copy.settle()
+    assert m.copy.held(bob) == m.store.scope_versions(bob)
+    reads.take()
+    texts = [f.text for f in m.search("locker code", user_id="bob").facts]
+    assert "gym locker code 1234" in texts
+    assert set(reads.take()) == {"scope_versions"}  # the copy answered, nothing was exported
+    with _memory(llm_server, minilm, neo4j_server, None) as plain:
+        assert [f.text for f in plain.search("locker code", user_id="bob").facts] == texts
     # a merge gives the tenant a new epoch: the copy's version is stale at once
     helper = {"user_id": "alice", "agent_id": "helper"}
     m.copy.refresh(Tenant(**helper), wait=True)
@@ -135,18 +145,23 @@ def test_a_write_a_merge_or_a_delete_goes_to_neo4j_until_the_copy_catches_up(
     named = [(e.id, e.name) for e in merged.entities]
     assert [(e.id, e.name) for e in m.search("Alice", **helper).entities] == named
     assert set(reads.take()) == {"scope_versions"}
-    # a deleted scope: nothing from the copy, and the copy forgets it
+    # a deleted scope is deleted from the copy at once: no record stays on the client's disk
     m.delete_all(user_id="bob")
+    assert m.copy.held(bob) == {} and m.copy.store.facts(bob) == []
     assert m.search("lock code", user_id="bob").facts == []
     m.copy.refresh(bob, wait=True)
-    assert m.copy.held(bob) == {}
-    assert m.copy.store.facts(bob) == []
-    assert m.search("lock code", user_id="bob").facts == []
+    assert m.copy.held(bob) == {} and m.copy.store.facts(bob) == []
     assert m.copy.held(alice)  # other scopes stay copied
+    m.reset()  # everything
+    assert m.copy.held(alice) == {} and m.copy.store.tenants() == []
 
 
 def test_a_scope_being_copied_is_answered_by_neo4j(
-    filled: Memory, monkeypatch: pytest.MonkeyPatch
+    filled: Memory,
+    monkeypatch: pytest.MonkeyPatch,
+    llm_server: ScriptedLLMServer,
+    minilm: Any,
+    neo4j_server: Any,
 ) -> None:
     """The copy forgets a scope before it changes its records: a search meanwhile never reads
     half a copy."""
@@ -163,7 +178,8 @@ def test_a_scope_being_copied_is_answered_by_neo4j(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(mem0g.archive, "read_tenant", slow)
-    m.add("bike lock code 7788", user_id="bob", infer=False)
+    with _memory(llm_server, minilm, neo4j_server, None) as other:  # another client writes
+        other.add("bike lock code 7788", user_id="bob", infer=False)
     copying = threading.Thread(target=m.copy.refresh, args=(bob,), kwargs={"wait": True})
     copying.start()
     try:

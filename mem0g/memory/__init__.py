@@ -291,7 +291,10 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
             fact_events=facts.events,
             based_on=version,
         )
-        self.store.apply(plan_links(self.store, plan))
+        linked = plan_links(self.store, plan)
+        self.store.apply(linked)
+        if self.copy is not None:
+            self.copy.written(linked)
         return AddResult(
             episode_id=episode.id,
             relations=graph.changes,

@@ -13,10 +13,13 @@ a scope the copy holds runs on the copy while the versions are read; it is retur
 the server's versions equal the copied ones, else Neo4j answers and the scope is copied
 again in the background. Every write of a tenant changes its version (adds, fact edits,
 merges, splits, deletes), so the copy never answers from stale records; a tenant written
-often is simply answered by Neo4j until it has been copied again.
+often by other clients is answered by Neo4j until it has been copied again.
 
-Not done here (issue #18): catching up by the changes since the copied version rather than
-copying the tenant again; a bound on the copy's size.
+A plan this client writes is written to the copy too (`written`), when the copy held the
+tenant at the version the plan was based on: an agent that adds and searches in turn keeps
+its copy current without copying it again. Not done here (issue #18): catching up with other
+clients' writes by their changes rather than by copying the tenant again; a bound on the
+copy's size.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from mem0g.stores.embedded import EmbeddedGraphStore
-from mem0g.types import Tenant
+from mem0g.types import Tenant, WritePlan
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +143,48 @@ class LocalCopy:
         if wait:
             future.result()
 
+    def written(self, plan: WritePlan) -> None:
+        """A plan this client wrote to the server: the copy writes it too (in the background,
+        in turn with copying), when the copy held its tenant at the version the plan was
+        based on. The server refuses a plan whose tenant moved past `based_on`
+        (PlanConflict), and each plan moves a tenant's plan number by one, so the copy is then
+        at the server's version again, without copying the tenant whole."""
+        if plan.based_on is None:
+            return
+        with self._cond:
+            if self._closed or self._held.get(plan.tenant.key) != plan.based_on:
+                return
+        self._worker.submit(self._write, plan.model_copy(update={"based_on": None}),
+                            plan.based_on)  # fmt: skip
+
+    def _write(self, plan: WritePlan, based_on: str) -> None:
+        key = plan.tenant.key
+        with self._cond:
+            if self._held.get(key) != based_on:
+                return  # copied again meanwhile
+            self._forget([key])
+        try:
+            self.store.apply(plan)
+        except Exception:  # the tenant stays forgotten: it is copied whole at its next search
+            log.exception("mem0g local copy: writing a plan of %s failed", key)
+            return
+        epoch, _, seq = based_on.rpartition(":")
+        with self._cond:
+            self._remember(key, f"{epoch}:{int(seq) + 1}")
+
+    def _forget(self, keys: list[str]) -> None:
+        """Under the lock: drop the keys' versions, then wait until no search reads them."""
+        for key in keys:
+            self._hold(key, None)
+        self._db.executemany("DELETE FROM copied WHERE tenant_key = ?", [(k,) for k in keys])
+        while any(self._readers[k] > 0 for k in keys):
+            self._cond.wait()
+
+    def _remember(self, key: str, version: str) -> None:
+        """Under the lock: the copy holds the tenant at `version`."""
+        self._hold(key, version)
+        self._db.execute("INSERT OR REPLACE INTO copied VALUES (?, ?)", (key, version))
+
     def _copy(self, scope: Tenant) -> None:
         try:
             self._copy_scope(scope)
@@ -155,12 +200,9 @@ class LocalCopy:
 
         versions = self.source.scope_versions(scope)
         with self._cond:
-            gone = list(self._mine(scope))
-            for key in gone:
-                self._hold(key, None)
-            self._db.executemany("DELETE FROM copied WHERE tenant_key = ?", [(k,) for k in gone])
-            while any(self._readers[k] > 0 for k in gone):
-                self._cond.wait()
+            if versions and self._mine(scope) == versions:
+                return  # caught up meanwhile (a plan of this client's: `written`)
+            self._forget(list(self._mine(scope)))
         self.store.delete_tenant(scope)
         reader = SimpleNamespace(store=self.source)
         writer = SimpleNamespace(store=self.store)
@@ -169,8 +211,28 @@ class LocalCopy:
             plan, _ = _tenant_plan(writer, part, False, merge=False, reembed=False)  # type: ignore[arg-type]
             self.store.apply(plan)
             with self._cond:
-                self._hold(key, version)
-                self._db.execute("INSERT OR REPLACE INTO copied VALUES (?, ?)", (key, version))
+                self._remember(key, version)
+
+    def drop(self, scope: Tenant | None) -> None:
+        """Delete `scope` (None: every tenant) from the copy, as the server just did: a
+        deleted user's records do not stay on this client's disk. In turn with copying (a
+        copy under way ends first), and waited for."""
+        with self._cond:
+            if self._closed:
+                return
+        self._worker.submit(self._drop, scope).result()
+
+    def _drop(self, scope: Tenant | None) -> None:
+        with self._cond:
+            self._forget(list(self._held) if scope is None else list(self._mine(scope)))
+        if scope is None:
+            self.store.reset()
+        else:
+            self.store.delete_tenant(scope)
+
+    def settle(self) -> None:
+        """Wait for the copying and writing queued so far."""
+        self._worker.submit(lambda: None).result()
 
     def close(self) -> None:
         with self._cond:

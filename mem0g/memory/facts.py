@@ -80,7 +80,10 @@ class FactMethods(MemoryPart):
         for attempt in range(self.config.memory.replans + 1):
             plan.based_on = self.store.tenant_version(plan.tenant)
             try:
-                self.store.apply(plan_links(self.store, plan))
+                linked = plan_links(self.store, plan)
+                self.store.apply(linked)
+                if self.copy is not None:
+                    self.copy.written(linked)
                 return
             except PlanConflict:
                 if attempt == self.config.memory.replans:

@@ -11,6 +11,7 @@ from mem0g import validation
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.locks import TenantLocks
+from mem0g.memory.copy import LocalCopy
 from mem0g.stores.base import GraphStore
 from mem0g.summary import SummaryWorker
 from mem0g.types import Tenant
@@ -23,6 +24,7 @@ class MemoryPart:
     embedder: CachedEmbedder
     store: GraphStore
     summaries: SummaryWorker
+    copy: LocalCopy | None  # graph_store.local_copy (memory/copy.py)
     _tenant_locks: TenantLocks
 
     def _tenant(self, user_id: Any, agent_id: Any, run_id: Any) -> Tenant:
@@ -33,5 +35,8 @@ class MemoryPart:
         return self._tenant_locks.hold(tenant.key)
 
     def _forget(self, scope: Tenant) -> None:
-        """After a delete: no per-tenant state is kept for tenants that are gone."""
+        """After a delete: no per-tenant state is kept for tenants that are gone (nor their
+        records in a client-held copy)."""
         self.summaries.forget(scope)
+        if self.copy is not None:
+            self.copy.drop(scope)

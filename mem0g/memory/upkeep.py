@@ -43,6 +43,8 @@ class StoreUpkeep(MemoryPart):
     def reset(self) -> None:
         self.summaries.wait_idle()
         self.store.reset()
+        if self.copy is not None:
+            self.copy.drop(None)
 
     def stats(self, **ids: str | None) -> StoreStats:
         """Counts for a tenant scope (any ids given) or the whole store, facts included."""
