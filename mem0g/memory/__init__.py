@@ -366,12 +366,9 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         qt = query_time(query, to_utc(reference_time))
         facts = self.config.memory.facts
         if self.copy is not None:  # the client-held copy, if it holds the scope as it is
-            versions = self._paths.submit(self.store.scope_versions, scope)  # type: ignore[attr-defined]
             retriever = self._copy_retriever
             found = self.copy.search(
-                scope,
-                lambda _: retriever.search(query, scope, limit, validity, qt, facts=facts),
-                versions,
+                scope, lambda _: retriever.search(query, scope, limit, validity, qt, facts=facts)
             )
             if found is not None:
                 return found

@@ -67,6 +67,7 @@ class LocalCopy:
         self._readers: Counter[str] = Counter()
         self._queued: dict[str, float] = {}  # scope key -> when last queued
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mem0g-copy")
+        self._reads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-copy-read")
         self._closed = False
         self.answered = 0  # searches the copy answered
         self.declined = 0  # searches it left to Neo4j (scope not held, or held stale)
@@ -101,11 +102,11 @@ class LocalCopy:
         else:
             self._held[key] = version
 
-    def search(
-        self, scope: Tenant, run: Callable[[Any], _T], versions: Future[dict[str, str]]
-    ) -> _T | None:
-        """`run(copy_store)` when the copy holds `scope` at the server's `versions` (read
-        meanwhile), else None, and the scope is copied again in the background."""
+    def search(self, scope: Tenant, run: Callable[[Any], _T]) -> _T | None:
+        """`run(copy_store)` when the copy holds `scope` at the server's versions (read
+        meanwhile, on the copy's own threads: never behind an add's work), else None, and
+        the scope is copied again in the background."""
+        versions: Future[dict[str, str]] = self._reads.submit(self.source.scope_versions, scope)
         with self._cond:
             mine = self._mine(scope)
             self._readers.update(list(mine))
@@ -238,5 +239,6 @@ class LocalCopy:
         with self._cond:
             self._closed = True
         self._worker.shutdown(wait=True)
+        self._reads.shutdown(wait=True)
         self.store.close()
         self._db.close()
