@@ -227,3 +227,21 @@ def test_the_copy_finds_a_scopes_tenants_by_its_ids(tmp_path: Path) -> None:
         assert covered(copy, run_id="r") == [2, 4]
         assert covered(copy, user_id="w") == []
     copy.close()
+
+
+def test_one_process_per_copy_directory(tmp_path: Path) -> None:
+    """Which tenants a copy holds, and which a search reads, are known to its process only:
+    a second process must not copy into the same directory."""
+    import subprocess
+    import sys
+
+    held = LocalCopy(None, tmp_path / "copy", dims=None)
+    try:
+        code = ("from pathlib import Path; from mem0g.memory.copy import LocalCopy; "
+                f"LocalCopy(None, Path({str(tmp_path / 'copy')!r}), dims=None)")  # fmt: skip
+        other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert other.returncode != 0
+        assert "is in use by another process" in other.stderr
+    finally:
+        held.close()
+    LocalCopy(None, tmp_path / "copy", dims=None).close()  # free again once closed

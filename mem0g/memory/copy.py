@@ -33,7 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from mem0g.stores.embedded import EmbeddedGraphStore
 from mem0g.types import Tenant, WritePlan
@@ -51,6 +51,8 @@ class LocalCopy:
     def __init__(self, source: Any, path: Path, dims: int | None) -> None:
         self.source = source  # a Neo4jGraphStore (scope_versions, and the export's reads)
         self.path = Path(path).expanduser()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock_file = _only_user(self.path)
         self.store = EmbeddedGraphStore(self.path / "graph", dims=dims)
         self._db = sqlite3.connect(self.path / "copied.db", check_same_thread=False,
                                    isolation_level=None)  # fmt: skip
@@ -242,3 +244,24 @@ class LocalCopy:
         self._reads.shutdown(wait=True)
         self.store.close()
         self._db.close()
+        self._lock_file.close()  # the lock goes with it
+
+
+def _only_user(path: Path) -> IO[bytes]:
+    """An exclusive lock on the copy's directory for this process's life. Why: which tenants
+    the copy holds, and which of them a search is reading, are known in this process only; a
+    second process copying into the same directory could delete a tenant another reads."""
+    handle = open(path / "lock", "wb")  # noqa: SIM115 (held open: the lock lives with it)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock (one process per directory, as documented)
+        return handle
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise ValueError(
+            f"graph_store.local_copy {path} is in use by another process: give each process "
+            "its own directory"
+        ) from None
+    return handle
