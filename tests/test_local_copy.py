@@ -5,6 +5,7 @@ survives a reopen. The LLM is the scripted TEST DOUBLE server; embeddings are re
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,6 +96,9 @@ def test_a_copied_scope_is_answered_from_the_copy_after_one_read(
         reads.take()
         assert _answers(m, **ids) == want[str(ids)]
         assert set(reads.take()) == {"scope_versions"}  # the copy answered
+    shown = m.stats().local_copy  # what `stats` shows of it
+    assert shown is not None and shown.tenants == 3
+    assert shown.answered >= len(SCOPES) * len(QUERIES) and shown.declined >= 1
     # the copy survives a reopen: the first search needs no copying
     m.close()
     with _memory(llm_server, minilm, neo4j_server, tmp_path / "copy") as again:
@@ -245,3 +249,26 @@ def test_one_process_per_copy_directory(tmp_path: Path) -> None:
     finally:
         held.close()
     LocalCopy(None, tmp_path / "copy", dims=None).close()  # free again once closed
+
+
+def test_stats_shows_the_copy(tmp_path: Path, neo4j_server: Any, neo4j_connect: Any) -> None:
+    """`mem0g stats` names what a configured copy holds and how many searches it answered;
+    without one, no such row."""
+    from cli_runner import CliRunner
+
+    from mem0g.cli import app
+
+    neo4j_connect().close()  # emptied
+    env = {"MEM0G_HOME": str(tmp_path / "home"), "MEM0G_EMBEDDER__PROVIDER": "hashing",
+           "MEM0G_GRAPH_STORE__PROVIDER": "neo4j", "NEO4J_URI": neo4j_server.uri,
+           "NEO4J_USERNAME": neo4j_server.user, "NEO4J_PASSWORD": neo4j_server.password,
+           "MEM0G_GRAPH_STORE__WARMUP": "false", "COLUMNS": "160"}  # fmt: skip
+    plain = CliRunner(env=env).invoke(app, ["stats", "--json"])
+    assert plain.exit_code == 0, plain.output
+    assert "local_copy" not in json.loads(plain.stdout)
+    env["MEM0G_GRAPH_STORE__LOCAL_COPY"] = str(tmp_path / "copy")
+    copied = CliRunner(env=env).invoke(app, ["stats", "--json"])
+    assert copied.exit_code == 0, copied.output
+    assert json.loads(copied.stdout)["local_copy"] == {"tenants": 0, "answered": 0, "declined": 0}
+    table = CliRunner(env=env).invoke(app, ["stats"])
+    assert "0 tenants held, 0 searches answered, 0 left to the server" in table.stdout

@@ -102,7 +102,8 @@ def stats(
     state = _state(ctx)
     with state.memory(embeddings=False) as memory:
         counts = memory.stats(**ids)
-    data = counts.model_dump(exclude={"warmup"} if counts.warmup is None else set())
+    absent = {name for name in ("warmup", "local_copy") if getattr(counts, name) is None}
+    data = counts.model_dump(exclude=absent)
     if as_json:
         _print_json(data)
         return
@@ -111,6 +112,10 @@ def stats(
         if name == "warmup" and counts.warmup is not None:
             w = counts.warmup
             value = f"{w.state}, {w.seconds:.1f} s, {_warmup_detail(w)}"
+        if name == "local_copy" and counts.local_copy is not None:
+            c = counts.local_copy
+            value = (f"{c.tenants} tenants held, {c.answered} searches answered, "
+                     f"{c.declined} left to the server")  # fmt: skip
         table.add_row(name.replace("_", " "), str(value))
     _out().print(table)
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any, TypeVar
 
+from mem0g.stores.base import CopyStatus
 from mem0g.stores.embedded import EmbeddedGraphStore
 from mem0g.types import Tenant, WritePlan
 
@@ -232,6 +233,11 @@ class LocalCopy:
             self.store.reset()
         else:
             self.store.delete_tenant(scope)
+
+    def status(self) -> CopyStatus:
+        with self._cond:
+            return CopyStatus(tenants=len(self._held), answered=self.answered,
+                              declined=self.declined)  # fmt: skip
 
     def settle(self) -> None:
         """Wait for the copying and writing queued so far."""

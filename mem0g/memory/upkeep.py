@@ -51,7 +51,10 @@ class StoreUpkeep(MemoryPart):
         scope = Tenant(**ids) if any(ids.values()) else None
         counts = self.store.stats(scope)  # facts counted by the store: never read for a count
         warmup = self.store.warmup_status
-        return counts.model_copy(update={"warmup": None if warmup.state == "off" else warmup})
+        return counts.model_copy(update={
+            "warmup": None if warmup.state == "off" else warmup,
+            "local_copy": None if self.copy is None else self.copy.status(),
+        })  # fmt: skip
 
     def wait_for_warmup(
         self,

@@ -92,6 +92,7 @@ class StoreStats(BaseModel):
     # store: of every tenant); counted by the store's engine, never by reading the facts
     facts: int = 0
     warmup: WarmupStatus | None = None  # the store's warm-up, when it has one (Memory.stats)
+    local_copy: CopyStatus | None = None  # a client-held copy, if configured (Memory.stats)
 
     @classmethod
     def counted(cls, row: Any, tenants: int) -> StoreStats:
@@ -106,6 +107,15 @@ class StoreStats(BaseModel):
             tenants=tenants,
             facts=row["facts"],
         )
+
+
+class CopyStatus(BaseModel):
+    """A client-held copy of a Neo4j store's tenants (`graph_store.local_copy`,
+    mem0g/memory/copy.py): what `stats` shows."""
+
+    tenants: int  # tenants it holds at a copied version
+    answered: int  # searches it answered since this process opened it
+    declined: int  # searches it left to the server (scope not held, or held stale)
 
 
 class WarmupStatus(BaseModel):
