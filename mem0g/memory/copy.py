@@ -109,18 +109,20 @@ class LocalCopy:
         """`run(copy_store)` when the copy holds `scope` at the server's versions (read
         meanwhile, on the copy's own threads: never behind an add's work), else None, and
         the scope is copied again in the background."""
-        versions: Future[dict[str, str]] = self._reads.submit(self.source.scope_versions, scope)
         with self._cond:
             mine = self._mine(scope)
             self._readers.update(list(mine))
-        result, ran = None, False
+        result, ran, current = None, False, None
         try:
-            if mine:
+            if mine:  # else no version read: the copying reads the versions itself
+                versions: Future[dict[str, str]] = self._reads.submit(
+                    self.source.scope_versions, scope
+                )
                 try:
                     result, ran = run(self.store), True
                 except Exception:  # a damaged copy: Neo4j answers, the scope is copied again
                     log.exception("mem0g local copy: a search of %s failed", scope.key)
-            current = versions.result()
+                current = versions.result()
         finally:
             with self._cond:
                 self._readers.subtract(list(mine))
@@ -158,8 +160,8 @@ class LocalCopy:
         with self._cond:
             if self._closed or self._held.get(plan.tenant.key) != plan.based_on:
                 return
-        self._worker.submit(self._write, plan.model_copy(update={"based_on": None}),
-                            plan.based_on)  # fmt: skip
+        own = plan.model_copy(deep=True, update={"based_on": None})  # the caller keeps its own
+        self._worker.submit(self._write, own, plan.based_on)
 
     def _write(self, plan: WritePlan, based_on: str) -> None:
         key = plan.tenant.key
