@@ -172,6 +172,13 @@ class GraphStoreConfig(_Section):
         "background. It survives restarts, so searches right after a server restart need not "
         "wait for its JIT. Off by default: it puts the tenants' data on this client's disk",
     )
+    local_copy_tenants: int = Field(
+        default=100,
+        ge=1,
+        description="neo4j: the most tenants the local copy holds; past it, the tenants "
+        "searched longest ago are deleted from the copy (their searches go to Neo4j until "
+        "they are searched, and so copied, again)",
+    )
 
     @model_validator(mode="after")
     def _copy_needs_neo4j(self) -> GraphStoreConfig:

@@ -29,9 +29,11 @@ SEARCH_READS = {"walk", "find_entities", "similar_relations_index", "similar_rel
                 "similar_facts_index", "similar_facts_scan", "lexical_facts"}  # fmt: skip
 
 
-def _memory(server: ScriptedLLMServer, minilm: Any, neo4j_server: Any, copy: Path | None) -> Memory:
+def _memory(
+    server: ScriptedLLMServer, minilm: Any, neo4j_server: Any, copy: Path | None, tenants: int = 100
+) -> Memory:
     graph = {"provider": "neo4j", "url": neo4j_server.uri, "username": neo4j_server.user,
-             "password": neo4j_server.password,
+             "password": neo4j_server.password, "local_copy_tenants": tenants,
              "local_copy": None if copy is None else str(copy)}  # fmt: skip
     llm = {"base_url": server.base_url, "api_key": "test", "max_retries": 0}
     config = {"llm": llm, "graph_store": graph, "memory": {"summary_every": 100}}
@@ -202,6 +204,47 @@ def test_a_scope_being_copied_is_answered_by_neo4j(
     assert set(reads.take()) == {"scope_versions"}
 
 
+def test_the_copy_keeps_at_most_its_limit_the_tenants_searched_longest_ago_deleted(
+    filled: Memory, tmp_path: Path, llm_server: ScriptedLLMServer, minilm: Any,
+    neo4j_server: Any,
+) -> None:  # fmt: skip
+    """Past `local_copy_tenants`, the tenants searched longest ago leave the copy (records
+    and version); their searches go to Neo4j, with the same answers, and copy them again.
+    The searches' times survive a reopen, and a lowered limit applies at open."""
+    filled.add("carol keeps bees on the roof", user_id="carol", infer=False)
+    bob, carol = Tenant(user_id="bob"), Tenant(user_id="carol")
+    helper = Tenant(user_id="alice", agent_id="helper")
+    with _memory(llm_server, minilm, neo4j_server, None) as plain:  # Neo4j's own answers
+        want = _answers(plain, user_id="alice", agent_id="helper")
+    path = tmp_path / "small"
+    with _memory(llm_server, minilm, neo4j_server, path, tenants=2) as m:
+        assert m.copy is not None
+        m.copy.refresh(bob, wait=True)
+        m.copy.refresh(helper, wait=True)
+        reads = Reads(m.store)
+        m.search("lock code", user_id="bob")  # bob is now the later searched
+        assert set(reads.take()) == {"scope_versions"}
+        m.copy.refresh(carol, wait=True)  # a third tenant: the helper's goes
+        assert set(m.copy.held(Tenant(user_id="alice"))) == set()
+        assert m.copy.held(bob) and m.copy.held(carol)
+        assert m.copy.store.facts(helper) == []
+        assert {t.key for t in m.copy.store.tenants()} == {bob.key, carol.key}  # records gone
+        assert _answers(m, user_id="alice", agent_id="helper") == want  # Neo4j answered
+        assert SEARCH_READS & set(reads.take())
+        m.copy.refresh(helper, wait=True)  # copied again: bob, searched before carol's copy, goes
+        assert m.copy.held(helper) and m.copy.held(carol) and not m.copy.held(bob)
+        shown = m.stats().local_copy
+        assert shown is not None and (shown.tenants, shown.limit, shown.evicted) == (2, 2, 2)
+    with _memory(llm_server, minilm, neo4j_server, path, tenants=1) as m:  # a lower limit
+        assert m.copy is not None
+        m.copy.settle()
+        assert m.copy.held(helper) and not m.copy.held(carol)  # carol was searched longest ago
+        assert m.copy.store.facts(carol) == []
+        reads = Reads(m.store)
+        assert _answers(m, user_id="alice", agent_id="helper") == want
+        assert set(reads.take()) == {"scope_versions"}
+
+
 def test_a_copy_needs_a_neo4j_store(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="local_copy keeps a copy of a Neo4j store"):
         Memory({"graph_store": {"path": str(tmp_path / "g"), "local_copy": str(tmp_path / "c")}})
@@ -216,7 +259,9 @@ def test_the_copy_finds_a_scopes_tenants_by_its_ids(tmp_path: Path) -> None:
             Tenant(run_id="r"), Tenant(user_id="v", agent_id="a")]  # fmt: skip
     for n, tenant in enumerate(keys):
         copy._hold(tenant.key, f"e:{n}")
-        copy._db.execute("INSERT INTO copied VALUES (?, ?)", (tenant.key, f"e:{n}"))
+        copy._db.execute(
+            "INSERT INTO copied (tenant_key, version) VALUES (?, ?)", (tenant.key, f"e:{n}")
+        )
 
     def covered(copy: LocalCopy, **ids: str) -> list[int]:
         return sorted(keys.index(Tenant.from_key(k)) for k in copy.held(Tenant(**ids)))
@@ -231,6 +276,29 @@ def test_the_copy_finds_a_scopes_tenants_by_its_ids(tmp_path: Path) -> None:
         assert covered(copy, run_id="r") == [2, 4]
         assert covered(copy, user_id="w") == []
     copy.close()
+
+
+def test_a_copy_made_before_the_limit_opens_and_is_cut_to_it(tmp_path: Path) -> None:
+    """A copy directory written before searches' times were kept opens with its tenants, and
+    one holding more than the limit is cut to it at open (no search time: by key)."""
+    import sqlite3
+
+    (tmp_path / "copy").mkdir()
+    old = sqlite3.connect(tmp_path / "copy" / "copied.db")
+    old.execute("CREATE TABLE copied (tenant_key TEXT PRIMARY KEY, version TEXT NOT NULL)")
+    keys = sorted(Tenant(user_id=u).key for u in ("u1", "u2", "u3"))
+    old.executemany("INSERT INTO copied VALUES (?, ?)", [(k, "e:1") for k in keys])
+    old.commit()
+    old.close()
+    copy = LocalCopy(None, tmp_path / "copy", dims=None, tenants=2)
+    copy.settle()
+    assert set(copy.held(Tenant(user_id="u2"))) | set(copy.held(Tenant(user_id="u3"))) == set(
+        keys[1:])  # fmt: skip
+    assert copy.held(Tenant(user_id="u1")) == {}
+    assert copy.status().evicted == 1
+    copy.close()
+    with pytest.raises(ValueError, match="local_copy_tenants"):
+        LocalCopy(None, tmp_path / "other", dims=None, tenants=0)
 
 
 def test_one_process_per_copy_directory(tmp_path: Path) -> None:
@@ -269,6 +337,40 @@ def test_stats_shows_the_copy(tmp_path: Path, neo4j_server: Any, neo4j_connect: 
     env["MEM0G_GRAPH_STORE__LOCAL_COPY"] = str(tmp_path / "copy")
     copied = CliRunner(env=env).invoke(app, ["stats", "--json"])
     assert copied.exit_code == 0, copied.output
-    assert json.loads(copied.stdout)["local_copy"] == {"tenants": 0, "answered": 0, "declined": 0}
+    env["MEM0G_GRAPH_STORE__LOCAL_COPY_TENANTS"] = "7"
+    copied = CliRunner(env=env).invoke(app, ["stats", "--json"])
+    assert copied.exit_code == 0, copied.output
+    assert json.loads(copied.stdout)["local_copy"] == {
+        "tenants": 0, "limit": 7, "answered": 0, "declined": 0, "evicted": 0}  # fmt: skip
     table = CliRunner(env=env).invoke(app, ["stats"])
-    assert "0 tenants held, 0 searches answered, 0 left to the server" in table.stdout
+    assert ("0 of at most 7 tenants held, 0 searches answered, 0 left to the server, "
+            "0 tenants deleted for the limit") in table.stdout  # fmt: skip
+
+
+def test_doctor_shows_the_copy_without_opening_it(
+    tmp_path: Path, neo4j_server: Any, neo4j_connect: Any
+) -> None:
+    """`mem0g doctor` says what the copy directory holds, read-only, while a running client
+    holds it open."""
+    from cli_runner import CliRunner
+
+    from mem0g.cli import app
+
+    env = {"MEM0G_HOME": str(tmp_path / "home"), "MEM0G_EMBEDDER__PROVIDER": "hashing",
+           "MEM0G_GRAPH_STORE__PROVIDER": "neo4j", "NEO4J_URI": neo4j_server.uri,
+           "NEO4J_USERNAME": neo4j_server.user, "NEO4J_PASSWORD": neo4j_server.password,
+           "MEM0G_GRAPH_STORE__WARMUP": "false", "COLUMNS": "250",
+           "MEM0G_GRAPH_STORE__LOCAL_COPY": str(tmp_path / "copy")}  # fmt: skip
+    first = CliRunner(env=env).invoke(app, ["doctor"])
+    assert "local copy" in first.stdout and "none made yet" in first.stdout, first.output
+    held = LocalCopy(None, tmp_path / "copy", dims=None)
+    try:
+        held._remember(Tenant(user_id="u").key, "e:1")
+        running = CliRunner(env=env).invoke(app, ["doctor"])
+        assert "1 of at most 100 tenants held" in running.stdout, running.output
+        assert "in use by a running process" in running.stdout
+        assert held.held(Tenant(user_id="u"))  # doctor took nothing from the running copy
+    finally:
+        held.close()
+    after = CliRunner(env=env).invoke(app, ["doctor"])
+    assert "1 of at most 100 tenants held" in after.stdout and "in use" not in after.stdout

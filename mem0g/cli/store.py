@@ -114,8 +114,9 @@ def stats(
             value = f"{w.state}, {w.seconds:.1f} s, {_warmup_detail(w)}"
         if name == "local_copy" and counts.local_copy is not None:
             c = counts.local_copy
-            value = (f"{c.tenants} tenants held, {c.answered} searches answered, "
-                     f"{c.declined} left to the server")  # fmt: skip
+            value = (f"{c.tenants} of at most {c.limit} tenants held, {c.answered} searches "
+                     f"answered, {c.declined} left to the server, {c.evicted} tenants "
+                     "deleted for the limit")  # fmt: skip
         table.add_row(name.replace("_", " "), str(value))
     _out().print(table)
 
@@ -262,6 +263,23 @@ def _schema_upgrade(store: GraphStore, config: MemoryConfig) -> str:
     return f"; schema brought up to date in {neo4j_store.schema_seconds or 0.0:.1f} s ({gaps})"
 
 
+def _copy_check(path: str, limit: int) -> tuple[str, str, str]:
+    """The client-held copy (`graph_store.local_copy`): what its directory holds, read
+    without opening it (a running client holds it)."""
+    from mem0g.memory.copy import peek
+
+    try:
+        found = peek(Path(path))
+    except Exception as err:  # unreadable: the copy reports it when opened, doctor says it now
+        return ("local copy", "fail", f"{path}: {_reason(err)}")
+    if found is None:
+        return ("local copy", "ok", f"{path}: none made yet; searches make it (at most "
+                f"{limit} tenants)")  # fmt: skip
+    use = "; in use by a running process" if found.in_use else ""
+    return ("local copy", "ok", f"{path}: {found.tenants} of at most {limit} tenants held, "
+            f"{found.size_bytes / 1e6:.1f} MB on disk{use}")  # fmt: skip
+
+
 DOCTOR_WARMUP_CAP = 30.0
 """Seconds of warm-up work doctor waits for at most: a check, not a deploy step (the bound,
 120 s by default, is for `mem0g warmup` and the store's background warm-up)."""
@@ -356,6 +374,10 @@ def doctor(ctx: typer.Context) -> None:
             check("store", status, f"{where} {kind}; the first `mem0g add` creates one")
         else:
             _store_check(config, dims, check)
+        if config.graph_store.local_copy is not None:
+            check(
+                *_copy_check(config.graph_store.local_copy, config.graph_store.local_copy_tenants)
+            )
     styles = {"ok": "green", "warn": "yellow", "fail": "red"}
     table = Table("check", "status", "detail", title="mem0g doctor")
     for name, status, detail in checks:

@@ -151,7 +151,8 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         self.copy: LocalCopy | None = None  # graph_store.local_copy (memory/copy.py)
         if self.config.graph_store.local_copy is not None:
             self.copy = LocalCopy(self.store, Path(self.config.graph_store.local_copy),
-                                  self.embedder.dims)  # fmt: skip
+                                  self.embedder.dims,
+                                  self.config.graph_store.local_copy_tenants)  # fmt: skip
             self._copy_retriever = DualRetriever(self.copy.store, self.embedder,
                                                  self.config.retrieval)  # fmt: skip
         load_in_background()  # the first search's lazy loads, while the caller does other work

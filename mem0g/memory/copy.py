@@ -17,9 +17,11 @@ often by other clients is answered by Neo4j until it has been copied again.
 
 A plan this client writes is written to the copy too (`written`), when the copy held the
 tenant at the version the plan was based on: an agent that adds and searches in turn keeps
-its copy current without copying it again. Not done here (issue #18): catching up with other
-clients' writes by their changes rather than by copying the tenant again; a bound on the
-copy's size.
+its copy current without copying it again.
+
+The copy holds at most `tenants` tenants (`graph_store.local_copy_tenants`): past it, those
+searched longest ago are deleted from it. Not done here (issue #18): catching up with other
+clients' writes by their changes rather than by copying the tenant again.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any, TypeVar
 
+from pydantic import BaseModel
+
 from mem0g.stores.base import CopyStatus
 from mem0g.stores.embedded import EmbeddedGraphStore
 from mem0g.types import Tenant, WritePlan
@@ -49,7 +53,9 @@ RETRY_SECONDS = 1.0  # a scope is copied again at most this often
 class LocalCopy:
     """The copy: an embedded store under `path`, and the version of each tenant it holds."""
 
-    def __init__(self, source: Any, path: Path, dims: int | None) -> None:
+    def __init__(self, source: Any, path: Path, dims: int | None, tenants: int = 100) -> None:
+        if tenants < 1:
+            raise ValueError("graph_store.local_copy_tenants must be at least 1")
         self.source = source  # a Neo4jGraphStore (scope_versions, and the export's reads)
         self.path = Path(path).expanduser()
         self.path.mkdir(parents=True, exist_ok=True)
@@ -61,11 +67,17 @@ class LocalCopy:
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS copied (tenant_key TEXT PRIMARY KEY, version TEXT NOT NULL)"
         )
-        rows = self._db.execute("SELECT tenant_key, version FROM copied")
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(copied)")}
+        if "used" not in columns:  # a copy made before the bound
+            self._db.execute("ALTER TABLE copied ADD COLUMN used REAL NOT NULL DEFAULT 0")
+        rows = self._db.execute("SELECT tenant_key, version, used FROM copied")
+        self.limit = tenants
         self._held: dict[str, str] = {}
+        self._used: dict[str, float] = {}  # key -> when a search last asked for it (epoch s)
         self._by_id: dict[tuple[int, str], set[str]] = {}  # (id field, id) -> held keys
-        for key, version in rows.fetchall():
+        for key, version, used in rows.fetchall():
             self._hold(key, version)
+            self._used[key] = float(used)
         self._cond = threading.Condition()
         self._readers: Counter[str] = Counter()
         self._queued: dict[str, float] = {}  # scope key -> when last queued
@@ -74,6 +86,9 @@ class LocalCopy:
         self._closed = False
         self.answered = 0  # searches the copy answered
         self.declined = 0  # searches it left to Neo4j (scope not held, or held stale)
+        self.evicted = 0  # tenants deleted from it for the bound, since it opened
+        if len(self._held) > self.limit:  # the bound was lowered since the copy was made
+            self._worker.submit(self._evict_quietly, set())
 
     def held(self, scope: Tenant) -> dict[str, str]:
         """The copied versions of the tenants of `scope` (key -> version)."""
@@ -102,6 +117,7 @@ class LocalCopy:
                 keys.add(key)
         if version is None:
             self._held.pop(key, None)
+            self._used.pop(key, None)
         else:
             self._held[key] = version
 
@@ -112,6 +128,9 @@ class LocalCopy:
         with self._cond:
             mine = self._mine(scope)
             self._readers.update(list(mine))
+            now = time.time()
+            for key in mine:
+                self._used[key] = now  # kept in memory; written when copied and at close
         result, ran, current = None, False, None
         try:
             if mine:  # else no version read: the copying reads the versions itself
@@ -187,9 +206,45 @@ class LocalCopy:
             self._cond.wait()
 
     def _remember(self, key: str, version: str) -> None:
-        """Under the lock: the copy holds the tenant at `version`."""
+        """Under the lock: the copy holds the tenant at `version`, used now (or when a
+        search last asked for it, if later)."""
+        used = max(self._used.get(key, 0.0), time.time())
         self._hold(key, version)
-        self._db.execute("INSERT OR REPLACE INTO copied VALUES (?, ?)", (key, version))
+        self._used[key] = used
+        self._db.execute(
+            "INSERT OR REPLACE INTO copied (tenant_key, version, used) VALUES (?, ?, ?)",
+            (key, version, used),
+        )
+
+    def _evict(self, keep: set[str]) -> None:
+        """On the worker: delete the tenants searched longest ago until at most `limit` are
+        held, never one of `keep` (the scope just copied). A victim is deleted as a scope
+        filter, as `delete_all` deletes (the embedded store deletes by filter): the held
+        tenants that filter also matches go with it and are forgotten with it."""
+        while True:
+            with self._cond:
+                if len(self._held) <= self.limit:
+                    return
+                victims = sorted((k for k in self._held if k not in keep),
+                                 key=lambda k: (self._used.get(k, 0.0), k))  # fmt: skip
+                victim = None
+                for key in victims:
+                    scope = Tenant.from_key(key)
+                    gone = [k for k in self._held if scope.matches(Tenant.from_key(k))]
+                    if not keep.intersection(gone):
+                        victim = key
+                        break
+                if victim is None:
+                    return  # only the scope just copied is left to delete: held past the bound
+                self._forget(gone)
+                self.evicted += len(gone)
+            self.store.delete_tenant(Tenant.from_key(victim))
+
+    def _evict_quietly(self, keep: set[str]) -> None:
+        try:
+            self._evict(keep)
+        except Exception:  # the copy stays larger than its bound until the next copying
+            log.exception("mem0g local copy: deleting the tenants searched longest ago failed")
 
     def _copy(self, scope: Tenant) -> None:
         try:
@@ -218,6 +273,7 @@ class LocalCopy:
             self.store.apply(plan)
             with self._cond:
                 self._remember(key, version)
+        self._evict(set(versions))
 
     def drop(self, scope: Tenant | None) -> None:
         """Delete `scope` (None: every tenant) from the copy, as the server just did: a
@@ -238,8 +294,9 @@ class LocalCopy:
 
     def status(self) -> CopyStatus:
         with self._cond:
-            return CopyStatus(tenants=len(self._held), answered=self.answered,
-                              declined=self.declined)  # fmt: skip
+            return CopyStatus(tenants=len(self._held), limit=self.limit,
+                              answered=self.answered, declined=self.declined,
+                              evicted=self.evicted)  # fmt: skip
 
     def settle(self) -> None:
         """Wait for the copying and writing queued so far."""
@@ -250,9 +307,48 @@ class LocalCopy:
             self._closed = True
         self._worker.shutdown(wait=True)
         self._reads.shutdown(wait=True)
+        with self._cond:  # the searches' times, for the bound after a restart
+            used = [(when, key) for key, when in self._used.items() if key in self._held]
+        self._db.executemany("UPDATE copied SET used = ? WHERE tenant_key = ?", used)
         self.store.close()
         self._db.close()
         self._lock_file.close()  # the lock goes with it
+
+
+class CopyOnDisk(BaseModel):
+    """What a copy directory holds, read without opening the copy (`mem0g doctor`)."""
+
+    tenants: int  # tenants it holds at a copied version
+    size_bytes: int  # its files
+    in_use: bool  # a process has it open (its lock is taken)
+
+
+def peek(path: Path) -> CopyOnDisk | None:
+    """The copy under `path`, read-only, or None where none was made yet. Why not open it:
+    a running client holds its lock, and opening would start copying workers."""
+    path = Path(path).expanduser()
+    if not (path / "copied.db").is_file():
+        return None
+    db = sqlite3.connect(f"file:{path / 'copied.db'}?mode=ro", uri=True)
+    try:
+        (tenants,) = db.execute("SELECT count(*) FROM copied").fetchone()
+    finally:
+        db.close()
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    in_use = False
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None  # type: ignore[assignment]
+    if fcntl is not None and (path / "lock").is_file():
+        with open(path / "lock", "rb") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                in_use = True
+            else:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+    return CopyOnDisk(tenants=int(tenants), size_bytes=size, in_use=in_use)
 
 
 def _only_user(path: Path) -> IO[bytes]:

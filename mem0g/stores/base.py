@@ -114,8 +114,10 @@ class CopyStatus(BaseModel):
     mem0g/memory/copy.py): what `stats` shows."""
 
     tenants: int  # tenants it holds at a copied version
+    limit: int  # the most it holds (graph_store.local_copy_tenants)
     answered: int  # searches it answered since this process opened it
     declined: int  # searches it left to the server (scope not held, or held stale)
+    evicted: int = 0  # tenants deleted from it for the limit since this process opened it
 
 
 class WarmupStatus(BaseModel):
