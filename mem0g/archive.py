@@ -52,6 +52,7 @@ from mem0g.types import (
 
 if TYPE_CHECKING:
     from mem0g.memory import Memory
+    from mem0g.stores.base import GraphStore
 
 FORMAT = "mem0g-archive"
 VERSION = 2  # 2: entity events (merge/split/rename history); version 1 archives still load
@@ -120,10 +121,10 @@ _KINDS: dict[str, tuple[type[BaseModel], str]] = {
 # ---------------------------------------------------------------- export
 
 
-def read_tenant(memory: Memory, tenant: Tenant, *, embeddings: bool = True) -> TenantArchive:
-    """Everything of exactly `tenant` (a filter's reads also return more specific tenants:
-    only records of this exact tenant are kept)."""
-    store = memory.store
+def read_tenant(store: GraphStore, tenant: Tenant, *, embeddings: bool = True) -> TenantArchive:
+    """Everything of exactly `tenant` in `store` (a filter's reads also return more specific
+    tenants: only records of this exact tenant are kept). A store, not a Memory: the
+    client-held copy (memory/copy.py) reads Neo4j's tenants with it too."""
     snapshot = store.snapshot(tenant, Validity(include_invalid=True))
     entities = [e for e in snapshot.entities if e.tenant == tenant]
     ids = {e.id for e in entities}
@@ -171,7 +172,7 @@ def export_lines(
 
     def parts() -> Iterator[TenantArchive]:
         for tenant in tenants:
-            yield read_tenant(memory, tenant, embeddings=embeddings)
+            yield read_tenant(memory.store, tenant, embeddings=embeddings)
             if progress is not None:  # (the tenant's lines are all out by now)
                 progress(tenant)
 
@@ -381,6 +382,16 @@ def _tenant_plan(
         part = _new_records(memory, part)
     if reembed:
         _embed(memory, part)
+    result = ImportedTenant(tenant=tenant, counts=part.counts(), merged=exists, reembedded=reembed)
+    return tenant_plan(memory.store, part, stored=exists), result
+
+
+def tenant_plan(store: GraphStore, part: TenantArchive, *, stored: bool = False) -> WritePlan:
+    """The plan that writes `part`'s records into `store` as they are (ids, vectors,
+    history), with its links recomputed (texts and keys decide them); `stored`: the store
+    already holds records of the tenant (a merge), which the links must read. Also how the
+    client-held copy (memory/copy.py) writes a tenant read from Neo4j."""
+    tenant = part.tenant
     deleted = [_deleted_fact(fact_id, events, tenant) for fact_id, events in _orphans(part)]
     episodes = part.episodes
     plan = WritePlan(
@@ -395,8 +406,7 @@ def _tenant_plan(
         possible_duplicates=part.duplicates,
         entity_events=part.entity_events,
     )
-    result = ImportedTenant(tenant=tenant, counts=part.counts(), merged=exists, reembedded=reembed)
-    return plan_links(memory.store, plan, stored=exists), result  # a new tenant: no reads
+    return plan_links(store, plan, stored=stored)  # a new tenant: no reads
 
 
 def _orphans(part: TenantArchive) -> Iterator[tuple[str, list[FactEvent]]]:
@@ -428,7 +438,7 @@ def _same_counts(said: Any, held: dict[str, int]) -> bool:
 
 def _new_records(memory: Memory, part: TenantArchive) -> TenantArchive:
     """For a merge: only the records whose ids the target tenant lacks."""
-    have = read_tenant(memory, part.tenant, embeddings=False)
+    have = read_tenant(memory.store, part.tenant, embeddings=False)
 
     def fresh(records: list[Any], stored: list[Any]) -> list[Any]:
         ids = {r.id for r in stored}

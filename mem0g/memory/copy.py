@@ -34,7 +34,6 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
 from typing import IO, Any, TypeVar
 
 from pydantic import BaseModel
@@ -257,7 +256,7 @@ class LocalCopy:
         and write each tenant of the server's scope as `mem0g import` would, with the
         version read before its records: a write in between makes the copy newer than its
         version says, which the next search sees as stale, never the other way round."""
-        from mem0g.archive import _tenant_plan, read_tenant  # archive imports Memory
+        from mem0g.archive import read_tenant, tenant_plan  # archive imports Memory
 
         versions = self.source.scope_versions(scope)
         with self._cond:
@@ -265,12 +264,10 @@ class LocalCopy:
                 return  # caught up meanwhile (a plan of this client's: `written`)
             self._forget(list(self._mine(scope)))
         self.store.delete_tenant(scope)
-        reader = SimpleNamespace(store=self.source)
-        writer = SimpleNamespace(store=self.store)
         for key, version in sorted(versions.items()):
-            part = read_tenant(reader, Tenant.from_key(key))  # type: ignore[arg-type]
-            plan, _ = _tenant_plan(writer, part, False, merge=False, reembed=False)  # type: ignore[arg-type]
-            self.store.apply(plan)
+            self.store.apply(
+                tenant_plan(self.store, read_tenant(self.source, Tenant.from_key(key)))
+            )
             with self._cond:
                 self._remember(key, version)
         self._evict(set(versions))
