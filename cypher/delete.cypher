@@ -1,6 +1,6 @@
 // Deleting a scope (one managed transaction, these statements in file order) and resetting
 // the store. Only mem0g's own labels are touched: :Entity, :Episode and the :RELATES between
-// them, and the fact memory's :Fact, :FactEvent, :Summary and :TenantSequence.
+// them, and the fact memory's :Fact, :FactEvent, :Summary and :TenantSequence (and :PlanLog).
 
 // First, so it works as a lock: deleting the scope's sequence nodes write-locks them, so a
 // plan of one of these tenants that is being written finishes first (and is deleted too), and
@@ -18,8 +18,17 @@ CALL () {
 WITH q
 WHERE ($agent_id IS NULL OR q.agent_id = $agent_id)
   AND ($run_id IS NULL OR q.run_id = $run_id)
+WITH q, q.tenant_key AS key
 DETACH DELETE q
-RETURN count(q) AS deleted;
+RETURN count(q) AS deleted, collect(key) AS keys;
+
+// The logged plans (write.cypher, log_plan) of the tenants whose sequences were just deleted.
+// name: delete_plan_logs
+// (`seq IS NOT NULL`: the composite index is used only with a predicate on each property)
+UNWIND $keys AS key
+MATCH (p:PlanLog)
+WHERE p.tenant_key = key AND p.seq IS NOT NULL
+DETACH DELETE p;
 
 // name: delete_tenant_relations
 CALL () {
@@ -131,7 +140,7 @@ CALL (r) {
 // name: reset_nodes
 MATCH (n)
 WHERE n:Entity OR n:EntityKey OR n:Episode OR n:Fact OR n:FactEvent OR n:Summary
-   OR n:TenantSequence OR n:EntityEvent OR n:PossibleDuplicate
+   OR n:TenantSequence OR n:EntityEvent OR n:PossibleDuplicate OR n:PlanLog
 CALL (n) {
   DETACH DELETE n
 } IN TRANSACTIONS OF $batch ROWS;

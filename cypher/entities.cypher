@@ -59,6 +59,13 @@ ON CREATE SET q.user_id = $user_id, q.agent_id = $agent_id, q.run_id = $run_id
 SET q.seq = coalesce(q.seq, 0) + 1, q.epoch = randomUUID()
 RETURN q.seq AS seq;
 
+// After repair_lock: the tenant's logged plans are of its old epoch, which no copy can catch up
+// from any more (a copy of the tenant is copied whole again).
+// name: drop_plan_log
+MATCH (p:PlanLog)
+WHERE p.tenant_key = $tenant_key AND p.seq IS NOT NULL  // so the (tenant_key, seq) index serves
+DETACH DELETE p;
+
 // An entity's name, aliases and keys as Python computed them, and its :EntityKey nodes in
 // step: the keys it lost go, the keys it gained get a node.
 // name: set_entity_names

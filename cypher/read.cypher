@@ -192,6 +192,14 @@ WHERE ($agent_id IS NULL OR q.agent_id = $agent_id)
   AND ($run_id IS NULL OR q.run_id = $run_id)
 RETURN q.tenant_key AS key, q.epoch AS epoch, q.seq AS seq;
 
+// The logged plans of an exact tenant after plan number $seq up to $until (log_plan), in
+// order: a client-held copy catches up with them when they are all there and of its epoch.
+// name: plan_log_since
+MATCH (p:PlanLog)
+WHERE p.tenant_key = $tenant_key AND p.seq > $seq AND p.seq <= $until
+RETURN p.epoch AS epoch, p.seq AS seq, p.plan AS plan
+ORDER BY p.seq;
+
 // Every exact tenant key in use, read from the tenant_key indexes (a tenant whose only records
 // are facts, fact history or a summary counts too).
 // name: tenants

@@ -18,6 +18,10 @@
 //                            also the sum of its facts' unit vectors, fact_vector_sum,
 //                            their number, fact_vectors, and the number of its facts,
 //                            fact_count (facts.cypher, add_fact_vectors)
+//   (:PlanLog {tenant_key, epoch, seq, plan})  the plans a tenant's writers wrote, as
+//                            zlib-compressed WritePlan JSON, its last few only, for the
+//                            client-held copies of other clients to catch up by
+//                            (graph_store.plan_log; write.cypher, log_plan)
 // Every node and relationship carries user_id/agent_id/run_id and tenant_key (Tenant.key).
 
 // name: constraint_entity_id
@@ -54,6 +58,11 @@ FOR (q:TenantSequence) REQUIRE q.tenant_key IS UNIQUE;
 // The entities a tenant's plans wrote after a given plan number (entity_vectors_since).
 // name: index_entity_tenant_seq
 CREATE INDEX mem0g_entity_tenant_seq IF NOT EXISTS FOR (e:Entity) ON (e.tenant_key, e.seq);
+
+// The plans a tenant's writers logged after a given plan number (plan_log_since), and the
+// ones past the kept window (log_plan).
+// name: index_plan_log_tenant_seq
+CREATE INDEX mem0g_plan_log_tenant_seq IF NOT EXISTS FOR (p:PlanLog) ON (p.tenant_key, p.seq);
 
 // name: index_entity_key_tenant_key
 CREATE INDEX mem0g_entity_key_tenant_key IF NOT EXISTS FOR (k:EntityKey) ON (k.tenant_key, k.key);

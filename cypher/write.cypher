@@ -126,3 +126,16 @@ SET r.mentions = coalesce(r.mentions, 1) + size(row.episode_ids),
     r.episode_ids = coalesce(r.episode_ids, []) + row.episode_ids,
     r.provenance_at = coalesce(r.provenance_at, []) + row.timestamps,
     r.updated_at = $updated_at;
+
+// Last in a plan's transaction, when the writer keeps the plan log (graph_store.plan_log): the
+// plan itself ($plan: WritePlan JSON, zlib-compressed), numbered by the tenant's turn, so that
+// a client-held copy of the tenant (memory/copy.py) at an earlier plan number of the same
+// epoch catches up by applying the plans since, instead of copying the tenant whole. Only the
+// last $keep plans of a tenant are kept: older ones are deleted here, one seek.
+// name: log_plan
+CREATE (:PlanLog {tenant_key: $tenant_key, user_id: $user_id, agent_id: $agent_id,
+                  run_id: $run_id, epoch: $epoch, seq: $seq, plan: $plan})
+WITH 1 AS one
+MATCH (old:PlanLog)
+WHERE old.tenant_key = $tenant_key AND old.seq <= $seq - $keep
+DETACH DELETE old;

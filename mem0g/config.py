@@ -180,6 +180,24 @@ class GraphStoreConfig(_Section):
         "they are searched, and so copied, again)",
     )
 
+    plan_log: bool | None = Field(
+        default=None,
+        description="neo4j: keep the last plans each tenant's writers wrote, in the database, "
+        "so that other clients' local copies catch up by applying them rather than copying "
+        "the tenant whole; None: on when local_copy is set. Every writer of a tenant must keep "
+        "it for a copy to catch up (a missing plan means a whole copy, never a wrong one)",
+    )
+    plan_log_keep: int = Field(
+        default=100,
+        ge=1,
+        description="neo4j: plans kept per tenant by plan_log (the oldest deleted by the write "
+        "that makes one too many); a copy further behind is copied whole",
+    )
+
+    def logs_plans(self) -> bool:
+        """Whether this client's writes keep the plan log (plan_log, else local_copy)."""
+        return self.plan_log if self.plan_log is not None else self.local_copy is not None
+
     @model_validator(mode="after")
     def _copy_needs_neo4j(self) -> GraphStoreConfig:
         if self.local_copy is not None and self.provider != "neo4j":

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_archive import QUERIES, _fill, _rules
+from test_archive import QUERIES, T1, _fill, _rules
 
 import mem0g.archive
 from mem0g import Memory
@@ -30,11 +30,16 @@ SEARCH_READS = {"walk", "find_entities", "similar_relations_index", "similar_rel
 
 
 def _memory(
-    server: ScriptedLLMServer, minilm: Any, neo4j_server: Any, copy: Path | None, tenants: int = 100
+    server: ScriptedLLMServer,
+    minilm: Any,
+    neo4j_server: Any,
+    copy: Path | None,
+    tenants: int = 100,
+    **graph_store: Any,
 ) -> Memory:
     graph = {"provider": "neo4j", "url": neo4j_server.uri, "username": neo4j_server.user,
              "password": neo4j_server.password, "local_copy_tenants": tenants,
-             "local_copy": None if copy is None else str(copy)}  # fmt: skip
+             "local_copy": None if copy is None else str(copy), **graph_store}  # fmt: skip
     llm = {"base_url": server.base_url, "api_key": "test", "max_retries": 0}
     config = {"llm": llm, "graph_store": graph, "memory": {"summary_every": 100}}
     return Memory(config, embedder=minilm)
@@ -160,6 +165,102 @@ def test_a_write_a_merge_or_a_delete_goes_to_neo4j_until_the_copy_catches_up(
     assert m.copy.held(alice)  # other scopes stay copied
     m.reset()  # everything
     assert m.copy.held(alice) == {} and m.copy.store.tenants() == []
+
+
+def _logged(m: Memory, tenant: Tenant) -> int:
+    """The plans the server's log holds for exact `tenant`."""
+    with m.store._driver.session() as session:  # type: ignore[attr-defined]
+        query = "MATCH (p:PlanLog) WHERE p.tenant_key = $k RETURN count(p) AS n"
+        return int(session.run(query, k=tenant.key).single()["n"])
+
+
+def _behind(m: Memory, scope: Tenant) -> int:
+    """How many plans the copy's tenants of `scope` are behind the server's (one epoch)."""
+    assert m.copy is not None
+    held, server = m.copy.held(scope), m.store.scope_versions(scope)
+    assert set(held) == set(server)
+    return sum(int(server[k].rpartition(":")[2]) - int(held[k].rpartition(":")[2]) for k in held)
+
+
+def test_other_clients_plans_catch_the_copy_up_without_copying_a_tenant_whole(
+    filled: Memory,
+    monkeypatch: pytest.MonkeyPatch,
+    llm_server: ScriptedLLMServer,
+    minilm: Any,
+    neo4j_server: Any,
+) -> None:
+    """Writers that keep the plan log: the copy applies the plans since its versions (an LLM
+    add, verbatim adds, a fact edit, a fact delete) and answers as Neo4j does, without
+    reading any tenant whole."""
+    m = filled
+    assert m.copy is not None
+    alice, bob = Tenant(user_id="alice"), Tenant(user_id="bob")
+    for scope in (alice, bob):
+        m.copy.refresh(scope, wait=True)
+    before = m.copy.status()
+    with _memory(llm_server, minilm, neo4j_server, None, plan_log=True) as other:
+        other.add("I live in London", user_id="alice", timestamp=T1)  # the LLM path
+        other.add("bike lock code 7788", user_id="bob", infer=False)
+        facts = {f.text: f.id for f in other.get_all(user_id="bob").facts}
+        other.update(facts["locker code 4521"], "locker code 9999", user_id="bob")
+        other.delete(facts["bike lock code 7788"], user_id="bob")
+        other.add("gym bag is blue", user_id="bob", infer=False)
+        want = {s.key: _answers(other, **ids) for s, ids in
+                ((alice, {"user_id": "alice"}), (bob, {"user_id": "bob"}))}  # fmt: skip
+    behind = _behind(m, alice) + _behind(m, bob)
+    assert behind >= 4 and _logged(m, bob) >= 4
+
+    def whole(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a tenant was read whole")
+
+    monkeypatch.setattr(mem0g.archive, "read_tenant", whole)
+    for scope in (alice, bob):
+        m.copy.refresh(scope, wait=True)
+        assert m.copy.held(scope) == m.store.scope_versions(scope)
+    after = m.copy.status()
+    assert after.caught_up - before.caught_up == behind and after.copied == before.copied
+    reads = Reads(m.store)
+    assert _answers(m, user_id="alice") == want[alice.key]
+    assert _answers(m, user_id="bob") == want[bob.key]
+    assert set(reads.take()) == {"scope_versions"}  # the copy answered
+    texts = [f.text for f in m.search("locker code", user_id="bob").facts]
+    assert "locker code 9999" in texts and "bike lock code 7788" not in texts
+
+
+def test_a_plan_missing_from_the_log_means_a_whole_copy(
+    filled: Memory, llm_server: ScriptedLLMServer, minilm: Any, neo4j_server: Any
+) -> None:
+    """A writer without the log, or more plans than the log keeps: the tenant is copied
+    whole (never a wrong copy). The log keeps its window, and goes with a merge's epoch and
+    with a deleted tenant."""
+    m = filled
+    assert m.copy is not None
+    bob = Tenant(user_id="bob")
+    m.copy.refresh(bob, wait=True)
+    with _memory(llm_server, minilm, neo4j_server, None, plan_log=False) as quiet:
+        quiet.add("bike lock code 7788", user_id="bob", infer=False)
+    copied = m.copy.status().copied
+    m.copy.refresh(bob, wait=True)
+    assert m.copy.status().copied == copied + 1
+    assert m.copy.held(bob) == m.store.scope_versions(bob)
+    with _memory(llm_server, minilm, neo4j_server, None, plan_log=True, plan_log_keep=2) as short:
+        for n in range(3):
+            short.add(f"shed code {n}", user_id="bob", infer=False)
+    assert _logged(m, bob) == 2  # the oldest went with the third write
+    m.copy.refresh(bob, wait=True)  # three behind, two kept
+    assert m.copy.status().copied == copied + 2
+    reads = Reads(m.store)
+    assert "shed code 2" in [f.text for f in m.search("shed code", user_id="bob").facts]
+    assert set(reads.take()) == {"scope_versions"}
+    helper = {"user_id": "alice", "agent_id": "helper"}
+    assert _logged(m, Tenant(**helper)) == 0  # _fill's merge came after its add
+    m.add("the helper's desk is by the window", **helper, infer=False)
+    assert _logged(m, Tenant(**helper)) == 1  # this client's own writes are logged too
+    names = {e.name: e.id for e in m.get_all(**helper).entities}
+    m.merge_entities(names["Alice"], names["Acme"], **helper)
+    assert _logged(m, Tenant(**helper)) == 0  # a new epoch: no copy can use them
+    m.delete_all(user_id="bob")
+    assert _logged(m, bob) == 0
 
 
 def test_a_scope_being_copied_is_answered_by_neo4j(
@@ -341,10 +442,13 @@ def test_stats_shows_the_copy(tmp_path: Path, neo4j_server: Any, neo4j_connect: 
     copied = CliRunner(env=env).invoke(app, ["stats", "--json"])
     assert copied.exit_code == 0, copied.output
     assert json.loads(copied.stdout)["local_copy"] == {
-        "tenants": 0, "limit": 7, "answered": 0, "declined": 0, "evicted": 0}  # fmt: skip
-    table = CliRunner(env=env).invoke(app, ["stats"])
-    assert ("0 of at most 7 tenants held, 0 searches answered, 0 left to the server, "
-            "0 tenants deleted for the limit") in table.stdout  # fmt: skip
+        "tenants": 0, "limit": 7, "answered": 0, "declined": 0, "evicted": 0, "copied": 0,
+        "caught_up": 0}  # fmt: skip
+    table = CliRunner(env={**env, "COLUMNS": "300"}).invoke(app, ["stats"])
+    assert (
+        "0 of at most 7 tenants held, 0 searches answered, 0 left to the server, 0 tenants "
+        "copied whole, 0 plans caught up by, 0 tenants deleted for the limit"
+    ) in table.stdout
 
 
 def test_doctor_shows_the_copy_without_opening_it(

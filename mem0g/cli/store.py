@@ -115,8 +115,9 @@ def stats(
         if name == "local_copy" and counts.local_copy is not None:
             c = counts.local_copy
             value = (f"{c.tenants} of at most {c.limit} tenants held, {c.answered} searches "
-                     f"answered, {c.declined} left to the server, {c.evicted} tenants "
-                     "deleted for the limit")  # fmt: skip
+                     f"answered, {c.declined} left to the server, {c.copied} tenants copied "
+                     f"whole, {c.caught_up} plans caught up by, {c.evicted} tenants deleted "
+                     "for the limit")  # fmt: skip
         table.add_row(name.replace("_", " "), str(value))
     _out().print(table)
 

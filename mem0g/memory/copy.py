@@ -20,8 +20,12 @@ tenant at the version the plan was based on: an agent that adds and searches in 
 its copy current without copying it again.
 
 The copy holds at most `tenants` tenants (`graph_store.local_copy_tenants`): past it, those
-searched longest ago are deleted from it. Not done here (issue #18): catching up with other
-clients' writes by their changes rather than by copying the tenant again.
+searched longest ago are deleted from it.
+
+Other clients' writes: where the server keeps the plan log (`graph_store.plan_log`, on for
+every client with a copy), a tenant that moved is caught up by applying the plans logged
+since its copied version, the same way; a plan missing from the log (a writer without it, or
+one past the kept window) means copying the tenant whole, never a wrong copy.
 """
 
 from __future__ import annotations
@@ -86,6 +90,8 @@ class LocalCopy:
         self.answered = 0  # searches the copy answered
         self.declined = 0  # searches it left to Neo4j (scope not held, or held stale)
         self.evicted = 0  # tenants deleted from it for the bound, since it opened
+        self.caught_up = 0  # other clients' plans it applied from the plan log, since it opened
+        self.copied = 0  # tenants it copied whole, since it opened
         if len(self._held) > self.limit:  # the bound was lowered since the copy was made
             self._worker.submit(self._evict_quietly, set())
 
@@ -260,8 +266,12 @@ class LocalCopy:
 
         versions = self.source.scope_versions(scope)
         with self._cond:
-            if versions and self._mine(scope) == versions:
+            mine = self._mine(scope)
+            if versions and mine == versions:
                 return  # caught up meanwhile (a plan of this client's: `written`)
+        if versions and set(mine) == set(versions) and self._catch_up(mine, versions):
+            return
+        with self._cond:
             self._forget(list(self._mine(scope)))
         self.store.delete_tenant(scope)
         for key, version in sorted(versions.items()):
@@ -270,7 +280,37 @@ class LocalCopy:
             )
             with self._cond:
                 self._remember(key, version)
+                self.copied += 1
         self._evict(set(versions))
+
+    def _catch_up(self, mine: dict[str, str], versions: dict[str, str]) -> bool:
+        """Bring the held tenants that moved to the server's versions by the plans their
+        writers logged since (graph_store.plan_log): the copy then does what the server did,
+        plan by plan, as for this client's own plans (`written`). False, having changed
+        nothing, when a plan is missing from the log; False after a failed write too (the
+        tenant stays forgotten and the scope is then copied whole)."""
+        moved = {key: (mine[key], want) for key, want in versions.items() if mine[key] != want}
+        plans = {}
+        for key, (have, want) in moved.items():
+            found = self.source.plans_since(Tenant.from_key(key), have, want)
+            if found is None:
+                return False
+            plans[key] = found
+        for key, (have, want) in moved.items():
+            with self._cond:
+                if self._held.get(key) != have:
+                    return False  # changed meanwhile (a plan of this client's)
+                self._forget([key])
+            try:
+                for plan in plans[key]:
+                    self.store.apply(plan)
+            except Exception:
+                log.exception("mem0g local copy: catching %s up by its logged plans failed", key)
+                return False
+            with self._cond:
+                self._remember(key, want)
+                self.caught_up += len(plans[key])
+        return True
 
     def drop(self, scope: Tenant | None) -> None:
         """Delete `scope` (None: every tenant) from the copy, as the server just did: a
@@ -293,7 +333,8 @@ class LocalCopy:
         with self._cond:
             return CopyStatus(tenants=len(self._held), limit=self.limit,
                               answered=self.answered, declined=self.declined,
-                              evicted=self.evicted)  # fmt: skip
+                              evicted=self.evicted, copied=self.copied,
+                              caught_up=self.caught_up)  # fmt: skip
 
     def settle(self) -> None:
         """Wait for the copying and writing queued so far."""

@@ -118,6 +118,8 @@ class CopyStatus(BaseModel):
     answered: int  # searches it answered since this process opened it
     declined: int  # searches it left to the server (scope not held, or held stale)
     evicted: int = 0  # tenants deleted from it for the limit since this process opened it
+    copied: int = 0  # tenants it copied whole since this process opened it
+    caught_up: int = 0  # other clients' plans it applied from the server's plan log
 
 
 class WarmupStatus(BaseModel):

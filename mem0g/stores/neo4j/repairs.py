@@ -62,6 +62,7 @@ class EntityRepair(Neo4jSession):
             (turn,), _ = self._run(tx, "repair_lock", _tenant_props(tenant))
             if turn["seq"] is None:  # as in _write_plan: a delete_tenant got there first
                 raise TransientError("the tenant was deleted while this repair waited")
+            self._run(tx, "drop_plan_log", {"tenant_key": tenant.key})  # of the old epoch
             return work(tx, turn["seq"])
 
         try:

@@ -141,6 +141,7 @@ class Neo4jGraphStore(
         warmup_parallel: int = 2,
         cypher_options: str = "",
         packed_reads: bool = True,
+        plan_log: int = 0,
     ) -> None:
         # (a bad value is refused before connecting)
         self._use_cypher_options(cypher_options, packed_reads)
@@ -155,6 +156,7 @@ class Neo4jGraphStore(
         self.max_fetch = max(1, max_fetch)
         self.min_fetch = min(max(1, min_fetch), self.max_fetch)
         self.reset_batch = max(1, reset_batch)
+        self.plan_log_keep = max(0, plan_log)  # plans kept per tenant (writes.py, log_plan)
         self._lock = threading.RLock()
         self._schema_ready = False
         self._vector_indexes = False
@@ -193,6 +195,7 @@ class Neo4jGraphStore(
             warmup_seconds=config.warmup_seconds if config.warmup else 0.0,
             warmup_parallel=config.warmup_parallel, cypher_options=config.cypher_options,
             packed_reads=config.packed_reads,
+            plan_log=config.plan_log_keep if config.logs_plans() else 0,
         )  # fmt: skip
 
     def __enter__(self) -> Neo4jGraphStore:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ class PlanWrites(Neo4jSession):
 
     dims: int | None
     reset_batch: int
+    plan_log_keep: int  # plans kept per tenant for other clients' copies (log_plan); 0: none
     _lock: threading.RLock
     _vector_indexes: bool
     _entity_vectors: EntityVectors
@@ -81,18 +83,43 @@ class PlanWrites(Neo4jSession):
                 self.dims = self.dims or sizes.pop()
                 with _errors("could not create the vector indexes"):
                     self._ensure_vector_indexes(driver)
-        rows = [(plan, _plan_rows(plan, time.time_ns())) for plan in plans]
+        rows = [(plan, _plan_rows(plan, time.time_ns()), self._logged(plan)) for plan in plans]
 
         def work(tx: ManagedTransaction) -> None:
-            for plan, plan_rows in rows:
-                self._write_plan(tx, plan, plan_rows)
+            for plan, plan_rows, logged in rows:
+                self._write_plan(tx, plan, plan_rows, logged)
 
         self._write("apply", work)
 
-    def _write_plan(self, tx: ManagedTransaction, plan: WritePlan, rows: dict[str, Any]) -> None:
+    def _logged(self, plan: WritePlan) -> bytes | None:
+        """The plan as the log keeps it (log_plan), or None when this store keeps none."""
+        if not self.plan_log_keep:
+            return None
+        return zlib.compress(plan.model_dump_json(exclude={"based_on"}).encode())
+
+    def plans_since(self, tenant: Tenant, have: str, want: str) -> list[WritePlan] | None:
+        """The logged plans that take exact `tenant` from version `have` to `want` (both of
+        one epoch, `have` the earlier), in order; None when any of them is not in the log (a
+        writer that keeps none, a plan past the kept window, or another epoch)."""
+        epoch, _, start = have.rpartition(":")
+        until_epoch, _, until = want.rpartition(":")
+        if epoch != until_epoch or int(until) <= int(start):
+            return None
+        params = {"tenant_key": tenant.key, "seq": int(start), "until": int(until)}
+        rows = self._read("plan_log_since", params)
+        seqs = [row["seq"] for row in rows]
+        if seqs != list(range(int(start) + 1, int(until) + 1)):
+            return None
+        if any(row["epoch"] != epoch for row in rows):
+            return None
+        return [WritePlan.model_validate_json(zlib.decompress(row["plan"])) for row in rows]
+
+    def _write_plan(
+        self, tx: ManagedTransaction, plan: WritePlan, rows: dict[str, Any], logged: bytes | None
+    ) -> None:
         """The transaction function: take the tenant's turn, check the plan against the
-        database, then write it with one batched statement per kind of change (a retry runs all
-        of it again)."""
+        database, then write it with one batched statement per kind of change, and log it when
+        the store keeps a plan log (a retry runs all of it again)."""
         (turn,), _ = self._run(tx, "lock_tenant", _tenant_props(plan.tenant))
         seq = turn["seq"]
         if seq is None:
@@ -165,6 +192,10 @@ class PlanWrites(Neo4jSession):
             if counters.nodes_created != len(facts.events):
                 raise StoreError("not every fact event was created")
         links.write(self._run, tx, plan)
+        if logged is not None:
+            params = {**_tenant_props(plan.tenant), "epoch": turn["epoch"], "seq": seq,
+                      "plan": logged, "keep": self.plan_log_keep}  # fmt: skip
+            self._run(tx, "log_plan", params)
 
     def _check_plan(self, tx: ManagedTransaction, plan: WritePlan, written: int) -> _FactRows:
         """The embedded store's checks, inside the writing transaction: new ids are free, and
@@ -238,7 +269,9 @@ class PlanWrites(Neo4jSession):
         params = _scope(scope)
 
         def work(tx: ManagedTransaction) -> int:
-            self._run(tx, "delete_tenant_sequences", params)  # first: waits for writers
+            (turns,), _ = self._run(tx, "delete_tenant_sequences", params)  # first: waits
+            if turns["keys"]:  # for writers; then their logged plans
+                self._run(tx, "delete_plan_logs", {"keys": turns["keys"]})
             (rels,), _ = self._run(tx, "delete_tenant_relations", params)
             (ents,), _ = self._run(tx, "delete_tenant_entities", params)
             names = ("episodes", "facts", "fact_events", "summaries", "entity_events",
