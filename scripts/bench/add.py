@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.data import BASE_TIME, TARGET_USER, SyntheticGraph
+from bench.data import BASE_TIME, TARGET_USER, SyntheticGraph, person_name
 from bench.timing import Clock, Progress, Spans, TimedEmbedder, inline_submit, profiled, summary
 from mem0g import Memory
 from mem0g.config import MemoryConfig
@@ -44,7 +44,8 @@ def make_turns(graph: SyntheticGraph, count: int, rng: random.Random) -> list[Sc
             rng.choice(graph.hobbies),
         )
         if i % 10 == 0:
-            a, b, place = f"Person_{fresh + 2 * i}", f"Person_{fresh + 2 * i + 1}", f"Town_{i}"
+            a, b = person_name(fresh + 2 * i), person_name(fresh + 2 * i + 1)
+            place = f"Town_{i}"
             turns.append(
                 ScriptedTurn(
                     f"{a} and {b} have been friends since they met in {place} (note {i}).",
@@ -53,7 +54,7 @@ def make_turns(graph: SyntheticGraph, count: int, rng: random.Random) -> list[Sc
                 )
             )
         elif i % 10 in (1, 2):
-            new = f"Person_{fresh + 2 * i}"
+            new = person_name(fresh + 2 * i)
             turns.append(
                 ScriptedTurn(
                     f"My new colleague {new} just joined {company} and is really into {hobby} "

@@ -72,6 +72,35 @@ Motors|Pharma|Insurance|Media|Software|Bank|Airlines|Textiles|Games|Biotech|Cons
 Security|Telecom|Retail|Ventures""".replace("\n", "").split("|")
 
 
+FIRST_NAMES = """Maria James Aisha Wei Lucas Sofia Omar Elena Hiroshi Grace Mateo Priya Noah Fatima
+Liam Chloe Arjun Ines Kwame Yuki Daniel Amara Felix Leila Sven Nadia Tomas Mei Samuel Zara Ivan
+Rosa Kenji Olivia Rafael Hana David Nora Emeka Clara Pavel Lina Diego Ava Malik Ingrid Jonas
+Sara""".split()
+
+
+SURNAMES = """Jensen Okafor Tanaka Moreau Rossi Novak Silva Kowalski Haddad Larsen Nguyen Schmidt
+Petrov Costa Fischer Mensah Ito Dubois Romero Berg Kim Horvat Oliveira Weber Ali Lindqvist Park
+Varga Santos Keller Chen Nowak Garcia Bauer Sato Lambert Ferreira Hansen Ortiz Wagner Mbeki Yilmaz
+Kaur Fernandez Richter Andersen Moretti Suzuki Castillo Vogel Abara Nilsen Reyes Kraus Hoffman
+Dimitrov Laurent Ramos Engel Lopez Fontaine Bianchi Gallo""".split()
+
+
+def person_name(i: int) -> str:
+    """The i-th distinct, realistic person name: "Maria Jensen", then with a middle initial
+    ("Maria K. Jensen"), then double-barrelled. Why not "Person_12": the extractor's sanity
+    rules reject numbered placeholders (extract/checks.py), so an add about such a person
+    would write no edge, and the add benchmark would time a graph path that writes nothing."""
+    first, rest = FIRST_NAMES[i % len(FIRST_NAMES)], i // len(FIRST_NAMES)
+    last, rest = SURNAMES[rest % len(SURNAMES)], rest // len(SURNAMES)
+    initial, rest = rest % 26, rest // 26
+    middle = "" if initial == 0 and rest == 0 else f" {chr(ord('A') + initial)}."
+    if rest:
+        last = f"{last}-{SURNAMES[(rest - 1) % len(SURNAMES)]}"
+        if rest > len(SURNAMES):
+            last = f"{last} {rest // len(SURNAMES) + 1}"  # past 2 million: still distinct
+    return f"{first}{middle} {last}"
+
+
 PERSON_SLOTS = [
     ("lives_in", "city"),
     ("works_at", "company"),
@@ -127,15 +156,19 @@ def company_names(count: int) -> list[str]:
     return names
 
 
-def build_graph(edges: int, seed: int, person_prefix: str = "Person") -> SyntheticGraph:
+def build_graph(edges: int, seed: int, person_prefix: str | None = None) -> SyntheticGraph:
     """Exactly `edges` distinct triples: companies located in cities, then people's facts.
+    People are named by `person_name`, or "<person_prefix>_<i>" (other tenants' worlds).
 
     People get their slots round-robin, so each has ~5 edges; hubs (cities, hobbies) grow with
     N like real ones do, which is what makes entity expansion cost something."""
     rng = random.Random(seed)
     n_people = max(10, edges // 5)
     graph = SyntheticGraph(
-        people=[f"{person_prefix}_{i}" for i in range(n_people)],
+        people=[
+            person_name(i) if person_prefix is None else f"{person_prefix}_{i}"
+            for i in range(n_people)
+        ],
         companies=company_names(max(10, edges // 40)),
         cities=list(CITIES),
         hobbies=list(HOBBIES),
