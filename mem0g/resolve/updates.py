@@ -113,6 +113,17 @@ def change(
     )
 
 
+def _vectors(relations: list[Relation]) -> np.ndarray:
+    """The relations' embeddings as rows (float64, as np.dot of the lists gave); a relation
+    without one (or of another size) is a row of zeros: it ranks by rivalry alone."""
+    dims = next((len(r.embedding) for r in relations if r.embedding is not None), 0)
+    matrix = np.zeros((len(relations), dims), dtype=np.float64)
+    for n, rel in enumerate(relations):
+        if rel.embedding is not None and len(rel.embedding) == dims:
+            matrix[n] = rel.embedding
+    return matrix
+
+
 def _identical(new: Relation, old: Relation) -> bool:
     return (new.source_id, new.relation, new.destination_id) == (
         old.source_id,
@@ -143,30 +154,37 @@ def resolve_updates(
 
     asked: list[int] = []
     candidates: dict[int, list[Relation]] = {}
+    # every touching edge's vector once, as one matrix: a hub endpoint brings hundreds of
+    # edges, and each was turned into an array again for every new triple
+    matrix = _vectors(current)
     for i, rel in enumerate(new):
         touching = [
-            old
-            for old in current
+            n
+            for n, old in enumerate(current)
             if {old.source_id, old.destination_id} & {rel.source_id, rel.destination_id}
         ]
-        same = next((old for old in touching if _identical(rel, old)), None)
+        same = next((current[n] for n in touching if _identical(rel, current[n])), None)
         if same is not None:
             decisions[i] = Decision(event=Event.NOOP, duplicate_of=same)
             continue
         if touching:
-            vec = np.asarray(rel.embedding, dtype=np.float32)
-
-            def rank(
-                old: Relation, rel: Relation = rel, vec: np.ndarray = vec
-            ) -> tuple[bool, float]:
-                """The edges this triple most likely replaces first: same source, same
-                relation (Diego works_at X when Diego now works_at Y), however many edges
-                the destination hub holds; then the most similar."""
-                rival = old.source_id == rel.source_id and old.relation == rel.relation
-                return (not rival, -float(np.dot(vec, np.asarray(old.embedding))))
-
-            touching.sort(key=rank)
-            candidates[i] = touching[:max_existing]
+            vec = np.asarray(rel.embedding, dtype=np.float64)
+            rows = matrix[touching]
+            similar = rows @ vec if rows.shape[1] == vec.shape[0] else np.zeros(len(touching))
+            # The edges this triple most likely replaces first: same source, same relation
+            # (Diego works_at X when Diego now works_at Y), however many edges the
+            # destination hub holds; then the most similar (stable: ties keep store order).
+            order = sorted(
+                range(len(touching)),
+                key=lambda j: (
+                    not (
+                        current[touching[j]].source_id == rel.source_id
+                        and current[touching[j]].relation == rel.relation
+                    ),
+                    -float(similar[j]),
+                ),
+            )
+            candidates[i] = [current[touching[j]] for j in order[:max_existing]]
             asked.append(i)
     out = UpdateDecisions(decisions=decisions)
     if not asked:
