@@ -113,6 +113,43 @@ RETURN i, CASE WHEN $vector IS NULL
 ORDER BY i, CASE WHEN $newest_first THEN 0 ELSE direction END,
          CASE WHEN $newest_first THEN null ELSE r.ord END, r.ord DESC;
 
+// The existing edges an add's new triples may replace (Neo4jGraphStore.update_candidates):
+// per row {source_id, relation, destination_id, vector}, the exact tenant's current edges at
+// either endpoint, identical first, then rivals (same source and relation), then by cosine to
+// the row's vector, newest first; the $k best, without their embeddings. The server scores a
+// hub's hundreds of edges where they lie instead of sending them all, vectors and all.
+// name: update_candidates
+UNWIND range(0, size($rows) - 1) AS i
+WITH i, $rows[i] AS q
+CALL (q) {
+  MATCH (n:Entity)
+  WHERE n.id IN [q.source_id, q.destination_id]
+  CALL (n) {
+    MATCH (n)-[r:RELATES]->(m:Entity)
+    RETURN r, n AS s, m AS d
+    UNION ALL
+    MATCH (n)<-[r:RELATES]-(m:Entity)
+    WHERE m <> n
+    RETURN r, m AS s, n AS d
+  }
+  WITH DISTINCT r, s, d
+  WHERE r.tenant_key = $tenant_key AND r.invalid_at IS NULL
+  WITH r, s, d, s.id = q.source_id AND r.name = q.relation AS rival,
+       CASE WHEN q.vector IS NULL OR r.embedding IS NULL OR coalesce(r.embedding_zero, false)
+            THEN 0.0
+            ELSE coalesce(2 * vector.similarity.cosine(r.embedding, q.vector) - 1, 0.0)
+       END AS score
+  ORDER BY rival AND d.id = q.destination_id DESC, rival DESC, score DESC, r.ord DESC
+  LIMIT $k
+  RETURN collect(r {.*, embedding: null, source_id: s.id, destination_id: d.id,
+                    source_name: s.name, destination_name: d.name,
+                    valid_from: toString(r.valid_from), invalid_at: toString(r.invalid_at),
+                    created_at: toString(r.created_at), updated_at: toString(r.updated_at),
+                    provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]}) AS edges
+}
+RETURN i, edges
+ORDER BY i;
+
 // The sibling edges of the retriever ("who works with X" -> X's coworkers): per key
 // {hub_id, relation, hub_is_destination}, in key order, the edges (x)-[relation]->(hub)
 // (hub_is_destination) or (hub)-[relation]->(x) (not), that the scope and validity accept.

@@ -213,6 +213,16 @@ class Validity(BaseModel):
         return rel.invalid_at is None
 
 
+class UpdateQuery(BaseModel):
+    """A new triple of an add, as the update resolver asks the store for the existing edges
+    it may replace (`GraphStore.update_candidates`)."""
+
+    source_id: str
+    relation: str
+    destination_id: str
+    vector: list[float] | None = Field(default=None, repr=False)
+
+
 def triple_text(source: str, relation: str, destination: str) -> str:
     return f"{source} {relation.replace('_', ' ')} {destination}"
 

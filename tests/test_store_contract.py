@@ -64,6 +64,7 @@ from mem0g.types import (
     Relation,
     Summary,
     Tenant,
+    UpdateQuery,
     Validity,
     WritePlan,
 )
@@ -248,6 +249,50 @@ def test_validity_in_snapshot_and_relations_touching(
     assert len(store.relations_touching(A, [a.id, b.id], EVERYTHING)) == 2  # no duplicates
     stats = store.stats(A)
     assert (stats.relations, stats.valid_relations, stats.invalid_relations) == (2, 1, 1)
+
+
+def test_update_candidates_identical_then_rivals_then_cosine(
+    store: Store, rng: np.random.Generator
+) -> None:
+    """The edges an add's triple may replace, ranked by the store (the update resolver shows
+    the LLM these): the identical edge, the same source's same relation, then the most similar
+    of a hub's edges, only current ones of the exact tenant, at most k, without vectors."""
+    diego, acme, contoso, home = (entity(A, n, rng) for n in ("Diego", "Acme", "Contoso", "Home"))
+    staff = [entity(A, f"Staff {i}", rng) for i in range(12)]
+    same = relation(A, diego, "works_at", acme, rng)
+    rival = relation(A, diego, "works_at", contoso, rng)
+    lives = relation(A, diego, "lives_in", home, rng)
+    hub = [relation(A, s, "works_at", acme, rng) for s in staff]
+    ended = relation(A, staff[0], "visited", acme, rng)
+    store.apply(plan(A, [diego, acme, contoso, home, *staff], [same, rival, lives, *hub, ended]))
+    store.apply(plan(A, invalidations=[Invalidation(relation_id=ended.id, invalid_at=T0)]))
+    # another tenant's look-alike graph: never a candidate
+    other = [entity(A_BOT, n, rng) for n in ("Diego", "Acme")]
+    store.apply(plan(A_BOT, other, [relation(A_BOT, other[0], "works_at", other[1], rng)]))
+    query = unit(rng)
+
+    def cosine(rel: Relation) -> float:
+        v = np.asarray(rel.embedding, dtype=np.float64)
+        return float(np.dot(v, query) / (np.linalg.norm(v) * np.linalg.norm(query)))
+
+    job = UpdateQuery(source_id=diego.id, relation="works_at", destination_id=acme.id,
+                      vector=query.tolist())  # fmt: skip
+    move = UpdateQuery(source_id=diego.id, relation="moved_to", destination_id="nowhere",
+                       vector=query.tolist())  # fmt: skip
+    blind = UpdateQuery(source_id=diego.id, relation="lives_in", destination_id=acme.id)
+    got = store.update_candidates(A, [job, move, blind], 5)
+    by_cosine = sorted([*hub, lives], key=lambda r: -cosine(r))  # neither identical nor rival
+    assert ids(got[0]) == [same.id, rival.id, *ids(by_cosine[:3])]
+    # no identical edge, no rival: Diego's own edges only (the destination is unknown)
+    assert ids(got[1]) == ids(sorted([same, rival, lives], key=lambda r: -cosine(r)))
+    # no vector: the rival first, then newest first
+    assert ids(got[2])[0] == lives.id and len(got[2]) == 5
+    assert ids(got[2])[1:] == ids(list(reversed([same, rival, *hub])))[:4]
+    assert all(r.embedding is None and r.tenant == A for rows in got for r in rows)
+    assert ended.id not in {r.id for rows in got for r in rows}
+    assert store.update_candidates(A, [job], 100)[0][:2] == got[0][:2]
+    assert len(store.update_candidates(A, [job], 100)[0]) == 3 + len(hub)  # Diego's, Acme's
+    assert store.update_candidates(A, [], 5) == []
 
 
 def test_expand_hops_direction_and_validity(store: Store, rng: np.random.Generator) -> None:

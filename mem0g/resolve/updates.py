@@ -11,7 +11,6 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from mem0g.llm.client import TaskCaller
@@ -31,8 +30,8 @@ from mem0g.types import (
     Relation,
     RelationChange,
     Tenant,
+    UpdateQuery,
     Usage,
-    Validity,
 )
 
 log = logging.getLogger(__name__)
@@ -113,17 +112,6 @@ def change(
     )
 
 
-def _vectors(relations: list[Relation]) -> np.ndarray:
-    """The relations' embeddings as rows (float64, as np.dot of the lists gave); a relation
-    without one (or of another size) is a row of zeros: it ranks by rivalry alone."""
-    dims = next((len(r.embedding) for r in relations if r.embedding is not None), 0)
-    matrix = np.zeros((len(relations), dims), dtype=np.float64)
-    for n, rel in enumerate(relations):
-        if rel.embedding is not None and len(rel.embedding) == dims:
-            matrix[n] = rel.embedding
-    return matrix
-
-
 def _identical(new: Relation, old: Relation) -> bool:
     return (new.source_id, new.relation, new.destination_id) == (
         old.source_id,
@@ -149,42 +137,23 @@ def resolve_updates(
     look like two people)."""
     renamed = renamed or {}
     decisions = [Decision() for _ in new]
-    endpoint_ids = sorted({r.source_id for r in new} | {r.destination_id for r in new})
-    current = store.relations_touching(tenant, endpoint_ids, Validity(), exact=True)
+    # the store ranks each triple's touching edges (a hub endpoint holds hundreds or
+    # thousands) and sends only the best: identical first, then rivals, then the most similar
+    queries = [
+        UpdateQuery(source_id=r.source_id, relation=r.relation, destination_id=r.destination_id,
+                    vector=r.embedding)
+        for r in new
+    ]  # fmt: skip
+    ranked = store.update_candidates(tenant, queries, max_existing)
 
     asked: list[int] = []
     candidates: dict[int, list[Relation]] = {}
-    # every touching edge's vector once, as one matrix: a hub endpoint brings hundreds of
-    # edges, and each was turned into an array again for every new triple
-    matrix = _vectors(current)
-    for i, rel in enumerate(new):
-        touching = [
-            n
-            for n, old in enumerate(current)
-            if {old.source_id, old.destination_id} & {rel.source_id, rel.destination_id}
-        ]
-        same = next((current[n] for n in touching if _identical(rel, current[n])), None)
-        if same is not None:
-            decisions[i] = Decision(event=Event.NOOP, duplicate_of=same)
+    for i, (rel, found) in enumerate(zip(new, ranked, strict=True)):
+        if found and _identical(rel, found[0]):
+            decisions[i] = Decision(event=Event.NOOP, duplicate_of=found[0])
             continue
-        if touching:
-            vec = np.asarray(rel.embedding, dtype=np.float64)
-            rows = matrix[touching]
-            similar = rows @ vec if rows.shape[1] == vec.shape[0] else np.zeros(len(touching))
-            # The edges this triple most likely replaces first: same source, same relation
-            # (Diego works_at X when Diego now works_at Y), however many edges the
-            # destination hub holds; then the most similar (stable: ties keep store order).
-            order = sorted(
-                range(len(touching)),
-                key=lambda j: (
-                    not (
-                        current[touching[j]].source_id == rel.source_id
-                        and current[touching[j]].relation == rel.relation
-                    ),
-                    -float(similar[j]),
-                ),
-            )
-            candidates[i] = [current[touching[j]] for j in order[:max_existing]]
+        if found:
+            candidates[i] = found
             asked.append(i)
     out = UpdateDecisions(decisions=decisions)
     if not asked:

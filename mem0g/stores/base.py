@@ -45,6 +45,7 @@ from mem0g.types import (
     SplitResult,
     Summary,
     Tenant,
+    UpdateQuery,
     Validity,
     WritePlan,
 )
@@ -319,6 +320,17 @@ class GraphStore(Protocol):
         self, scope: Tenant, entity_ids: Sequence[str], validity: Validity, *, exact: bool = False
     ) -> list[Relation]:
         """Edges with either endpoint in `entity_ids` (one hop, both directions)."""
+
+    def update_candidates(
+        self, tenant: Tenant, queries: Sequence[UpdateQuery], k: int
+    ) -> list[list[Relation]]:
+        """Per query, at most `k` current edges of exact `tenant` at either of its endpoints,
+        the edges the new triple most likely replaces first: the identical edge (same
+        endpoints and relation), then its rivals (same source, same relation: Diego works_at X
+        when Diego now works_at Y), then by cosine to the query's vector (a missing vector
+        scores 0), then newest first. Records come without embeddings. Why in the store: a hub
+        endpoint holds hundreds or thousands of edges, which the caller would otherwise read
+        in full, vectors and all, on every add."""
 
     def expand(
         self,

@@ -21,7 +21,7 @@ from mem0g.stores.embedded.loading import TenantLoader, _Bucket
 from mem0g.stores.embedded.schema import _detached, _key, _tenant_ids
 from mem0g.stores.vectors import VectorBlock, blocks_top, unit_vector
 from mem0g.stores.walk import WalkRequest, WalkResult, walk_in_turn
-from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant, Validity
+from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant, UpdateQuery, Validity
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -317,6 +317,55 @@ class GraphIndex(TenantLoader):
                 if in_scope and validity.accepts(rel):
                     found.setdefault(rel.id, rel)
         return [self._out(r) for r in found.values()]
+
+    @_locked
+    def update_candidates(
+        self, tenant: Tenant, queries: Sequence[UpdateQuery], k: int
+    ) -> list[list[Relation]]:
+        """The contract's order: identical, rivals, cosine, newest; only the `k` winners
+        are copied out (a hub's other edges cost one vector row each, not a record copy)."""
+        out: list[list[Relation]] = []
+        for q in queries:
+            found: dict[str, Relation] = {}
+            for node in (q.source_id, q.destination_id):
+                for rel in self._edges_of(node):
+                    if rel.tenant == tenant and rel.invalid_at is None:
+                        found.setdefault(rel.id, rel)
+            edges = list(found.values())
+            scores = self._cosines([r.id for r in edges], q.vector)
+
+            def rank(
+                n: int, edges: list[Relation] = edges, q: UpdateQuery = q,
+                scores: np.ndarray = scores,
+            ) -> tuple[bool, bool, float, int]:  # fmt: skip
+                rel = edges[n]
+                rival = rel.source_id == q.source_id and rel.relation == q.relation
+                identical = rival and rel.destination_id == q.destination_id
+                return (not identical, not rival, -float(scores[n]), -self._written[rel.id])
+
+            order = sorted(range(len(edges)), key=rank)[: max(0, k)]
+            out.append([_detached(edges[n]) for n in order])
+        return out
+
+    def _cosines(self, ids: list[str], vector: Sequence[float] | None) -> np.ndarray:
+        """Cosine of each record's stored vector to `vector`; 0 without either."""
+        scores = np.zeros(len(ids), dtype=np.float64)
+        if vector is None or not ids:
+            return scores
+        query = np.asarray(vector, dtype=np.float64)
+        norm = float(np.linalg.norm(query))
+        if norm == 0.0:
+            return scores
+        held = [(n, self._vectors.get(rel_id)) for n, rel_id in enumerate(ids)]
+        rows = [(n, v) for n, v in held if v is not None and v.shape[0] == query.shape[0]]
+        if not rows:
+            return scores
+        matrix = np.stack([v for _, v in rows]).astype(np.float64)
+        sizes = np.linalg.norm(matrix, axis=1)
+        dots = matrix @ query
+        cosines = np.divide(dots, sizes * norm, out=np.zeros_like(dots), where=sizes > 0)
+        scores[[n for n, _ in rows]] = cosines
+        return scores
 
     def _newest_first(self, entity_id: str) -> Iterator[Relation]:
         """Every edge at a node (either direction, a self-loop once), newest first in write

@@ -98,6 +98,7 @@ from mem0g.types import (
     Relation,
     Summary,
     Tenant,
+    UpdateQuery,
     Validity,
 )
 
@@ -285,6 +286,21 @@ class Neo4jGraphStore(
             if rel_id not in found:
                 found[rel_id] = _relation(row["relation"])
         return list(found.values())
+
+    def update_candidates(
+        self, tenant: Tenant, queries: Sequence[UpdateQuery], k: int
+    ) -> list[list[Relation]]:
+        """The contract's order, computed by the server (cypher/read.cypher): only `k` rows
+        a query come back, however many edges a hub endpoint holds."""
+        self._ready()
+        if not queries or k <= 0:
+            return [[] for _ in queries]
+        rows = [q.model_dump() for q in queries]
+        found = self._read("update_candidates", {"tenant_key": tenant.key, "rows": rows, "k": k})
+        out: list[list[Relation]] = [[] for _ in queries]
+        for row in found:
+            out[row["i"]] = [_relation(edge) for edge in row["edges"]]
+        return out
 
     def expand(
         self,
