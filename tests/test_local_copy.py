@@ -263,6 +263,47 @@ def test_a_plan_missing_from_the_log_means_a_whole_copy(
     assert _logged(m, bob) == 0
 
 
+def test_a_tenant_new_to_a_scope_or_gone_from_it_is_copied_or_deleted_alone(
+    filled: Memory, monkeypatch: pytest.MonkeyPatch, llm_server: ScriptedLLMServer,
+    minilm: Any, neo4j_server: Any,
+) -> None:  # fmt: skip
+    """A scope of several tenants (every user's `helper` agent): another client's first write
+    of a new tenant copies that tenant only, and its delete deletes that tenant only; the
+    others stay as they were, and the answers are Neo4j's."""
+    m = filled
+    assert m.copy is not None
+    helpers = Tenant(agent_id="helper")
+    m.copy.refresh(helpers, wait=True)
+    assert set(m.copy.held(helpers)) == {Tenant(user_id="alice", agent_id="helper").key}
+    read: list[str] = []
+    real = mem0g.archive.read_tenant
+
+    def counted(store: Any, tenant: Tenant, **kwargs: Any) -> Any:
+        read.append(tenant.key)
+        return real(store, tenant, **kwargs)
+
+    monkeypatch.setattr(mem0g.archive, "read_tenant", counted)
+    carol = Tenant(user_id="carol", agent_id="helper")
+    with _memory(llm_server, minilm, neo4j_server, None, plan_log=True) as other:
+        other.add("carol's desk is by the door", user_id="carol", agent_id="helper", infer=False)
+    copied = m.copy.status().copied
+    m.copy.refresh(helpers, wait=True)
+    assert read == [carol.key] and m.copy.status().copied == copied + 1  # carol's alone
+    assert m.copy.held(helpers) == m.store.scope_versions(helpers)
+    with _memory(llm_server, minilm, neo4j_server, None) as plain:
+        want = [f.text for f in plain.search("desk", agent_id="helper").facts]
+    reads = Reads(m.store)
+    assert [f.text for f in m.search("desk", agent_id="helper").facts] == want
+    assert set(reads.take()) == {"scope_versions"}
+    with _memory(llm_server, minilm, neo4j_server, None) as other:
+        other.delete_all(user_id="carol", agent_id="helper")
+    m.copy.refresh(helpers, wait=True)
+    assert read == [carol.key]  # nothing read again
+    assert set(m.copy.held(helpers)) == {Tenant(user_id="alice", agent_id="helper").key}
+    assert m.copy.store.facts(carol) == []
+    assert m.copy.status().copied == copied + 1
+
+
 def test_a_scope_being_copied_is_answered_by_neo4j(
     filled: Memory,
     monkeypatch: pytest.MonkeyPatch,

@@ -25,7 +25,8 @@ searched longest ago are deleted from it.
 Other clients' writes: where the server keeps the plan log (`graph_store.plan_log`, on for
 every client with a copy), a tenant that moved is caught up by applying the plans logged
 since its copied version, the same way; a plan missing from the log (a writer without it, or
-one past the kept window) means copying the tenant whole, never a wrong copy.
+one past the kept window) means copying the tenant whole, never a wrong copy. A tenant new to
+a scope is copied alone, and one gone from the server deleted alone (`_by_tenant`).
 """
 
 from __future__ import annotations
@@ -262,26 +263,55 @@ class LocalCopy:
         and write each tenant of the server's scope as `mem0g import` would, with the
         version read before its records: a write in between makes the copy newer than its
         version says, which the next search sees as stale, never the other way round."""
-        from mem0g.archive import read_tenant, tenant_plan  # archive imports Memory
-
         versions = self.source.scope_versions(scope)
         with self._cond:
             mine = self._mine(scope)
             if versions and mine == versions:
                 return  # caught up meanwhile (a plan of this client's: `written`)
-        if versions and set(mine) == set(versions) and self._catch_up(mine, versions):
+        if versions and self._by_tenant(mine, versions):
+            self._evict(set(versions))
             return
         with self._cond:
             self._forget(list(self._mine(scope)))
         self.store.delete_tenant(scope)
         for key, version in sorted(versions.items()):
-            self.store.apply(
-                tenant_plan(self.store, read_tenant(self.source, Tenant.from_key(key)))
-            )
-            with self._cond:
-                self._remember(key, version)
-                self.copied += 1
+            self._copy_tenant(key, version)
         self._evict(set(versions))
+
+    def _copy_tenant(self, key: str, version: str) -> None:
+        """Write one tenant of the server as `mem0g import` would (the copy holds none of it)."""
+        from mem0g.archive import read_tenant, tenant_plan  # archive imports Memory
+
+        self.store.apply(tenant_plan(self.store, read_tenant(self.source, Tenant.from_key(key))))
+        with self._cond:
+            self._remember(key, version)
+            self.copied += 1
+
+    def _by_tenant(self, mine: dict[str, str], versions: dict[str, str]) -> bool:
+        """Bring the scope to the server's versions tenant by tenant: the moved ones by
+        their logged plans (`_catch_up`), a tenant new to the scope copied alone, one gone
+        from the server deleted alone. False when that cannot be done exactly: a plan missing
+        from the log, or a new or gone tenant whose key, as a filter, covers another tenant
+        (`{user: u}` covers `{user: u, agent: a}`: the embedded store deletes by filter); the
+        scope is then copied whole."""
+        new = sorted(set(versions) - set(mine))
+        gone = sorted(set(mine) - set(versions))
+        every = [Tenant.from_key(k) for k in {*mine, *versions}]
+        for key in (*new, *gone):
+            mask = Tenant.from_key(key)
+            if any(mask.matches(t) and t.key != key for t in every):
+                return False
+        kept = {k: v for k, v in mine.items() if k in versions}
+        if not self._catch_up(kept, {k: versions[k] for k in kept}):
+            return False
+        for key in gone:
+            with self._cond:
+                self._forget([key])
+            self.store.delete_tenant(Tenant.from_key(key))
+        for key in new:
+            self.store.delete_tenant(Tenant.from_key(key))  # records a failed write left behind
+            self._copy_tenant(key, versions[key])
+        return True
 
     def _catch_up(self, mine: dict[str, str], versions: dict[str, str]) -> bool:
         """Bring the held tenants that moved to the server's versions by the plans their
