@@ -73,6 +73,7 @@ def test_tiny_run_writes_complete_report(tmp_path: Path) -> None:
     assert report["embedder"]["kind"] == "hashing"
     assert report["machine"]["cpu_count"] >= 1
     assert report["machine"]["python"]
+    assert report["machine"]["cpu_model"], "the CPU model: ratios compare only on one kind of CPU"
 
     (size,) = report["sizes"]
     assert size["edges"] == 200
@@ -205,6 +206,9 @@ def test_neo4j_run_writes_complete_report(
         assert warmup["searches"] == 6
         assert [b["searches"] for b in warmup["blocks"]] == [6]
         _positive(warmup["blocks"][0]["wall"])
+        # an external server: no process whose CPU or JIT threads could be read
+        assert warmup["blocks"][0]["server_cpu_per_search_ms"] is None
+        assert warmup["blocks"][0]["jit_cpu_per_search_ms"] is None
     assert report["config"]["server_warmup"] == 6
     assert report["config"]["neo4j_entity_vectors"] == 7
     assert reindexed["phase"] == "after reindex"
@@ -302,6 +306,42 @@ def test_settle_waits_for_a_busy_server_process_to_go_idle(tmp_path: Path) -> No
     assert stores.settle() == {"waited_s": 0.0, "watched": False}
 
 
+_NAMED_THREADS = """
+import ctypes, threading, time
+spun = threading.Barrier(3)
+def spin(name):
+    ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME: this thread's comm
+    while time.thread_time() < 1.0:
+        pass
+    spun.wait()
+    time.sleep(60)  # alive: an ended thread leaves /proc/PID/task
+for n in ("C2 CompilerThre", "bolt-worker"):
+    threading.Thread(target=spin, args=(n,), daemon=True).start()
+spun.wait()
+print("done", flush=True)
+time.sleep(60)
+"""
+
+
+def test_jit_cpu_counts_only_the_compiler_threads() -> None:
+    """`jit_cpu` reads the CPU of the threads the JVM names "C1/C2 CompilerThread..." from
+    /proc: a process with one such thread and one other, each busy for 1 s of its own CPU."""
+    proc = subprocess.Popen([sys.executable, "-c", _NAMED_THREADS], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"done"
+        args = cli.parse_args(["--store", "neo4j"])
+        stores = bench_stores.BenchStores("neo4j", args, timing.Progress(quiet=True))
+        assert stores.jit_cpu() is None  # no server process
+        stores.pid = proc.pid
+        jit, total = stores.jit_cpu(), stores.server_cpu()
+        assert jit is not None and total is not None
+        assert 0.9 <= jit < 1.5  # the compiler thread's second, not the other's
+        assert total >= 1.9
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_client_cpus_are_checked() -> None:
     have = sorted(os.sched_getaffinity(0))
     assert bench_stores.parse_cpus(str(have[0])) == {have[0]}
@@ -346,6 +386,9 @@ class _Restarts:
         return store
 
     def server_cpu(self) -> None:
+        return None
+
+    def jit_cpu(self) -> None:
         return None
 
     def others_cpu(self) -> None:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.stores import BenchStores
+from bench.stores import BenchStores, compiler_ns, thread_ns
 from bench.timing import Progress, load_average, summary
 from mem0g import Memory
 
@@ -57,30 +57,6 @@ def record_reads(memory: Memory, queries: Sequence[str], user: str) -> list[list
     finally:
         del store._read  # the class's method again
     return searches
-
-
-def thread_ns(pid: int) -> int:
-    """Run time of every live thread of `pid`, in ns (/proc/PID/task/*/schedstat)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that ended meanwhile
-    return total
-
-
-def compiler_ns(pid: int) -> int:
-    """Run time of the JVM's JIT compiler threads of `pid` (named "C1/C2 CompilerThre..."),
-    in ns: what of the server's CPU is compiling rather than serving."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            if "Compiler" in (task / "comm").read_text():
-                total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
 
 
 def _idle_until_quiet(

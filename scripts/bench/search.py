@@ -145,33 +145,42 @@ def warm_server(
     progress: Progress,
     label: str,
     server_cpu: Callable[[], float | None],
+    jit_cpu: Callable[[], float | None] = lambda: None,
 ) -> dict[str, Any]:
     """Untimed searches on other query texts. A JVM server compiles its read paths only after
     hundreds of searches: on the 100k-edge store, measured here, the server's CPU per search
     fell from 94 to 21 ms over the first 400-800 searches after a restart; a long-running
-    server is warm. Each block of `WARM_BLOCK` searches is reported, so the curve is seen."""
+    server is warm. Each block of `WARM_BLOCK` searches is reported, so the curve is seen,
+    with the share of the server's CPU that its JIT compiler threads used: a block still
+    compiling is not yet warm (how many searches that takes differs between machines)."""
     blocks: list[dict[str, Any]] = []
     begin = time.perf_counter()
     with progress.task(f"{label} warm-up", len(queries)) as advance:
         for start in range(0, len(queries), WARM_BLOCK):
             chunk = queries[start : start + WARM_BLOCK]
-            before = server_cpu()
+            before, jit_before = server_cpu(), jit_cpu()
             walls = []
             for query in chunk:
                 t = time.perf_counter()
                 memory.search(query, user_id=TARGET_USER, limit=10)
                 walls.append(time.perf_counter() - t)
                 advance(1)
-            after = server_cpu()
-            cpu_ms = None
+            after, jit_after = server_cpu(), jit_cpu()
+            cpu_ms = jit_ms = None
             if before is not None and after is not None:
                 cpu_ms = round(1000 * (after - before) / len(chunk), 2)
-            blocks.append(
-                {"searches": len(chunk), "wall": summary(walls), "server_cpu_per_search_ms": cpu_ms}
-            )
+            if jit_before is not None and jit_after is not None:
+                jit_ms = round(1000 * (jit_after - jit_before) / len(chunk), 2)
+            blocks.append({
+                "searches": len(chunk), "wall": summary(walls),
+                "server_cpu_per_search_ms": cpu_ms, "jit_cpu_per_search_ms": jit_ms,
+            })  # fmt: skip
     took = time.perf_counter() - begin
     cpu = [b["server_cpu_per_search_ms"] for b in blocks if b["server_cpu_per_search_ms"]]
+    jit = [b["jit_cpu_per_search_ms"] for b in blocks if b["jit_cpu_per_search_ms"] is not None]
     curve = f"; server CPU per search {cpu[0]:.1f} -> {cpu[-1]:.1f} ms" if cpu else ""
+    if jit:
+        curve += f" (JIT compiling {jit[0]:.1f} -> {jit[-1]:.1f} ms)"
     progress.line(
         f"{label}: {len(queries)} warm-up searches in {took:.0f}s (blocks of {WARM_BLOCK}){curve}"
     )
@@ -200,7 +209,12 @@ def later_phases(
         phase["settle"] = stores.settle()
         if warm:
             phase["server_warmup"] = warm_server(
-                memory, warm, progress, f"{label} {phase['phase']}", stores.server_cpu
+                memory,
+                warm,
+                progress,
+                f"{label} {phase['phase']}",
+                stores.server_cpu,
+                stores.jit_cpu,
             )
         phases.append(
             timed_phase(phase, memory, inner, queries, args.warmup, stores, progress, label)
@@ -418,7 +432,12 @@ def restart_variants(
             after = {"phase": f"warm {name}", **settings}
             if warm:
                 after["server_warmup"] = warm_server(
-                    memory, warm, progress, f"{label} variant {name}", stores.server_cpu
+                    memory,
+                    warm,
+                    progress,
+                    f"{label} variant {name}",
+                    stores.server_cpu,
+                    stores.jit_cpu,
                 )
             phases.append(timed_phase(after, memory, inner, queries[:count], 0, stores,
                                       progress, label))  # fmt: skip

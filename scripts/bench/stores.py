@@ -191,6 +191,16 @@ class BenchStores:
             return None
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def jit_cpu(self) -> float | None:
+        """CPU seconds the throwaway server's JIT compiler threads have used (None: no server
+        process here): whether a server is still compiling, i.e. not yet warm."""
+        if self.pid is None:
+            return None
+        try:
+            return compiler_ns(self.pid) / 1e9
+        except OSError:
+            return None
+
     def others_cpu(self) -> float | None:
         """CPU seconds used so far by every process on this machine except this one and the
         throwaway server (Linux); None when that cannot be told (an external server on this
@@ -273,12 +283,52 @@ def parse_cpus(text: str) -> set[int]:
     return cpus
 
 
+def thread_ns(pid: int) -> int:
+    """Run time of every live thread of `pid`, in ns (/proc/PID/task/*/schedstat)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total
+
+
+def compiler_ns(pid: int) -> int:
+    """Run time of the JVM's JIT compiler threads of `pid` (named "C1/C2 CompilerThre..."),
+    in ns: what of the server's CPU is compiling rather than serving."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if "Compiler" in (task / "comm").read_text():
+                total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name (Linux: /proc/cpuinfo). The machines these runs land on change
+    from day to day (an Intel host one day, an AMD EPYC the next), and a ratio is only
+    comparable between runs on the same kind of CPU."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def machine_info() -> dict[str, Any]:
     info: dict[str, Any] = {
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "machine": platform.machine(),
+        "cpu_model": cpu_model(),
         "numpy": np.__version__,
     }
     if hasattr(os, "sched_getaffinity"):
