@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 RETRY_SECONDS = 1.0  # a scope is copied again at most this often
+_UNSETTLED = ""  # copied.db's version of a tenant forgotten before its records were settled
 
 
 class LocalCopy:
@@ -79,7 +80,15 @@ class LocalCopy:
         self._held: dict[str, str] = {}
         self._used: dict[str, float] = {}  # key -> when a search last asked for it (epoch s)
         self._by_id: dict[tuple[int, str], set[str]] = {}  # (id field, id) -> held keys
+        # Tenants forgotten whose records the store may still hold, in part or whole (being
+        # changed or deleted, or left by a failed write or a crash): a search of a scope that
+        # covers one is left to Neo4j. Why: a tenant gone from the server is in neither the
+        # copied versions nor the server's, so comparing versions cannot see its records.
+        self._unsettled: set[str] = set()
         for key, version, used in rows.fetchall():
+            if version == _UNSETTLED:
+                self._unsettled.add(key)
+                continue
             self._hold(key, version)
             self._used[key] = float(used)
         self._cond = threading.Condition()
@@ -133,6 +142,8 @@ class LocalCopy:
         the scope is copied again in the background."""
         with self._cond:
             mine = self._mine(scope)
+            if any(scope.matches(Tenant.from_key(k)) for k in self._unsettled):
+                mine = {}  # records the server may not have: not run, not compared
             self._readers.update(list(mine))
             now = time.time()
             for key in mine:
@@ -204,18 +215,36 @@ class LocalCopy:
             self._remember(key, f"{epoch}:{int(seq) + 1}")
 
     def _forget(self, keys: list[str]) -> None:
-        """Under the lock: drop the keys' versions, then wait until no search reads them."""
+        """Under the lock: drop the keys' versions, then wait until no search reads them.
+        They are unsettled until `_remember` or `_settle` (on disk too, for a crash)."""
         for key in keys:
             self._hold(key, None)
-        self._db.executemany("DELETE FROM copied WHERE tenant_key = ?", [(k,) for k in keys])
+        self._unsettled.update(keys)
+        self._db.executemany(
+            "INSERT OR REPLACE INTO copied (tenant_key, version, used) VALUES (?, ?, 0)",
+            [(k, _UNSETTLED) for k in keys],
+        )
         while any(self._readers[k] > 0 for k in keys):
             self._cond.wait()
+
+    def _settle(self, scope: Tenant | None) -> None:
+        """Under the lock: the store was just cleared of `scope` (None: of everything), so the
+        unsettled tenants it covers hold no records any more."""
+        done = [k for k in self._unsettled if scope is None or scope.matches(Tenant.from_key(k))]
+        self._unsettled.difference_update(done)
+        self._db.executemany("DELETE FROM copied WHERE tenant_key = ? AND version = ?",
+                             [(k, _UNSETTLED) for k in done])  # fmt: skip
+
+    def _strays(self, scope: Tenant) -> set[str]:
+        """Under the lock: the unsettled tenants `scope` covers."""
+        return {k for k in self._unsettled if scope.matches(Tenant.from_key(k))}
 
     def _remember(self, key: str, version: str) -> None:
         """Under the lock: the copy holds the tenant at `version`, used now (or when a
         search last asked for it, if later)."""
         used = max(self._used.get(key, 0.0), time.time())
         self._hold(key, version)
+        self._unsettled.discard(key)
         self._used[key] = used
         self._db.execute(
             "INSERT OR REPLACE INTO copied (tenant_key, version, used) VALUES (?, ?, ?)",
@@ -245,6 +274,8 @@ class LocalCopy:
                 self._forget(gone)
                 self.evicted += len(gone)
             self.store.delete_tenant(Tenant.from_key(victim))
+            with self._cond:
+                self._settle(Tenant.from_key(victim))
 
     def _evict_quietly(self, keep: set[str]) -> None:
         try:
@@ -266,14 +297,17 @@ class LocalCopy:
         versions = self.source.scope_versions(scope)
         with self._cond:
             mine = self._mine(scope)
-            if versions and mine == versions:
+            strays = self._strays(scope)
+            if versions and mine == versions and not strays:
                 return  # caught up meanwhile (a plan of this client's: `written`)
-        if versions and self._by_tenant(mine, versions):
+        if versions and self._by_tenant(mine, versions, strays):
             self._evict(set(versions))
             return
         with self._cond:
             self._forget(list(self._mine(scope)))
         self.store.delete_tenant(scope)
+        with self._cond:
+            self._settle(scope)
         for key, version in sorted(versions.items()):
             self._copy_tenant(key, version)
         self._evict(set(versions))
@@ -287,16 +321,16 @@ class LocalCopy:
             self._remember(key, version)
             self.copied += 1
 
-    def _by_tenant(self, mine: dict[str, str], versions: dict[str, str]) -> bool:
+    def _by_tenant(self, mine: dict[str, str], versions: dict[str, str], strays: set[str]) -> bool:
         """Bring the scope to the server's versions tenant by tenant: the moved ones by
         their logged plans (`_catch_up`), a tenant new to the scope copied alone, one gone
         from the server deleted alone. False when that cannot be done exactly: a plan missing
         from the log, or a new or gone tenant whose key, as a filter, covers another tenant
         (`{user: u}` covers `{user: u, agent: a}`: the embedded store deletes by filter); the
         scope is then copied whole."""
-        new = sorted(set(versions) - set(mine))
-        gone = sorted(set(mine) - set(versions))
-        every = [Tenant.from_key(k) for k in {*mine, *versions}]
+        new = sorted(set(versions) - set(mine))  # strays the server has among them
+        gone = sorted({*mine, *strays} - set(versions))
+        every = [Tenant.from_key(k) for k in {*mine, *versions, *strays}]
         for key in (*new, *gone):
             mask = Tenant.from_key(key)
             if any(mask.matches(t) and t.key != key for t in every):
@@ -308,6 +342,8 @@ class LocalCopy:
             with self._cond:
                 self._forget([key])
             self.store.delete_tenant(Tenant.from_key(key))
+            with self._cond:
+                self._settle(Tenant.from_key(key))
         for key in new:
             self.store.delete_tenant(Tenant.from_key(key))  # records a failed write left behind
             self._copy_tenant(key, versions[key])
@@ -358,6 +394,8 @@ class LocalCopy:
             self.store.reset()
         else:
             self.store.delete_tenant(scope)
+        with self._cond:
+            self._settle(scope)
 
     def status(self) -> CopyStatus:
         with self._cond:
@@ -399,7 +437,9 @@ def peek(path: Path) -> CopyOnDisk | None:
         return None
     db = sqlite3.connect(f"file:{path / 'copied.db'}?mode=ro", uri=True)
     try:
-        (tenants,) = db.execute("SELECT count(*) FROM copied").fetchone()
+        (tenants,) = db.execute(
+            "SELECT count(*) FROM copied WHERE version != ?", (_UNSETTLED,)
+        ).fetchone()
     finally:
         db.close()
     size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())

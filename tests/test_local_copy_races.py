@@ -1,0 +1,189 @@
+"""The client-held copy (memory/copy.py) against a fake server (an embedded store with the
+versions and plan log of a Neo4j store): interleavings of the copy's worker with searches,
+made deterministic with events. No Neo4j, no model."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mem0g.memory.copy
+from mem0g.memory.copy import LocalCopy
+from mem0g.stores.embedded import EmbeddedGraphStore
+from mem0g.types import Fact, Tenant, WritePlan
+
+
+class FakeServer(EmbeddedGraphStore):
+    """What LocalCopy reads of a Neo4jGraphStore: `scope_versions`, `plans_since`, and the
+    export's reads (an embedded store's). Versions are `epoch:seq`, as Neo4j's."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, dims=None)
+        self.store = self
+        self.versions: dict[str, str] = {}
+        self.log: dict[str, dict[int, WritePlan]] = {}
+        self.epochs = 0
+
+    def scope_versions(self, scope: Tenant) -> dict[str, str]:
+        return {k: v for k, v in self.versions.items() if scope.matches(Tenant.from_key(k))}
+
+    def plans_since(self, tenant: Tenant, have: str, want: str) -> list[WritePlan] | None:
+        epoch, _, start = have.rpartition(":")
+        until_epoch, _, until = want.rpartition(":")
+        if epoch != until_epoch or int(until) <= int(start):
+            return None
+        log = self.log.get(tenant.key, {})
+        wanted = range(int(start) + 1, int(until) + 1)
+        if any(seq not in log for seq in wanted):
+            return None
+        return [log[seq].model_copy(deep=True) for seq in wanted]
+
+    def write(self, tenant: Tenant, *texts: str) -> WritePlan:
+        """A plan of new facts, logged, the tenant's version moved on by one."""
+        plan = WritePlan(tenant=tenant, new_facts=[Fact(tenant=tenant, text=t) for t in texts])
+        self.store.apply(plan)
+        version = self.versions.get(tenant.key)
+        if version is None:
+            self.epochs += 1
+            epoch, seq = f"e{self.epochs}", 1
+        else:
+            epoch, _, last = version.rpartition(":")
+            seq = int(last) + 1
+        self.versions[tenant.key] = f"{epoch}:{seq}"
+        self.log.setdefault(tenant.key, {})[seq] = plan.model_copy(deep=True)
+        return plan
+
+    def delete(self, scope: Tenant) -> None:
+        EmbeddedGraphStore.delete_tenant(self, scope)
+        for key in [k for k in self.versions if scope.matches(Tenant.from_key(k))]:
+            del self.versions[key]
+            self.log.pop(key, None)
+
+
+def _texts(store: Any, scope: Tenant) -> list[str]:
+    return sorted(f.text for f in store.facts(scope))
+
+
+U = Tenant(user_id="u")
+UA = Tenant(user_id="u", agent_id="a")
+
+
+def test_a_tenant_deleted_by_another_client_is_never_answered_while_the_copy_deletes_it(
+    tmp_path: Path,
+) -> None:
+    """Another client deletes {u, a}; this client's copy of {user: u} deletes it alone
+    (`_by_tenant`). A search of {user: u} while that deletion runs must not be answered with
+    {u, a}'s records: the server no longer has them."""
+    server = FakeServer(tmp_path / "server")
+    server.write(U, "u likes tea")
+    server.write(UA, "the secret the agent kept")
+    copy = LocalCopy(server, tmp_path / "copy", dims=None)
+    try:
+        copy.refresh(U, wait=True)
+        assert set(copy.held(U)) == {U.key, UA.key}
+        server.delete(UA)  # another client's delete_all(user_id=u, agent_id=a)
+
+        deleting, release = threading.Event(), threading.Event()
+        real = copy.store.delete_tenant
+
+        def slow(scope: Tenant) -> int:
+            deleting.set()
+            assert release.wait(30)
+            return real(scope)
+
+        copy.store.delete_tenant = slow  # type: ignore[method-assign]
+        copying = threading.Thread(target=copy.refresh, args=(U,), kwargs={"wait": True})
+        copying.start()
+        try:
+            assert deleting.wait(30)
+            answer = copy.search(U, lambda store: _texts(store, U))
+        finally:
+            release.set()
+            copying.join(30)
+        assert answer in (None, ["u likes tea"]), answer  # never the deleted tenant's fact
+        assert copy.search(U, lambda store: _texts(store, U)) == ["u likes tea"]
+    finally:
+        copy.close()
+        server.close()
+
+
+def test_a_failed_deletion_of_a_gone_tenant_does_not_leave_its_records_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy's deletion of a tenant gone from the server fails once (a disk error, or the
+    process dies there): the copy must not then answer searches of the wider scope with the
+    gone tenant's records, before or after a reopen; its next copying deletes them."""
+    monkeypatch.setattr(mem0g.memory.copy, "RETRY_SECONDS", 0.0)
+    server = FakeServer(tmp_path / "server")
+    server.write(U, "u likes tea")
+    server.write(UA, "the secret the agent kept")
+    copy = LocalCopy(server, tmp_path / "copy", dims=None)
+    try:
+        copy.refresh(U, wait=True)
+        server.delete(UA)
+        real = copy.store.delete_tenant
+
+        def failing(scope: Tenant) -> int:
+            raise OSError("disk I/O error")
+
+        copy.store.delete_tenant = failing  # type: ignore[method-assign]
+        copy.refresh(U, wait=True)  # logged, not raised
+        assert copy.search(U, lambda store: _texts(store, U)) is None
+        copy.settle()
+        assert copy.search(U, lambda store: _texts(store, U)) is None
+        copy.settle()
+        copy.store.delete_tenant = real  # type: ignore[method-assign]
+    finally:
+        copy.close()
+    copy = LocalCopy(server, tmp_path / "copy", dims=None)  # as after a crash there
+    try:
+        assert _texts(copy.store, U) == ["the secret the agent kept", "u likes tea"]
+        assert copy.search(U, lambda store: _texts(store, U)) is None
+        copy.settle()
+        assert copy.search(U, lambda store: _texts(store, U)) == ["u likes tea"]
+        assert _texts(copy.store, UA) == []
+    finally:
+        copy.close()
+        server.close()
+
+
+def test_a_tenant_evicted_while_gone_from_the_server_is_never_answered(tmp_path: Path) -> None:
+    """Eviction forgets {u, a}, then deletes its records; another client had deleted it on
+    the server. A search of {user: u} in between must not be answered with its records."""
+    server = FakeServer(tmp_path / "server")
+    server.write(U, "u likes tea")
+    server.write(UA, "the secret the agent kept")
+    server.write(Tenant(user_id="v"), "v likes coffee")
+    copy = LocalCopy(server, tmp_path / "copy", dims=None, tenants=2)
+    try:
+        copy.refresh(U, wait=True)
+        with copy._cond:
+            copy._used[UA.key] = 0.0  # searched longest ago: the victim
+        server.delete(UA)
+        deleting, release = threading.Event(), threading.Event()
+        real = copy.store.delete_tenant
+
+        def slow(scope: Tenant) -> int:
+            if scope == UA:
+                deleting.set()
+                assert release.wait(30)
+            return real(scope)
+
+        copy.store.delete_tenant = slow  # type: ignore[method-assign]
+        copying = threading.Thread(
+            target=copy.refresh, args=(Tenant(user_id="v"),), kwargs={"wait": True}
+        )
+        copying.start()
+        try:
+            assert deleting.wait(30)
+            answer = copy.search(U, lambda store: _texts(store, U))
+        finally:
+            release.set()
+            copying.join(30)
+        assert answer in (None, ["u likes tea"]), answer
+    finally:
+        copy.close()
+        server.close()
