@@ -187,3 +187,32 @@ def test_a_tenant_evicted_while_gone_from_the_server_is_never_answered(tmp_path:
     finally:
         copy.close()
         server.close()
+
+
+def test_the_copys_bookkeeping_stays_bounded_by_its_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-running client searching many tenants, with the copy bounded to 2: what the
+    copy keeps in memory per tenant must not grow with every tenant it ever saw."""
+    monkeypatch.setattr(mem0g.memory.copy, "RETRY_SECONDS", 0.0)
+    monkeypatch.setattr(mem0g.memory.copy, "QUEUED_KEPT", 8)
+    server = FakeServer(tmp_path / "server")
+    users = [Tenant(user_id=f"user{n}", agent_id=f"agent{n}") for n in range(60)]
+    for tenant in users:
+        server.write(tenant, f"{tenant.user_id} likes tea")
+    copy = LocalCopy(server, tmp_path / "copy", dims=None, tenants=2)
+    try:
+        for tenant in users:
+            copy.search(tenant, lambda store: None)  # declined: copied in the background
+            copy.settle()
+            copy.search(tenant, lambda store: None)  # answered from the copy
+        copy.settle()
+        assert copy.status().tenants == 2
+        assert copy.status().evicted == len(users) - 2
+        assert sum(1 for keys in copy._by_id.values() if keys) <= 4
+        assert len(copy._by_id) <= 4, len(copy._by_id)
+        assert len(copy._readers) == 0, len(copy._readers)
+        assert len(copy._queued) <= 8, len(copy._queued)
+    finally:
+        copy.close()
+        server.close()

@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 RETRY_SECONDS = 1.0  # a scope is copied again at most this often
+QUEUED_KEPT = 1024  # scopes whose last copying time is kept before the expired ones go
 _UNSETTLED = ""  # copied.db's version of a tenant forgotten before its records were settled
 
 
@@ -128,6 +129,8 @@ class LocalCopy:
             keys = self._by_id.setdefault((field, value), set())
             if version is None:
                 keys.discard(key)
+                if not keys:  # a long-running client sees many ids: keep only those held
+                    del self._by_id[(field, value)]
             else:
                 keys.add(key)
         if version is None:
@@ -162,6 +165,9 @@ class LocalCopy:
         finally:
             with self._cond:
                 self._readers.subtract(list(mine))
+                for key in mine:
+                    if self._readers[key] <= 0:
+                        del self._readers[key]
                 self._cond.notify_all()
         if ran and current == mine:
             with self._cond:
@@ -180,7 +186,10 @@ class LocalCopy:
             last = self._queued.get(scope.key)
             if not wait and last is not None and time.monotonic() - last < RETRY_SECONDS:
                 return
-            self._queued[scope.key] = time.monotonic()
+            now = time.monotonic()
+            if len(self._queued) >= QUEUED_KEPT:  # only the throttled ones matter
+                self._queued = {k: t for k, t in self._queued.items() if now - t < RETRY_SECONDS}
+            self._queued[scope.key] = now
         future = self._worker.submit(self._copy, scope)
         if wait:
             future.result()
