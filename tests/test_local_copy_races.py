@@ -5,6 +5,7 @@ made deterministic with events. No Neo4j, no model."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -215,4 +216,38 @@ def test_the_copys_bookkeeping_stays_bounded_by_its_limit(
         assert len(copy._queued) <= 8, len(copy._queued)
     finally:
         copy.close()
+        server.close()
+
+
+def test_a_plan_written_while_the_client_closes_raises_nothing(tmp_path: Path) -> None:
+    """`Memory.add` hands its committed plan to the copy (`written`) while another thread
+    closes the client. The copy's worker must not be shut down between `written`'s check of
+    `_closed` and its submit: that raised RuntimeError from an add that had succeeded."""
+    server = FakeServer(tmp_path / "server")
+    server.write(U, "u likes tea")
+    copy = LocalCopy(server, tmp_path / "copy", dims=None)
+    closing: list[threading.Thread] = []
+    try:
+        copy.refresh(U, wait=True)
+        (version,) = copy.held(U).values()
+        real = copy._worker.submit
+
+        def racing(fn: Any, /, *args: Any) -> Any:
+            if not closing:  # the close lands here, between the check and the submit
+                closing.append(threading.Thread(target=copy.close))
+                closing[0].start()
+                deadline = time.monotonic() + 0.5
+                while not copy._closed and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            return real(fn, *args)
+
+        copy._worker.submit = racing  # type: ignore[method-assign]
+        plan = WritePlan(tenant=U, new_facts=[Fact(tenant=U, text="u likes jam")], based_on=version)
+        copy.written(plan)  # raises nothing
+    finally:
+        if closing:
+            closing[0].join(30)
+            assert not closing[0].is_alive()
+        else:
+            copy.close()
         server.close()

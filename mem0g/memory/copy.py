@@ -190,7 +190,7 @@ class LocalCopy:
             if len(self._queued) >= QUEUED_KEPT:  # only the throttled ones matter
                 self._queued = {k: t for k, t in self._queued.items() if now - t < RETRY_SECONDS}
             self._queued[scope.key] = now
-        future = self._worker.submit(self._copy, scope)
+            future = self._worker.submit(self._copy, scope)  # under the lock: see `close`
         if wait:
             future.result()
 
@@ -202,11 +202,11 @@ class LocalCopy:
         at the server's version again, without copying the tenant whole."""
         if plan.based_on is None:
             return
+        own = plan.model_copy(deep=True, update={"based_on": None})  # the caller keeps its own
         with self._cond:
             if self._closed or self._held.get(plan.tenant.key) != plan.based_on:
                 return
-        own = plan.model_copy(deep=True, update={"based_on": None})  # the caller keeps its own
-        self._worker.submit(self._write, own, plan.based_on)
+            self._worker.submit(self._write, own, plan.based_on)  # under the lock: see `close`
 
     def _write(self, plan: WritePlan, based_on: str) -> None:
         key = plan.tenant.key
@@ -394,7 +394,8 @@ class LocalCopy:
         with self._cond:
             if self._closed:
                 return
-        self._worker.submit(self._drop, scope).result()
+            dropping = self._worker.submit(self._drop, scope)  # under the lock: see `close`
+        dropping.result()
 
     def _drop(self, scope: Tenant | None) -> None:
         with self._cond:
@@ -418,6 +419,9 @@ class LocalCopy:
         self._worker.submit(lambda: None).result()
 
     def close(self) -> None:
+        """Work queued before is done first. Every submit is made under the lock after a
+        check of `_closed`, so none can reach the worker after its shutdown: a client's add
+        that ends while the client closes is not turned into an error here."""
         with self._cond:
             self._closed = True
         self._worker.shutdown(wait=True)
