@@ -128,6 +128,28 @@ WHERE ($agent_id IS NULL OR s.agent_id = $agent_id)
 DETACH DELETE s
 RETURN count(s) AS deleted;
 
+// Last: a sequence node of the scope found now was created by a plan that committed while this
+// deletion ran (a new tenant: it had no sequence node for delete_tenant_sequences to wait on),
+// and the statements above may have deleted that plan's facts. Its kept fact count and vector
+// sum (facts.cypher, add_fact_vectors) are set again from the facts left, as schema v6 does
+// (tenant_fact_embeddings, set_fact_vectors); this SET takes the node's lock first, so no plan
+// of the tenant commits between the count and this deletion's commit.
+// name: delete_tenant_recount
+CALL () {
+  MATCH (q:TenantSequence) WHERE q.user_id = $user_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE $user_id IS NULL AND q.agent_id = $agent_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence)
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND q.run_id = $run_id
+  RETURN q
+}
+WITH q
+WHERE ($agent_id IS NULL OR q.agent_id = $agent_id)
+  AND ($run_id IS NULL OR q.run_id = $run_id)
+SET q.fact_vectors = null, q.fact_vector_sum = null, q.fact_count = null
+RETURN q.tenant_key AS key;
+
 // Batched, so a large store is emptied without one huge transaction (auto-commit queries:
 // CALL ... IN TRANSACTIONS cannot run inside a managed transaction): edges first, so no batch
 // of nodes drags an unbounded number of relationships along. Schema stays.

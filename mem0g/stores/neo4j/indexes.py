@@ -144,15 +144,21 @@ class VectorIndexes(Neo4jSession):
             locked, _ = self._run(tx, "lock_fact_vectors", {"tenant_key": key})
             if not locked:
                 return  # no sequence node: the tenant's next plan starts the sum
-            found, _ = self._run(tx, "tenant_fact_embeddings", {"tenant_key": key})
-            change = vector_sum_change([row["embedding"] for row in found], [])
-            count, total = change if change is not None else (None, None)
-            params = {"tenant_key": key, "count": count, "total": total, "facts": len(found)}
-            self._run(tx, "set_fact_vectors", params)
+            self._recount_facts(tx, key)
 
         for key in keys:
             with self._session(driver) as session:
                 session.execute_write(work, key)
+
+    def _recount_facts(self, tx: ManagedTransaction, key: str) -> None:
+        """Inside a transaction that holds the tenant's sequence node lock: its kept fact
+        vector sum and fact count set whole from the facts it holds (the v5/v6 upgrade, and
+        `delete_tenant` for a tenant whose first plan committed while the deletion ran)."""
+        found, _ = self._run(tx, "tenant_fact_embeddings", {"tenant_key": key})
+        change = vector_sum_change([row["embedding"] for row in found], [])
+        count, total = change if change is not None else (None, None)
+        params = {"tenant_key": key, "count": count, "total": total, "facts": len(found)}
+        self._run(tx, "set_fact_vectors", params)
 
     def _ensure_vector_indexes(self, driver: Driver, found: dict[str, int] | None = None) -> None:
         """Create the vector indexes (entities, relations, facts) for `self.dims`; one of

@@ -44,6 +44,8 @@ class PlanWrites(Neo4jSession):
             self, driver: Driver, found: dict[str, int] | None = None
         ) -> None: ...
 
+        def _recount_facts(self, tx: ManagedTransaction, key: str) -> None: ...
+
     def tenant_version(self, tenant: Tenant) -> str:
         (row,) = self._read("tenant_version", {"tenant_key": tenant.key})
         return _version(row["epoch"], row["seq"])
@@ -278,6 +280,11 @@ class PlanWrites(Neo4jSession):
                      "possible_duplicates")  # fmt: skip
             for name in names:
                 self._run(tx, f"delete_tenant_{name}", params)
+            # a new tenant's first plan may have committed meanwhile (nothing to wait on):
+            # its sequence node is still here and its kept counts must say what is left
+            left, _ = self._run(tx, "delete_tenant_recount", params)
+            for row in left:
+                self._recount_facts(tx, row["key"])
             return int(rels["deleted"]) + int(ents["deleted"])
 
         deleted = self._write("delete_tenant", work)
