@@ -136,6 +136,7 @@ CALL (q) {
   WHERE r.tenant_key = $tenant_key AND r.invalid_at IS NULL
   WITH r, s, d, s.id = q.source_id AND r.name = q.relation AS rival,
        CASE WHEN q.vector IS NULL OR r.embedding IS NULL OR coalesce(r.embedding_zero, false)
+                 OR size(r.embedding) <> size(q.vector)
             THEN 0.0
             ELSE coalesce(2 * vector.similarity.cosine(r.embedding, q.vector) - 1, 0.0)
        END AS score

@@ -295,6 +295,28 @@ def test_update_candidates_identical_then_rivals_then_cosine(
     assert store.update_candidates(A, [], 5) == []
 
 
+@pytest.mark.parametrize(
+    "vector",
+    [[0.0] * DIMS, [float("nan")] * DIMS, [1.0] * (DIMS + 1)],
+    ids=["zero", "nan", "other-size"],
+)
+def test_update_candidates_query_without_direction_scores_0(
+    store: Store, rng: np.random.Generator, vector: list[float]
+) -> None:
+    """A triple's vector that has no direction (zero, not finite) or not the store's size
+    scores every edge 0, as a missing one does: its edges come newest first, not an error
+    (Neo4j's vector.similarity.cosine refuses such a vector instead of returning null)."""
+    diego, acme = entity(A, "Diego", rng), entity(A, "Acme", rng)
+    store.apply(plan(A, [diego, acme], [relation(A, diego, f"r{i}", acme, rng) for i in range(3)]))
+    for _ in range(2):
+        store.apply(plan(A, [], [relation(A, diego, "r9", acme, rng)]))
+    query = UpdateQuery(source_id=diego.id, relation="new", destination_id=acme.id)
+    blind = store.update_candidates(A, [query], 10)
+    shaky = query.model_copy(update={"vector": vector})
+    assert ids(store.update_candidates(A, [shaky], 10)[0]) == ids(blind[0])
+    assert len(blind[0]) == 5
+
+
 def test_expand_hops_direction_and_validity(store: Store, rng: np.random.Generator) -> None:
     a, b, c, d, x = (entity(A, n, rng) for n in "abcdx")
     ab = relation(A, b, "knows", a, rng)  # points at the seed: direction must not matter

@@ -327,10 +327,11 @@ class GraphStore(Protocol):
         """Per query, at most `k` current edges of exact `tenant` at either of its endpoints,
         the edges the new triple most likely replaces first: the identical edge (same
         endpoints and relation), then its rivals (same source, same relation: Diego works_at X
-        when Diego now works_at Y), then by cosine to the query's vector (a missing vector
-        scores 0), then newest first. Records come without embeddings. Why in the store: a hub
-        endpoint holds hundreds or thousands of edges, which the caller would otherwise read
-        in full, vectors and all, on every add."""
+        when Diego now works_at Y), then by cosine to the query's vector (a missing vector,
+        one without a direction or of another size, scores 0), then newest first. Records
+        come without embeddings. Why in the store: a hub endpoint holds hundreds or thousands
+        of edges, which the caller would otherwise read in full, vectors and all, on every
+        add."""
 
     def expand(
         self,

@@ -19,7 +19,7 @@ import numpy as np
 from mem0g.stores.base import EdgeRef, StoreError
 from mem0g.stores.embedded.loading import TenantLoader, _Bucket
 from mem0g.stores.embedded.schema import _detached, _key, _tenant_ids
-from mem0g.stores.vectors import VectorBlock, blocks_top, unit_vector
+from mem0g.stores.vectors import VectorBlock, as_vector, blocks_top, has_direction, unit_vector
 from mem0g.stores.walk import WalkRequest, WalkResult, walk_in_turn
 from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant, UpdateQuery, Validity
 
@@ -352,10 +352,10 @@ class GraphIndex(TenantLoader):
         scores = np.zeros(len(ids), dtype=np.float64)
         if vector is None or not ids:
             return scores
+        if not has_direction(as_vector(vector)):  # zero or not finite: as Neo4j, 0
+            return scores
         query = np.asarray(vector, dtype=np.float64)
         norm = float(np.linalg.norm(query))
-        if norm == 0.0:
-            return scores
         held = [(n, self._vectors.get(rel_id)) for n, rel_id in enumerate(ids)]
         rows = [(n, v) for n, v in held if v is not None and v.shape[0] == query.shape[0]]
         if not rows:

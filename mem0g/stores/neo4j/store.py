@@ -87,7 +87,7 @@ from mem0g.stores.neo4j.warmup import (
     warmup_statements,
 )
 from mem0g.stores.neo4j.writes import PlanWrites
-from mem0g.stores.vectors import VectorBlock
+from mem0g.stores.vectors import VectorBlock, as_vector, has_direction
 from mem0g.types import (
     Entity,
     Episode,
@@ -295,7 +295,12 @@ class Neo4jGraphStore(
         self._ready()
         if not queries or k <= 0:
             return [[] for _ in queries]
-        rows = [q.model_dump() for q in queries]
+        # a vector without a direction (zero, not finite) scores 0 as a missing one does:
+        # vector.similarity.cosine refuses it (an error, not null)
+        rows = [
+            {**q.model_dump(), "vector": q.vector if _has_direction(q.vector) else None}
+            for q in queries
+        ]
         found = self._read("update_candidates", {"tenant_key": tenant.key, "rows": rows, "k": k})
         out: list[list[Relation]] = [[] for _ in queries]
         for row in found:
@@ -534,3 +539,8 @@ class Neo4jGraphStore(
             (row,) = self._read("stats_scope", _scope(scope))
             tenants = len(set(row["keys"]))
         return StoreStats.counted(row, tenants)
+
+
+def _has_direction(vector: Sequence[float] | None) -> bool:
+    """Whether an `UpdateQuery` vector can be compared by cosine (float32, as stored)."""
+    return vector is not None and has_direction(as_vector(vector))
