@@ -133,7 +133,9 @@ RETURN count(s) AS deleted;
 // and the statements above may have deleted that plan's facts. Its kept fact count and vector
 // sum (facts.cypher, add_fact_vectors) are set again from the facts left, as schema v6 does
 // (tenant_fact_embeddings, set_fact_vectors); this SET takes the node's lock first, so no plan
-// of the tenant commits between the count and this deletion's commit.
+// of the tenant commits between the count and this deletion's commit. It also gets a new epoch
+// and plan number (as repair_lock): other clients' held entity vectors and client-held copies
+// of that version hold records this deletion removed, and must read the tenant afresh.
 // name: delete_tenant_recount
 CALL () {
   MATCH (q:TenantSequence) WHERE q.user_id = $user_id RETURN q
@@ -147,7 +149,8 @@ CALL () {
 WITH q
 WHERE ($agent_id IS NULL OR q.agent_id = $agent_id)
   AND ($run_id IS NULL OR q.run_id = $run_id)
-SET q.fact_vectors = null, q.fact_vector_sum = null, q.fact_count = null
+SET q.fact_vectors = null, q.fact_vector_sum = null, q.fact_count = null,
+    q.seq = coalesce(q.seq, 0) + 1, q.epoch = randomUUID()
 RETURN q.tenant_key AS key;
 
 // Batched, so a large store is emptied without one huge transaction (auto-commit queries:

@@ -285,6 +285,8 @@ class PlanWrites(Neo4jSession):
             left, _ = self._run(tx, "delete_tenant_recount", params)
             for row in left:
                 self._recount_facts(tx, row["key"])
+                # its logged plans are of the old epoch, which no copy can catch up from
+                self._run(tx, "drop_plan_log", {"tenant_key": row["key"]})
             return int(rels["deleted"]) + int(ents["deleted"])
 
         deleted = self._write("delete_tenant", work)
