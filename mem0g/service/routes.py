@@ -456,7 +456,11 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
             allow(caller, "read", ids)
         else:
             admin(caller)
-        return memory.stats(**ids)
+        found = memory.stats(**ids)
+        if not caller.has("admin"):  # the copy's and the warm-up's counters are the whole
+            # process's (every tenant's searches, the store's data): not a tenant's to read
+            found = found.model_copy(update={"warmup": None, "local_copy": None})
+        return found
 
     @router.get("/tenants", response_model=list[Tenant], summary="tenants")
     def tenants(caller: Caller) -> list[Tenant]:
