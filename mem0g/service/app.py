@@ -71,6 +71,8 @@ def create_app(
     )
     app.state.memory, app.state.jobs, app.state.keys = memory, jobs, keys
     errors.install(app)
+    if not keys.configured:  # open: every request an admin, so none a web page makes
+        app.add_middleware(errors.LoopbackOnly)  # inside RequestContext (the request id)
     app.add_middleware(errors.RequestContext, max_body_bytes=settings.limits.max_body_bytes)
     app.include_router(build_router(memory, keys, jobs, settings.limits))
 

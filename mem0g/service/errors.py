@@ -12,6 +12,7 @@ import logging
 import re
 import uuid
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -22,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mem0g.llm.client import LLMError
 from mem0g.service.jobs import JobError, QueueFull, ShuttingDown
+from mem0g.service.settings import is_loopback
 from mem0g.stores.base import PlanConflict, StoreError, UnknownEntityError
 
 log = logging.getLogger("mem0g.service")
@@ -227,6 +229,53 @@ class RequestContext:
             log.exception("request %s failed", rid, exc_info=err)
             if not started:
                 await _send_problem(send_with_id, rid, 500, "unexpected error; see server log")
+
+
+class LoopbackOnly:
+    """ASGI middleware of the open service (no keys file: every request is an admin, which
+    `check_bind` keeps to loopback): a browser on this machine is a loopback client too, so a
+    web page could make it act. Refused (403, before any handler): a request whose `Host` is
+    neither this machine nor a single-label name (a page's own name rebound to 127.0.0.1 by
+    its DNS, letting the page read the answers; a public page's name always has a dot), and
+    one a page of another origin sent (`Origin`: a form POST needs no CORS preflight)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            host = headers.get(b"host", b"").decode("latin-1")
+            origin = headers.get(b"origin", b"").decode("latin-1")
+            name = _hostname("//" + host)
+            rebound = bool(host) and not (_local(name) or _single_label(name))
+            foreign = bool(origin) and not _local(_hostname(origin))
+            if rebound or foreign:
+                rid = scope.get("state", {}).get("request_id", "-")
+                detail = (
+                    "the service without API keys answers loopback clients only (Host "
+                    "127.0.0.1 or localhost, no other web origin); use a keys file"
+                )
+                await _send_problem(send, rid, 403, detail)
+                return
+        await self.app(scope, receive, send)
+
+
+def _hostname(url: str) -> str | None:
+    try:
+        return urlsplit(url).hostname
+    except ValueError:  # not a URL (an unclosed "[", ...): no name of this machine
+        return None
+
+
+def _local(name: str | None) -> bool:
+    """A name of this machine: a loopback address, localhost, or a *.localhost name."""
+    return name is not None and (is_loopback(name) or name.endswith(".localhost"))
+
+
+def _single_label(name: str | None) -> bool:
+    """A name no public DNS answers (no dot; not an IPv6 address), so no page can rebind it."""
+    return name is not None and "." not in name and ":" not in name
 
 
 async def _send_problem(send: Send, rid: str, status: int, detail: str) -> None:
