@@ -251,3 +251,52 @@ def test_a_plan_written_while_the_client_closes_raises_nothing(tmp_path: Path) -
         else:
             copy.close()
         server.close()
+
+
+def test_close_skips_copyings_not_yet_started_and_keeps_the_rest(tmp_path: Path) -> None:
+    """A client closing while a copying runs and another waits behind it: the running one
+    ends, the waiting one never starts (a large tenant would hold the close for a minute),
+    and a drop queued after them still runs (a deleted user's records leave the disk)."""
+    server = FakeServer(tmp_path / "server")
+    server.write(U, "u likes tea")
+    server.write(Tenant(user_id="v"), "v likes coffee")
+    copy = LocalCopy(server, tmp_path / "copy", dims=None)
+    try:
+        copy.refresh(U, wait=True)
+        running, release = threading.Event(), threading.Event()
+        real = copy._copy
+        started: list[str] = []
+
+        def slow(scope: Tenant) -> None:
+            started.append(scope.key)
+            if scope.user_id == "w":
+                running.set()
+                assert release.wait(30)
+            real(scope)
+
+        copy._copy = slow  # type: ignore[method-assign]
+        copy.refresh(Tenant(user_id="w"))  # runs, held until released
+        assert running.wait(30)
+        copy.refresh(Tenant(user_id="v"))  # queued behind it
+        server.delete(U)
+        dropping = threading.Thread(target=copy.drop, args=(U,))
+        dropping.start()  # queued behind both
+        time.sleep(0.2)
+        closing = threading.Thread(target=copy.close)
+        closing.start()
+        time.sleep(0.2)
+        release.set()
+        closing.join(30)
+        dropping.join(30)
+        assert not closing.is_alive() and not dropping.is_alive()
+        assert started == [Tenant(user_id="w").key]  # v's copying never started
+    finally:
+        if not copy._closed:
+            copy.close()
+    reopened = LocalCopy(server, tmp_path / "copy", dims=None)
+    try:
+        assert _texts(reopened.store, U) == []  # the drop ran before the close ended
+        assert reopened.held(Tenant(user_id="v")) == {}
+    finally:
+        reopened.close()
+        server.close()

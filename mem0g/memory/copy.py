@@ -31,13 +31,14 @@ a scope is copied alone, and one gone from the server deleted alone (`_by_tenant
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -95,6 +96,7 @@ class LocalCopy:
         self._cond = threading.Condition()
         self._readers: Counter[str] = Counter()
         self._queued: dict[str, float] = {}  # scope key -> when last queued
+        self._copies: set[Future[None]] = set()  # copyings queued or running (see `close`)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mem0g-copy")
         self._reads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mem0g-copy-read")
         self._closed = False
@@ -191,8 +193,15 @@ class LocalCopy:
                 self._queued = {k: t for k, t in self._queued.items() if now - t < RETRY_SECONDS}
             self._queued[scope.key] = now
             future = self._worker.submit(self._copy, scope)  # under the lock: see `close`
+            self._copies.add(future)
+        future.add_done_callback(self._copy_done)
         if wait:
-            future.result()
+            with contextlib.suppress(CancelledError):  # the client closed meanwhile
+                future.result()
+
+    def _copy_done(self, future: Future[None]) -> None:
+        with self._cond:
+            self._copies.discard(future)
 
     def written(self, plan: WritePlan) -> None:
         """A plan this client wrote to the server: the copy writes it too (in the background,
@@ -419,11 +428,14 @@ class LocalCopy:
         self._worker.submit(lambda: None).result()
 
     def close(self) -> None:
-        """Work queued before is done first. Every submit is made under the lock after a
-        check of `_closed`, so none can reach the worker after its shutdown: a client's add
-        that ends while the client closes is not turned into an error here."""
+        """Work queued before is done first, but for copyings not started (a scope not
+        copied is copied again at its next search after a reopen). Every submit is made under
+        the lock after a check of `_closed`, so none can reach the worker after its shutdown:
+        a client's add that ends while the client closes is not turned into an error here."""
         with self._cond:
             self._closed = True
+            for future in list(self._copies):  # copyings not yet started are not needed now:
+                future.cancel()  # a tenant of 100k edges takes a minute (plans, drops still run)
         self._worker.shutdown(wait=True)
         self._reads.shutdown(wait=True)
         with self._cond:  # the searches' times, for the bound after a restart
