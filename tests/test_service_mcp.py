@@ -137,3 +137,34 @@ def test_mcp_calls_stay_within_the_keys_grant(tmp_path, llm_server, hashing) -> 
         assert memory.stats().episodes == 1
     finally:
         memory.close()
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.2", "127.0.0.1", "::1"])
+def test_an_open_mcp_server_on_any_loopback_address_answers_no_rebound_page(
+    tmp_path, llm_server, hashing, bind: str
+) -> None:
+    """Open MCP over HTTP (no keys: `check_bind` keeps it to loopback, any 127/8 address).
+    A web page whose DNS name was rebound to that address sends its own name as Host: the
+    SDK refuses it by itself only for 127.0.0.1, localhost and ::1, so mem0g passes the
+    same protection with the bound address allowed. The bound address itself is served."""
+    import httpx
+
+    from mem0g.service.mcp_server import transport_security
+
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    server = build_mcp(memory)
+    app = server.streamable_http_app(host=bind, transport_security=transport_security(bind))
+    own = f"[{bind}]" if ":" in bind else bind
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    accept = {"accept": "application/json, text/event-stream"}
+    try:
+        with live_server(app) as base:
+            for host, refused in [("evil.example", True), (f"{own}:8000", False)]:
+                got = httpx.post(f"{base}/mcp", json=body, headers={**accept, "host": host})
+                assert (got.status_code == 421) is refused, (host, got.status_code, got.text)
+            got = httpx.post(f"{base}/mcp", json=body,
+                             headers={**accept, "origin": "https://evil.example"})  # fmt: skip
+            assert got.status_code == 403, got.text
+    finally:
+        memory.close()
+    assert transport_security("0.0.0.0") is None  # beyond loopback: a keys file is required

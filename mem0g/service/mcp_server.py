@@ -33,12 +33,14 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field
 
 from mem0g import export
 from mem0g.llm.client import LLMError
 from mem0g.memory import Memory
 from mem0g.service.auth import OPEN, Keyring, Principal, Scope, hash_key
+from mem0g.service.settings import is_loopback
 from mem0g.types import AddResult, Entity, EntityEvent, FactResult, Relation, SearchResult, Tenant
 
 INSTRUCTIONS = (
@@ -261,6 +263,22 @@ def build_mcp(
     return server
 
 
+def transport_security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection for a loopback bind: the SDK turns it on by itself only for
+    127.0.0.1, localhost and ::1, so another loopback address (127.0.0.2, which `check_bind`
+    lets an open server use) would answer a web page whose name was rebound to it. Such a
+    bind gets the SDK's protection with its own address allowed too. None elsewhere (the SDK's
+    default; beyond loopback a keys file is required)."""
+    if not is_loopback(host):
+        return None
+    names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted(f"{name}:*" for name in names),
+        allowed_origins=sorted(f"http://{name}:*" for name in names),
+    )
+
+
 def serve_mcp(server: MCPServer, transport: str, host: str, port: int) -> None:
     """Run over stdio (the client launched us) or streamable HTTP on host:port/mcp."""
     if transport == "stdio":
@@ -268,4 +286,5 @@ def serve_mcp(server: MCPServer, transport: str, host: str, port: int) -> None:
         return
     import uvicorn
 
-    uvicorn.run(server.streamable_http_app(host=host), host=host, port=port, log_level="warning")
+    app = server.streamable_http_app(host=host, transport_security=transport_security(host))
+    uvicorn.run(app, host=host, port=port, log_level="warning")
