@@ -493,3 +493,42 @@ def test_longmemeval_full_mode_judges_by_question_type(tmp_path: Path) -> None:
 def test_render_refuses_a_directory_that_is_no_run(tmp_path: Path) -> None:
     with pytest.raises(EvalInputError, match="not an eval run directory"):
         render(tmp_path)
+
+
+# ---------------------------------------------------------------- review: real-format quirks
+
+
+class _Reply:
+    """A stand-in answer model that always says `text`."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def complete(self, system: str, user: str, **_: Any) -> dict[str, Any]:
+        return {"text": self.text, "prompt_tokens": 1, "completion_tokens": 1, "cached": False}
+
+
+class _Context:
+    def context(self, query: str, **_: Any) -> str:
+        return "(no memories)"
+
+
+@pytest.mark.parametrize("qid", ["conv-1:q0", "conv-1:q1", "conv-1:q2", "conv-1:q3"])
+def test_adversarial_forced_choice_reads_a_reply_of_one_letter(qid: str) -> None:
+    """A model told to pick (a) or (b) often answers with the letter alone. "a" is also an
+    article, which `normalize_answer` drops: "(a)" for "Not mentioned" scored as wrong."""
+    from types import SimpleNamespace
+
+    from mem0g.eval.answering import FullMode, _coin
+    from mem0g.eval.data import Question
+
+    q = Question(qid, "conv-1", "Did Ana adopt a cat?", None, "5", adversarial_answer="Yes")
+    nm_letter, other = ("b", "a") if _coin(qid) else ("a", "b")
+    scored = {}
+    for reply in (nm_letter, f"({nm_letter})", f"{nm_letter.upper()}.", other, f"({other})"):
+        mode = FullMode()
+        mode.o = SimpleNamespace(benchmark="locomo", context_limit=10, context_tokens=1000)  # type: ignore[assignment]
+        mode.answer_llm = mode.judge_llm = _Reply(reply)  # type: ignore[assignment]
+        scored[reply] = mode._answer(_Context(), "t", q)["adversarial"]
+    assert scored == {nm_letter: 1.0, f"({nm_letter})": 1.0, f"{nm_letter.upper()}.": 1.0,
+                      other: 0.0, f"({other})": 0.0}  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from string import Template
 from typing import TYPE_CHECKING, Any
@@ -53,10 +54,7 @@ class FullMode:
                 option_b=options[1],
             )
             answer = self.answer_llm.complete("", text)
-            said = normalize_answer(answer["text"])
-            chose_nm = "not mentioned" in said or said.strip() in {
-                "a" if options[0] == NOT_MENTIONED else "b"
-            }
+            chose_nm = _chose_not_mentioned(answer["text"], options)
             row.update(answer=answer["text"], adversarial=float(chose_nm), llm=[_use(answer)])
         else:
             date_line = f"(asked on {q.date:%d %B %Y})\n" if q.date else ""
@@ -113,6 +111,20 @@ def _use(reply: dict[str, Any]) -> dict[str, Any]:
 def _coin(key: str) -> bool:
     """A fixed coin per question (the option order of the forced choice)."""
     return hashlib.sha256(key.encode()).digest()[0] % 2 == 1
+
+
+# A reply that is only an option's letter: "a", "(a)", "a)", "A."
+_OPTION_LETTER = re.compile(r"\(?([ab])\)?[.:]?", re.IGNORECASE)
+
+
+def _chose_not_mentioned(reply: str, options: list[str]) -> bool:
+    """Whether the forced-choice reply picks "Not mentioned in the conversation": by its text,
+    or by the letter of its option. The letter is read before `normalize_answer`, which
+    drops "a" as an article: a reply "(a)" for option (a) read as no choice."""
+    if "not mentioned" in normalize_answer(reply):
+        return True
+    letter = _OPTION_LETTER.fullmatch(reply.strip())
+    return letter is not None and options["ab".index(letter[1].lower())] == NOT_MENTIONED
 
 
 def _locomo_label(text: str) -> float:
