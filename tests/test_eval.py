@@ -31,6 +31,7 @@ from mem0g.eval import (
     run_longmemeval,
 )
 from mem0g.eval.metrics import bleu1, recall_at_k, token_f1
+from mem0g.eval.rundir import _jsonl
 from mem0g.eval.runner import pieces
 from mem0g.testing import ScriptedLLMServer
 from mem0g.testing.neo4j import free_port
@@ -532,3 +533,20 @@ def test_adversarial_forced_choice_reads_a_reply_of_one_letter(qid: str) -> None
         scored[reply] = mode._answer(_Context(), "t", q)["adversarial"]
     assert scored == {nm_letter: 1.0, f"({nm_letter})": 1.0, f"{nm_letter.upper()}.": 1.0,
                       other: 0.0, f"({other})": 0.0}  # fmt: skip
+
+
+def test_a_resumed_run_must_keep_its_judge_runs(tmp_path: Path) -> None:
+    """J is the mean of the judge runs' scores: resumed with more runs, the later runs scored
+    only the questions asked after the resume (J 55.56 here, n = 6 claimed, with runs 2 and 3
+    over 2 questions). Such a resume is refused; a new run dir with --cache costs no calls."""
+    run_dir = tmp_path / "run"
+    with ScriptedLLMServer(_rules()) as server:
+        run_locomo(LOCOMO, run_dir, memory_config=_config(server), progress=False,
+                   judge_runs=1, limit_questions=2)  # fmt: skip
+        with pytest.raises(EvalInputError, match="judge_runs: 1 there, 3 now"):
+            run_locomo(LOCOMO, run_dir, memory_config=_config(server), progress=False,
+                       judge_runs=3)  # fmt: skip
+        again = run_locomo(LOCOMO, run_dir, memory_config=_config(server), progress=False,
+                           judge_runs=1)  # fmt: skip
+    assert again["scores"]["overall 1-4"]["n"] == 6
+    assert all(len(r["judge"]) == 1 for r in _jsonl(run_dir / "questions.jsonl") if "judge" in r)

@@ -54,10 +54,13 @@ _R = TypeVar("_R")
 MODES = ("full", "retrieval")
 FACTS = ("turns", "observation")
 STORES = ("embedded", "neo4j")
-# a resumed run must agree on these; limits, categories and workers may change
+# a resumed run must agree on these; limits, categories and workers may change (not the
+# judge runs: the report's J is the mean over runs of each run's score, so a question judged
+# fewer times would drop out of the later runs' scores)
 _MUST_MATCH = (
     "benchmark",
     "mode",
+    "judge_runs",
     "facts",
     "store",
     "dataset_sha256",
