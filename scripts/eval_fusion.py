@@ -139,25 +139,32 @@ def row(q: Any, refs: list[list[str]]) -> dict[str, Any]:
     return {"category": q.category, **{f"r@{k}": recall_at_k(refs, q.evidence, k) for k in KS}}
 
 
-def scores(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
+def scores(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Mean recall per category and overall; None where a category has no question (conv-30
+    has no open-domain one: a recall of 0 there would read as all missed)."""
+    out: dict[str, dict[str, float | None]] = {}
     for cat in (*CATEGORIES, "overall"):
         chosen = [r for r in rows if cat == "overall" or r["category"] == cat]
         out[cat] = {
-            f"r@{k}": round(sum(r[f"r@{k}"] for r in chosen) / len(chosen), 4) if chosen else 0.0
+            f"r@{k}": round(sum(r[f"r@{k}"] for r in chosen) / len(chosen), 4) if chosen else None
             for k in KS
         }
         out[cat]["n"] = len(chosen)
     return out
 
 
-def table(systems: dict[str, dict[str, dict[str, float]]]) -> None:
+def _cell(by: dict[str, float | None]) -> str:
+    if not by["n"]:
+        return "– (no question)"
+    return "/".join(f"{by[f'r@{k}']:.3f}" for k in KS)
+
+
+def table(systems: dict[str, dict[str, dict[str, float | None]]]) -> None:
     """recall@5/@10/@20 per category and overall, one system a line."""
     print("system | " + " | ".join(f"{c} {NAMES.get(c, '')}" for c in (*CATEGORIES,
                                                                       "overall")))  # fmt: skip
     for system, by in systems.items():
-        cells = [f"{by[c]['r@5']:.3f}/{by[c]['r@10']:.3f}/{by[c]['r@20']:.3f}"
-                 for c in (*CATEGORIES, "overall")]  # fmt: skip
+        cells = [_cell(by[c]) for c in (*CATEGORIES, "overall")]
         print(f"{system} | " + " | ".join(cells))
 
 
