@@ -550,3 +550,18 @@ def test_a_resumed_run_must_keep_its_judge_runs(tmp_path: Path) -> None:
                            judge_runs=1)  # fmt: skip
     assert again["scores"]["overall 1-4"]["n"] == 6
     assert all(len(r["judge"]) == 1 for r in _jsonl(run_dir / "questions.jsonl") if "judge" in r)
+
+
+def test_longmemeval_session_recall_counts_distinct_sessions() -> None:
+    """Five hits from one session are one session: session recall@5 is over the first five
+    distinct sessions of the ranking (LongMemEval's own evaluation widens its cut so), not the
+    first five hits, where the answer session at hit 6 was missed."""
+    from mem0g.eval.metrics import recall_at_k
+    from mem0g.eval.retrieval import _distinct_sessions
+
+    refs = [[f"s1:{i}"] for i in range(5)] + [["s2:0"], ["s1:9", "s3:2"], ["s2:4"]]
+    sessions = _distinct_sessions(refs)
+    assert sessions == [["s1"], ["s2"], ["s3"]]
+    assert recall_at_k(sessions, ["s2"], 5) == 1.0
+    assert recall_at_k(sessions, ["s2", "s3"], 2) == 0.5
+    assert recall_at_k(sessions, ["s4"], 5) == 0.0

@@ -115,10 +115,23 @@ class RetrievalMode:
             for kind, wanted in relevant.items():
                 if q.abstention or not wanted:
                     continue
-                items = (
-                    refs if kind != "session" else [[r.rsplit(":", 1)[0] for r in x] for x in refs]
-                )
+                items = refs if kind != "session" else _distinct_sessions(refs)
                 for kk in KS:
                     scores[f"{kind}_recall@{kk}"] = recall_at_k(items, wanted, kk)
             row["systems"][system] = scores
         return row
+
+
+def _distinct_sessions(refs: list[list[str]]) -> list[list[str]]:
+    """The ranked hits' sessions, each once, in the order first seen: a session's recall@k is
+    over the first k distinct sessions, as LongMemEval's own evaluation widens its cut until k
+    sessions are seen (five hits from one session are one session, not five). Only the top
+    max(KS) hits are read, so where they hold fewer than k sessions this is a lower bound."""
+    seen: set[str] = set()
+    out: list[list[str]] = []
+    for hit in refs:
+        new = [s for s in dict.fromkeys(r.rsplit(":", 1)[0] for r in hit) if s not in seen]
+        seen.update(new)
+        if new:
+            out.append(new)
+    return out
