@@ -288,6 +288,9 @@ def _tenants(numbered: Iterator[tuple[int, str]]) -> Iterator[TenantArchive]:
             if getattr(record, "tenant", part.tenant) != part.tenant:
                 raise ArchiveError(f"line {number}: a {kind} of another tenant")
             if kind == "summary":
+                if record.messages_covered < 0:  # the store refuses it after the tenant's
+                    # transaction (a summary is written apart): refused here, before it
+                    raise ArchiveError(f"line {number}: a summary of a negative message count")
                 part.summary = record
             else:
                 getattr(part, _KINDS[kind][1]).append(record)
