@@ -440,7 +440,10 @@ def _same_counts(said: Any, held: dict[str, int]) -> bool:
 
 
 def _new_records(memory: Memory, part: TenantArchive) -> TenantArchive:
-    """For a merge: only the records whose ids the target tenant lacks."""
+    """For a merge: only the records whose ids the target tenant lacks. A fact is one record
+    with its history: one the target has or had (current, or deleted: its events) keeps the
+    target's version and history; the archive's later edits of it are not replayed (its
+    events alone would look like a deleted fact to recreate, which the store refuses)."""
     have = read_tenant(memory.store, part.tenant, embeddings=False)
 
     def fresh(records: list[Any], stored: list[Any]) -> list[Any]:
@@ -448,13 +451,15 @@ def _new_records(memory: Memory, part: TenantArchive) -> TenantArchive:
         return [r for r in records if r.id not in ids]
 
     pairs = {(d.entity_id, d.candidate_id) for d in have.duplicates}
+    known = {f.id for f in have.facts} | {e.fact_id for e in have.fact_events}
+    events = [e for e in fresh(part.fact_events, have.fact_events) if e.fact_id not in known]
     return TenantArchive(
         tenant=part.tenant,
         episodes=fresh(part.episodes, have.episodes),
         entities=fresh(part.entities, have.entities),
         relations=fresh(part.relations, have.relations),
-        facts=fresh(part.facts, have.facts),
-        fact_events=fresh(part.fact_events, have.fact_events),
+        facts=[f for f in part.facts if f.id not in known],
+        fact_events=events,
         duplicates=[d for d in part.duplicates if (d.entity_id, d.candidate_id) not in pairs],
         entity_events=fresh(part.entity_events, have.entity_events),
         summary=part.summary if have.summary is None else None,

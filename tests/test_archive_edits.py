@@ -14,6 +14,7 @@ import pytest
 
 from mem0g import Memory
 from mem0g.archive import ArchiveError
+from mem0g.stores.archive_reads import fact_events
 from mem0g.types import Summary, Tenant
 
 ALICE = Tenant(user_id="alice")
@@ -27,6 +28,14 @@ def _export(m: Memory) -> str:
     out = io.StringIO()
     m.export(out)
     return out.getvalue()
+
+
+def _facts(m: Memory) -> list[str]:
+    return sorted(f.text for f in m.get_all(user_id="alice").facts)
+
+
+def _history(m: Memory) -> list[tuple[str, str, str | None]]:
+    return sorted((e.fact_id, e.event, e.new_text) for e in fact_events(m.store, ALICE))
 
 
 def test_a_bad_summary_refuses_its_tenant_whole(tmp_path, hashing) -> None:
@@ -45,3 +54,37 @@ def test_a_bad_summary_refuses_its_tenant_whole(tmp_path, hashing) -> None:
         with pytest.raises(ArchiveError, match="summary"):
             target.import_archive(io.StringIO(edited))
         assert target.tenants() == []
+
+
+def test_merge_of_a_newer_archive_of_the_same_tenant(tmp_path, hashing) -> None:
+    """Restore a backup, then merge a later one: a fact updated or deleted between the two
+    exports is a fact the target has (its version stays, with its history); the facts new
+    since are added with theirs. It was refused whole ("fact ... already exists"): the
+    update's event made the kept fact look like a deleted one to recreate."""
+    with _memory(tmp_path, "src", hashing) as source, _memory(tmp_path, "dst", hashing) as target:
+        source.add("one", user_id="alice", infer=False)
+        source.add("two", user_id="alice", infer=False)
+        target.import_archive(io.StringIO(_export(source)))
+        ids = {f.text: f.id for f in source.get_all(user_id="alice").facts}
+        source.update(ids["one"], "one updated", user_id="alice")
+        source.delete(ids["two"], user_id="alice")
+        source.add("three", user_id="alice", infer=False)
+        before = _history(target)
+        (merged,) = target.import_archive(io.StringIO(_export(source)), merge=True)
+        assert merged.merged and merged.counts["fact"] == 1
+        assert _facts(target) == ["one", "three", "two"]
+        three = next(f.id for f in source.get_all(user_id="alice").facts if f.text == "three")
+        assert _history(target) == sorted([*before, (three, "ADD", "three")])
+
+
+def test_merge_keeps_a_fact_the_target_deleted_deleted(tmp_path, hashing) -> None:
+    with _memory(tmp_path, "src", hashing) as source, _memory(tmp_path, "dst", hashing) as target:
+        source.add("one", user_id="alice", infer=False)
+        backup = _export(source)
+        target.import_archive(io.StringIO(backup))
+        (fact,) = target.get_all(user_id="alice").facts
+        target.delete(fact.id, user_id="alice")
+        before = _history(target)
+        target.import_archive(io.StringIO(backup), merge=True)
+        assert _facts(target) == []
+        assert _history(target) == before
