@@ -23,7 +23,11 @@ ids the target lacks are added beside its own).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import secrets
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -214,6 +218,32 @@ def export_archive(
         out.write(line + "\n")
         tenants += line.startswith('{"kind": "tenant"')
     return tenants
+
+
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
+    """A text file for an archive at `path`, written beside it and moved onto it only when
+    the block ends without an error: a failed or interrupted export leaves the file it would
+    replace (the last good backup) as it was, and no cut-off archive under its name. A path
+    that is no regular file (/dev/stdout, a pipe) is written in place."""
+    target = os.path.realpath(path)  # a symlink's file is replaced, not the link
+    if os.path.exists(target) and not os.path.isfile(target):
+        with open(target, "w", encoding="utf-8") as handle:
+            yield handle
+        return
+    folder, name = os.path.split(target)
+    temp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.part")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask's mode, as open()
+    try:
+        with contextlib.suppress(FileNotFoundError):  # a replaced file keeps its mode
+            os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            yield handle
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
 def _line(kind: str, record: BaseModel) -> str:

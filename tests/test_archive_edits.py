@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import Result
 
-from mem0g import Memory
+from mem0g import Memory, archive
 from mem0g.archive import ArchiveError
+from mem0g.cli import app
 from mem0g.stores.archive_reads import fact_events
 from mem0g.types import Summary, Tenant
+from tests.cli_runner import CliRunner
 
 ALICE = Tenant(user_id="alice")
 
@@ -88,3 +91,40 @@ def test_merge_keeps_a_fact_the_target_deleted_deleted(tmp_path, hashing) -> Non
         target.import_archive(io.StringIO(backup), merge=True)
         assert _facts(target) == []
         assert _history(target) == before
+
+
+def _cli(tmp_path: Path, *args: str) -> Result:
+    env = {
+        "MEM0G_HOME": str(tmp_path / "home"),
+        "MEM0G_EMBEDDER__PROVIDER": "hashing",
+        "MEM0G_GRAPH_STORE__PATH": None,
+        "OPENAI_API_KEY": None,
+        "OPENAI_BASE_URL": None,
+    }
+    return CliRunner(env=env).invoke(app, ["--path", str(tmp_path / "store"), *args])
+
+
+def test_a_failed_export_keeps_the_file_it_would_replace(tmp_path, hashing, monkeypatch) -> None:
+    with _memory(tmp_path, "store", hashing) as m:
+        for user in ("alice", "bob"):
+            m.add(f"{user} likes tea", user_id=user, infer=False)
+    backup = tmp_path / "backup.jsonl"
+    assert _cli(tmp_path, "export", "-o", str(backup)).exit_code == 0
+    good = backup.read_text(encoding="utf-8")
+    read = archive.read_tenant
+
+    def failing(store: Any, tenant: Tenant, **kwargs: Any) -> Any:
+        if tenant.user_id == "bob":  # the second tenant: the first one's lines are out
+            raise OSError("disk full")
+        return read(store, tenant, **kwargs)
+
+    monkeypatch.setattr(archive, "read_tenant", failing)
+    failed = _cli(tmp_path, "export", "-o", str(backup))
+    assert failed.exit_code == 1 and "disk full" in failed.stderr
+    assert backup.read_text(encoding="utf-8") == good
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == ["backup.jsonl"]
+    with pytest.raises(OSError, match="disk full"):
+        m = _memory(tmp_path, "store", hashing)
+        with m:
+            m.export(backup)
+    assert backup.read_text(encoding="utf-8") == good

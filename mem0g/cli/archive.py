@@ -19,7 +19,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from mem0g.archive import ImportedTenant, export_archive, import_archive
+from mem0g.archive import ImportedTenant, export_archive, import_archive, replacing
 from mem0g.cli.common import AgentOpt, RunOpt, UserOpt, _describe, _err, _out, _say, _state, app
 from mem0g.stores.repair import describe
 from mem0g.types import Tenant
@@ -58,7 +58,7 @@ def export_command(
             count = export_archive(memory, sys.stdout, scope, embeddings=embeddings,
                                    progress=progress, start=bar.start)  # fmt: skip
         else:
-            with output.open("w", encoding="utf-8") as handle:
+            with replacing(output) as handle:  # a failed export keeps the file it replaces
                 count = export_archive(memory, handle, scope, embeddings=embeddings,
                                        progress=progress, start=bar.start)  # fmt: skip
     where = str(output) if output is not None else "stdout"

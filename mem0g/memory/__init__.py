@@ -465,12 +465,12 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         """Write a full backup (mem0g/archive.py: JSON Lines, versioned) of every exact
         tenant in the filter (no ids: the whole store) to a path or text file; returns the
         number of tenants. `embeddings=False` leaves the vectors out (import re-embeds)."""
-        from mem0g.archive import export_archive
+        from mem0g.archive import export_archive, replacing
 
         given = (user_id, agent_id, run_id)
         scope = self._tenant(*given) if any(v is not None for v in given) else None
         if isinstance(out, str | os.PathLike):
-            with open(out, "w", encoding="utf-8") as handle:
+            with replacing(out) as handle:  # a failed export keeps the file it would replace
                 return export_archive(self, handle, scope, embeddings=embeddings)
         return export_archive(self, out, scope, embeddings=embeddings)
 
