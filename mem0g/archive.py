@@ -363,7 +363,13 @@ def import_archive(
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
     header, tenants = read_archive(lines)
-    reembed = not header.embeddings or header.embedder != memory.embedder.name
+    # another model's vectors, or the same model's at another size (OpenAI's `dims`: the
+    # name is the same at 1536 and at 512 dimensions, and the store takes one size)
+    reembed = (
+        not header.embeddings
+        or header.embedder != memory.embedder.name
+        or (header.dims is not None and header.dims != memory.embedder.dims)
+    )
     done: list[ImportedTenant] = []
     pending: list[tuple[WritePlan, Summary | None, ImportedTenant]] = []
     present = set(memory.store.tenants())  # read once: a store may hold many tenants

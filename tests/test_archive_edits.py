@@ -16,6 +16,7 @@ from typer.testing import Result
 from mem0g import Memory, archive
 from mem0g.archive import ArchiveError
 from mem0g.cli import app
+from mem0g.embed import CachedEmbedder, HashingEmbedder
 from mem0g.stores.archive_reads import fact_events
 from mem0g.types import Summary, Tenant
 from tests.cli_runner import CliRunner
@@ -128,3 +129,24 @@ def test_a_failed_export_keeps_the_file_it_would_replace(tmp_path, hashing, monk
         with m:
             m.export(backup)
     assert backup.read_text(encoding="utf-8") == good
+
+
+def test_import_re_embeds_vectors_of_another_size_under_the_same_model_name(tmp_path) -> None:
+    """OpenAI's text-embedding-3-* take `dims`: the same model name at 1536 and at 512
+    dimensions. An archive of the other size was imported as is and refused whole by the
+    store ("embeddings of different sizes"): it must be re-embedded, like another model's."""
+
+    def embedder(dims: int) -> CachedEmbedder:
+        inner = HashingEmbedder(dims)
+        inner.name = "text-embedding-3-small"  # a stand-in: OpenAI's names omit the size
+        return CachedEmbedder(inner)
+
+    with Memory({"graph_store": {"path": str(tmp_path / "src")}}, embedder=embedder(64)) as m:
+        m.add("alice likes tea", user_id="alice", infer=False)
+        backup = _export(m)
+    small = embedder(32)
+    with Memory({"graph_store": {"path": str(tmp_path / "dst")}}, embedder=small) as target:
+        (imported,) = target.import_archive(io.StringIO(backup))
+        assert imported.reembedded
+        (fact,) = target.store.facts(ALICE)
+        assert fact.embedding == pytest.approx(small.embed([fact.text])[0].tolist(), abs=1e-6)
