@@ -776,6 +776,24 @@ def test_dump_mermaid_to_file(history: Cli, tmp_path: Path) -> None:
     assert len(re.findall(r"n\d+ -->\|", text)) == 2
 
 
+def test_a_failed_dump_keeps_the_file_it_would_replace(
+    history: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails half-way (here a character UTF-8 cannot encode) used to leave the
+    file it was replacing cut off; now the old file stays, and no temporary file is left."""
+    out = tmp_path / "dumps" / "graph.mmd"
+    out.parent.mkdir()
+    assert history("dump", "-u", "alice", "-F", "mermaid", "-o", str(out)).exit_code == 0
+    good = out.read_text(encoding="utf-8")
+    from mem0g import export
+
+    monkeypatch.setattr(export, "dump", lambda *a, **k: "flowchart LR\n" * 5000 + "\ud800")
+    failed = history("dump", "-u", "alice", "-F", "mermaid", "-o", str(out))
+    assert failed.exit_code != 0
+    assert out.read_text(encoding="utf-8") == good
+    assert [p.name for p in out.parent.iterdir()] == ["graph.mmd"]
+
+
 def test_reads_dumps_and_deletes_load_no_model(history: Cli) -> None:
     """stats, dump, history and delete open either store without an embedder (both read the
     vector size from their data): a model that cannot load does not stop them."""

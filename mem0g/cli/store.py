@@ -84,7 +84,10 @@ def dump(
     if output is None:
         typer.echo(text, nl=False)
         return
-    output.write_text(text, encoding="utf-8")
+    from mem0g.archive import replacing
+
+    with replacing(output) as handle:  # a failed write keeps the file it would replace
+        handle.write(text)
     count = f"{len(snapshot.entities)} entities and {len(snapshot.relations)} relations"
     _say(_err(), f"wrote {count} to {output}")
 
