@@ -30,7 +30,7 @@ from mem0g.eval import (
     run_locomo,
     run_longmemeval,
 )
-from mem0g.eval.metrics import bleu1, recall_at_k, token_f1
+from mem0g.eval.metrics import bleu1, locomo_f1, recall_at_k, token_f1
 from mem0g.eval.rundir import _jsonl
 from mem0g.eval.runner import pieces
 from mem0g.testing import ScriptedLLMServer
@@ -118,6 +118,12 @@ def test_locomo_dia_ids_are_read_as_the_released_file_writes_them(tmp_path: Path
 def test_metrics_by_hand() -> None:
     assert token_f1("Riverside", "Riverside Hospital") == pytest.approx(2 / 3)
     assert token_f1("the cello, Leeds", "cello Leeds") == 1.0
+    # LoCoMo's evaluation.py: Porter stems; a multi-hop (1) answer scored part by part; an
+    # open-domain (3) gold answer up to its first ";"
+    assert token_f1("She painted sunsets", "painting sunset") == pytest.approx(0.8)
+    assert locomo_f1("pottery, camping", "camping, swimming, pottery", "1") == pytest.approx(2 / 3)
+    assert locomo_f1("pottery, camping", "camping, swimming, pottery", "4") == pytest.approx(0.8)
+    assert locomo_f1("Paris", "Paris; the capital", "3") == 1.0
     assert bleu1("Riverside", "Riverside Hospital") == pytest.approx(math.exp(-1))
     ranked = [["D1"], ["D2", "D3"], ["D4"]]
     assert recall_at_k(ranked, ["D3", "D4"], 1) == 0.0

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from mem0g.eval.data import NOT_MENTIONED, Question
 from mem0g.eval.llm import ChatLLM
-from mem0g.eval.metrics import bleu1, normalize_answer, token_f1
+from mem0g.eval.metrics import bleu1, locomo_f1, normalize_answer
 from mem0g.resources import read_text
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class FullMode:
             row.update(answer=answer["text"], judge=verdicts, llm=uses)
             if self.o.benchmark == "locomo":
                 row.update(
-                    f1=token_f1(answer["text"], q.answer or ""),
+                    f1=locomo_f1(answer["text"], q.answer or "", q.category),
                     bleu1=bleu1(answer["text"], q.answer or ""),
                 )
         row["question_ms"] = round((time.perf_counter() - started) * 1000, 2)

@@ -8,6 +8,8 @@ import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from mem0g.stores.lexical_query import stems
+
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
 
@@ -25,7 +27,9 @@ def tokens(text: str) -> list[str]:
 
 
 def token_f1(prediction: str, gold: str) -> float:
-    pred, ref = tokens(prediction), tokens(gold)
+    """LoCoMo's token F1: over the normalised words' Porter stems, as its evaluation.py
+    (`f1_score`) scores them, so "painted" and "painting" are one word."""
+    pred, ref = stems(tokens(prediction)), stems(tokens(gold))
     if not pred or not ref:
         return float(pred == ref)
     common = sum((Counter(pred) & Counter(ref)).values())
@@ -33,6 +37,19 @@ def token_f1(prediction: str, gold: str) -> float:
         return 0.0
     precision, recall = common / len(pred), common / len(ref)
     return 2 * precision * recall / (precision + recall)
+
+
+def locomo_f1(prediction: str, gold: str, category: str) -> float:
+    """F1 as LoCoMo's evaluation scores each category: a multi-hop answer (category 1) is a
+    list, so each part of the gold answer takes its best F1 over the answer's parts, and the
+    parts are averaged (`f1`); an open-domain gold answer (3) counts up to its first ";"."""
+    if category == "1":
+        parts = [p.strip() for p in prediction.split(",")]
+        wanted = [g.strip() for g in gold.split(",")]
+        return sum(max(token_f1(p, g) for p in parts) for g in wanted) / len(wanted)
+    if category == "3":
+        gold = gold.split(";")[0].strip()
+    return token_f1(prediction, gold)
 
 
 def bleu1(prediction: str, gold: str) -> float:
