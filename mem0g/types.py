@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import unicodedata
 import uuid
 from collections.abc import Iterable
 from datetime import date, datetime, timezone
@@ -67,13 +68,17 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-_SNAKE_RE = re.compile(r"[^0-9a-z]+")
+def _word_char(char: str) -> bool:
+    """A letter or digit of any script, or a mark (the vowel signs of Devanagari, ...)."""
+    return char.isalnum() or unicodedata.category(char).startswith("M")
 
 
 def snake_case(text: str) -> str:
-    """Relation names are compared and stored in snake_case ("Works At" -> "works_at")."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text.strip())
-    return _SNAKE_RE.sub("_", spaced.lower()).strip("_")
+    """Relation names are compared and stored in snake_case ("Works At" -> "works_at").
+    Letters of every script are kept ("préfère", "住在"): a relation a model names in another
+    language is stored as it said it, not cut to its ASCII letters ("pr_f_re", or nothing)."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", unicodedata.normalize("NFC", text).strip())
+    return "_".join("".join(c if _word_char(c) else " " for c in spaced.lower()).split())
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -20,6 +20,7 @@ from mem0g.extract.checks import (
     screen_triples,
 )
 from mem0g.testing import ScriptedLLMServer
+from mem0g.types import snake_case
 
 
 @pytest.mark.parametrize(
@@ -128,3 +129,44 @@ def test_an_add_with_a_weak_models_mistakes_stores_only_the_sound_edge(tmp_path:
         ("alice", "lives_in", "Paris")
     }
     assert sorted(e.name for e in snapshot.entities) == ["Paris", "alice"]
+
+
+@pytest.mark.parametrize(
+    ("said", "stored"),
+    [("Lives In", "lives_in"), ("worksAt", "works_at"), ("préfère", "préfère"),
+     ("habite à", "habite_à"), ("住在", "住在"), ("живёт в", "живёт_в"),
+     ("rahta_hai रहता है", "rahta_hai_रहता_है"), ("pre\u0301fe\u0300re", "préfère")],
+)  # fmt: skip
+def test_relation_names_keep_letters_of_every_script(said: str, stored: str) -> None:
+    """A relation in another script was cut to its ASCII letters ("préfère" stored as
+    "pr_f_re", "住在" as "" and then rejected as a stopword relation)."""
+    assert snake_case(said) == stored
+    assert not is_filler_relation(said)
+    assert is_self_named("北京", "Wang", "北京", {})  # rule 3 now sees names in any script
+
+
+def test_an_add_stores_a_relation_named_in_another_script(tmp_path: Path) -> None:
+    rules = [
+        {"task": "extract_entities", "response": {"entities": [
+            {"name": "Chloé", "type": "person"}, {"name": "Lyon", "type": "city"},
+            {"name": "Wang", "type": "person"}, {"name": "北京", "type": "city"}]}},
+        {"task": "establish_relations", "response": {"relations": [
+            {"source": "Chloé", "relation": "préfère", "destination": "Lyon"},
+            {"source": "Wang", "relation": "住在", "destination": "北京"}]}},
+        {"task": "resolve_updates", "response": {"operations": []}},
+    ]  # fmt: skip
+    with ScriptedLLMServer(rules) as server:
+        config = {
+            "llm": {"base_url": server.base_url, "api_key": "test"},
+            "embedder": {"provider": "hashing"},
+            "graph_store": {"provider": "embedded", "path": str(tmp_path / "g")},
+            "memory": {"facts": False, "summary": False},
+        }
+        with Memory(config) as m:
+            result = m.add("Chloé préfère Lyon. 王住在北京。", user_id="u")
+            snapshot = m.get_all(user_id="u")
+    assert result.rejected == []
+    assert {(r.source, r.relation, r.destination) for r in snapshot.relations} == {
+        ("Chloé", "préfère", "Lyon"),
+        ("Wang", "住在", "北京"),
+    }

@@ -59,14 +59,14 @@ _BRACKETS = re.compile(r"[<>\[\]{}\"'`]")
 
 
 def _key(name: str) -> str:
-    """A name as a relation name would be stored (ASCII snake_case): rule 3's comparison."""
+    """A name as a relation name would be stored (snake_case): rule 3's comparison."""
     return snake_case(_BRACKETS.sub(" ", name))
 
 
 def _word_key(name: str) -> str:
     """A name's words in any script, casefolded and joined by "_" ("My Name" -> "my_name",
-    "<name>" -> "name", "北京" -> "北京"): rule 1's comparison. Not `_key`, which keeps ASCII
-    only: every name in another script ("Москва", "北京") would be empty, so a placeholder."""
+    "<name>" -> "name", "北京" -> "北京"): rule 1's comparison. It casefolds ("Straße" ->
+    "strasse"), where `_key` only lower-cases, as relation names are stored."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", _BRACKETS.sub(" ", name).strip())
     return re.sub(r"[\W_]+", "_", spaced.casefold()).strip("_")
 
@@ -93,7 +93,7 @@ def is_self_named(relation: str, source: str, destination: str, types: dict[str,
     rel = snake_case(relation)
     for end in (source, destination):
         key = _key(end)
-        if rel and rel == key:  # (a name in another script has no ASCII key at all)
+        if rel and rel == key:  # (a name of only symbols has no key at all)
             return True
         words = key.split("_")
         if len(words) > 1 and types.get(end, "") == "person" and rel == words[0]:
