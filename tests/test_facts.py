@@ -50,6 +50,19 @@ def test_add_then_noop_for_a_known_fact(make_memory, llm_server) -> None:
     assert llm_server.calls("update_memory") == 0  # identical text needs no LLM
 
 
+def test_one_answer_repeating_a_fact_adds_it_once(make_memory, llm_server) -> None:
+    """Two facts of one answer that are the same fact by the normalised text that makes a
+    stored one a NOOP ("Alice is vegetarian." again) were both added: a duplicate fact."""
+    m = make_memory(
+        [facts_rule("veggie", [VEGGIE, "alice is vegetarian.", "Alice  is vegetarian!"])],
+        **FACTS_ONLY,
+    )
+    result = m.add("I am veggie", user_id="alice", timestamp=T1)
+    assert [(r.event, r.text) for r in result.facts] == [("ADD", VEGGIE)]
+    assert [f.text for f in m.get_all(user_id="alice").facts] == [VEGGIE]
+    assert llm_server.calls("update_memory") == 0
+
+
 def test_update_and_delete_keep_history(make_memory, llm_server) -> None:
     m, first = _seed(
         make_memory,

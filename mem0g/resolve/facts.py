@@ -102,8 +102,13 @@ def resolve_facts(
     now: datetime,
     usage: Usage | None = None,
 ) -> FactPlan:
-    """Decide the fate of each new fact; at most one LLM call."""
+    """Decide the fate of each new fact; at most one LLM call. Facts of one answer that
+    are the same by normalised text are one fact (the first spelling), as a stored one is."""
     planner = _Planner(tenant, provenance, now)
+    first: dict[str, str] = {}
+    for text in texts:
+        first.setdefault(_norm(text), text)
+    texts = list(first.values())
     if not texts:
         return planner.plan
     vectors = embedder.embed(list(texts))
