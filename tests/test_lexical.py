@@ -275,6 +275,30 @@ def test_hostile_queries_are_words_never_syntax(store: Store) -> None:
     assert store.lexical_facts(A, query_terms("*"), 10) == []
 
 
+def test_words_are_lower_cased_one_letter_at_a_time_as_the_engines_fold_them() -> None:
+    """str.lower() is contextual and may lengthen a letter: "ΟΔΟΣ" ends in "ς", which Lucene
+    keeps apart from the "σ" it indexes, and "İ" becomes "i" plus a combining dot, which both
+    engines' tokenizers split off. A letter is lower-cased alone, and kept when its lowercase
+    is not one letter (the engine lower-cases its query itself)."""
+    assert terms("ΟΔΟΣ ΣΙΣΥΦΟΣ") == ["οδοσ", "σισυφοσ"]
+    assert terms("İstanbul") == ["İstanbul"]
+    assert terms("Caroline ZÜRICH") == ["caroline", "zürich"]
+
+
+UNICODE_WORDS = ["ΟΔΟΣ", "ΣΙΣΥΦΟΣ", "İstanbul", "Οδός", "Zürich", "Straße"]
+
+
+def test_a_stored_word_is_found_by_itself_whatever_its_letters(store: Store) -> None:
+    """Each word, stored in a fact and as a name, is found by the same word as a query."""
+    facts = add_facts(store, A, [f"{w} note" for w in UNICODE_WORDS])
+    names = [entity(A, w) for w in UNICODE_WORDS]
+    store.apply(WritePlan(tenant=A, episode=episode(A), new_entities=names))
+    for word, stored in zip(UNICODE_WORDS, facts, strict=True):
+        found = store.lexical_facts(A, query_terms(word), 10)
+        assert stored.text in texts(found), word
+        assert word in [e.name for e, _ in store.lexical_entities(A, query_terms(word), 10)], word
+
+
 @pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
 def test_bm25_statistics_are_the_whole_stores(store: Store) -> None:
     """The documented side channel (docs/architecture.md, "Full-text (BM25) reads and

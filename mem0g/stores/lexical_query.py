@@ -48,7 +48,17 @@ STOPWORDS = frozenset(
 
 def terms(text: str) -> list[str]:
     """The letter-run terms of a stored text, lower-cased, as both engines index them."""
-    return [t.lower() for t in _TERM.findall(text)]
+    return [t.lower() if t.isascii() else _fold(t) for t in _TERM.findall(text)]
+
+
+def _fold(word: str) -> str:
+    """`word` lower-cased one letter at a time, as the engines fold (Lucene's LowerCaseFilter
+    and FTS5's unicode61 map each code point alone). Not `str.lower()`: it is contextual
+    ("ΟΔΟΣ" ends in "ς", which Lucene keeps apart from the "σ" it indexes) and may lengthen a
+    letter ("İ" becomes "i" and a combining dot, which both tokenizers split off, so the word
+    stored was never found). A letter whose lowercase is not one letter is kept: the engines
+    lower-case a query's text themselves (Lucene makes "İ" "i", FTS5 keeps it)."""
+    return "".join(low if len(low := c.lower()) == 1 else c for c in word)
 
 
 @cache
