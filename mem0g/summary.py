@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 
 from mem0g.config import MemorySection
 from mem0g.extract import payload_messages
@@ -35,6 +36,9 @@ class SummaryWorker:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mem0g-summary")
         self._pending: dict[str, Future[Summary | None]] = {}
         self._lock = threading.Lock()
+        # deletes so far; a refresh that began before one writes nothing (`refresh`, `deleting`)
+        self._deletes = 0
+        self._writes = threading.Lock()  # a refresh's check and write vs. a delete
         self.usage = Usage()  # calls made by refreshes, for callers who count them
 
     def due(self, tenant: Tenant) -> bool:
@@ -86,6 +90,8 @@ class SummaryWorker:
 
     def refresh(self, tenant: Tenant) -> Summary | None:
         """Summarise the messages the current summary does not cover (synchronously)."""
+        with self._writes:
+            deletes = self._deletes
         previous = self._store.get_summary(tenant)
         covered = previous.messages_covered if previous else 0
         messages = self._store.messages_since(tenant, covered)
@@ -100,10 +106,20 @@ class SummaryWorker:
         )
         answer = self._llm().call(SUMMARIZE, payload, self.usage)
         summary = Summary(tenant=tenant, text=answer.summary.strip(), messages_covered=total)
-        if self._store.message_count(tenant) < total:  # deleted while we were summarising
-            return None
-        self._store.set_summary(summary)
+        with self._writes:  # deleted while we were summarising: the messages are gone, even
+            # if as many new ones came since (the count alone would not tell)
+            if self._deletes != deletes or self._store.message_count(tenant) < total:
+                return None
+            self._store.set_summary(summary)
         return summary
+
+    @contextmanager
+    def deleting(self) -> Iterator[None]:
+        """Hold around a delete: a refresh that began before it, even one queued after
+        `wait_idle` by another thread's add, then writes no summary of deleted messages."""
+        with self._writes:
+            self._deletes += 1
+            yield
 
     def wait_idle(self) -> None:
         """Let queued and running refreshes finish (before a delete, so none writes after)."""

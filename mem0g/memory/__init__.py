@@ -219,8 +219,18 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
                 self._add(tenant, parsed, when) if infer else self._import(tenant, parsed, when)
             )
         if infer:  # an import (infer=False) calls no LLM, not even for the summary; the
-            self.summaries.maybe_refresh(tenant)  # next inferring add's refresh covers it
+            self._queue_refresh(tenant)  # next inferring add's refresh covers it
         return result
+
+    def _queue_refresh(self, tenant: Tenant) -> None:
+        """After the add committed: an error here (a `close()` that overtook the add, a
+        store error) must not tell the caller the add failed, or a retry stores it twice.
+        The refresh is best-effort; the next add's covers these messages."""
+        try:
+            self.summaries.maybe_refresh(tenant)
+        except Exception as error:
+            log.warning("add for %s written; its summary refresh not queued: %s", tenant.key,
+                        error)  # fmt: skip
 
     def context_for(self, tenant: Tenant) -> Context:
         """What both extraction paths see besides the new messages: S and the last m messages."""

@@ -36,13 +36,15 @@ class StoreUpkeep(MemoryPart):
                 "user; pass all_users=True (CLI: --all-users) to confirm"
             )
         self.summaries.wait_idle()  # a refresh finishing later must not bring a summary back
-        deleted = self.store.delete_tenant(scope)
+        with self.summaries.deleting():  # nor one another thread's add queues meanwhile
+            deleted = self.store.delete_tenant(scope)
         self._forget(scope)
         return deleted
 
     def reset(self) -> None:
         self.summaries.wait_idle()
-        self.store.reset()
+        with self.summaries.deleting():
+            self.store.reset()
         if self.copy is not None:
             self.copy.drop(None)
 
