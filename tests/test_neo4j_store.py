@@ -1945,3 +1945,44 @@ def test_close_waits_for_a_names_read_under_way(neo4j_connect: Connect) -> None:
     assert events == ["read ended", "driver closed"]
     assert running.done() and queued.cancelled()
     driver.close()  # the real one, which the patch stood in for
+
+
+def _lose_reply_after_commit(error: type[Exception]) -> Any:
+    """The driver's commit succeeds on the server, then (once) the client sees `error`, as when
+    the connection drops before the commit's reply arrives."""
+    commit: Callable[[Any], None] = neo4j.ManagedTransaction._commit
+    armed = [True]
+
+    def lossy(tx: Any) -> None:
+        commit(tx)
+        if armed:
+            armed.clear()
+            raise error("injected: connection lost after the commit")
+
+    return mock.patch.object(neo4j.ManagedTransaction, "_commit", lossy)
+
+
+def test_driver_retry_after_a_committed_plan_applies_it_once(neo4j_connect: Connect) -> None:
+    """A retryable error after the server committed makes the driver run the plan again: the
+    plan is recognised as written (the add succeeds), not applied twice nor reported failed."""
+    store = neo4j_connect(dims=DIMS)
+    store.apply(fact_plan(USER_A, [fact(USER_A, "warm-up", 1)]))
+    version = store.tenant_version(USER_A)
+    written = fact_plan(USER_A, [fact(USER_A, "tea", 2)], based_on=version)
+    with _lose_reply_after_commit(neo4j.exceptions.ServiceUnavailable):
+        store.apply(written)  # before the fix: PlanConflict (or "episode ... already exists")
+    assert store.tenant_version(USER_A).endswith(":2")
+    stats = store.stats(USER_A)
+    assert (stats.facts, stats.episodes) == (2, 2)
+
+
+def test_lost_commit_reply_is_not_reported_as_nothing_written(neo4j_connect: Connect) -> None:
+    """IncompleteCommit (not retried): the outcome is unknown, and the error says so."""
+    store = neo4j_connect(dims=DIMS)
+    with (
+        _lose_reply_after_commit(neo4j.exceptions.IncompleteCommit),
+        pytest.raises(StoreError, match="unknown whether it was written") as caught,
+    ):
+        store.apply(fact_plan(USER_A, [fact(USER_A, "tea", 2)]))
+    assert "nothing was written" not in str(caught.value)
+    assert store.stats(USER_A).facts == 1  # it was, in fact

@@ -20,6 +20,7 @@ from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Result,
 from neo4j.exceptions import (
     ClientError,
     DriverError,
+    IncompleteCommit,
     Neo4jError,
     ServiceUnavailable,
     SessionExpired,
@@ -209,12 +210,22 @@ class Neo4jSession:
     def _write(self, name: str, work: Callable[[ManagedTransaction], _T]) -> _T:
         """One managed write transaction (retried by the driver on transient errors)."""
         driver = self._ready()
-        with (
-            _errors(f"{name} failed, nothing was written"),
-            self._traffic.call(),
-            self._session(driver) as session,
-        ):
-            return session.execute_write(work)
+        try:
+            with (
+                _errors(f"{name} failed, nothing was written"),
+                self._traffic.call(),
+                self._session(driver) as session,
+            ):
+                return session.execute_write(work)
+        except StoreError as exc:
+            # the connection broke while the commit was on its way: the server may have
+            # applied all of it, so "nothing was written" would be untrue
+            if isinstance(exc.__cause__, IncompleteCommit):
+                raise StoreError(
+                    f"{name}: the connection was lost during the commit, so it is unknown "
+                    f"whether it was written (all or nothing): {exc.__cause__}"
+                ) from exc.__cause__
+            raise
 
     def _run(self, tx: ManagedTransaction, name: str, params: dict[str, Any]) -> Any:
         """Every statement of a write transaction goes through here: (rows, counters)."""

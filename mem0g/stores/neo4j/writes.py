@@ -24,7 +24,7 @@ from mem0g.stores.neo4j.session import Neo4jSession, _errors
 from mem0g.stores.plan import Existing, check_plan, check_records, distinct_tenants, is_empty
 from mem0g.stores.repair import rename_event
 from mem0g.stores.vectors import vector_sum_change
-from mem0g.types import Entity, Fact, FactChange, Relation, Tenant, WritePlan
+from mem0g.types import Entity, Fact, FactChange, Relation, Tenant, WritePlan, plan_episodes
 
 
 class PlanWrites(Neo4jSession):
@@ -87,7 +87,17 @@ class PlanWrites(Neo4jSession):
                     self._ensure_vector_indexes(driver)
         rows = [(plan, _plan_rows(plan, time.time_ns()), self._logged(plan)) for plan in plans]
 
+        episode_ids = [e.id for plan in plans for e in plan_episodes(plan)]
+        attempts = 0
+
         def work(tx: ManagedTransaction) -> None:
+            nonlocal attempts
+            attempts += 1
+            # The driver runs this again after a connection error, also one that came after
+            # the server had committed an earlier attempt: the plans' episodes (new ids) are
+            # then there, and writing them again would fail on taken ids or take a turn twice.
+            if attempts > 1 and episode_ids and _committed(tx, episode_ids):
+                return
             for plan, plan_rows, logged in rows:
                 self._write_plan(tx, plan, plan_rows, logged)
 
@@ -306,3 +316,11 @@ class PlanWrites(Neo4jSession):
         with self._lock:
             self._entity_vectors.forget()
             self._names_checked.clear()  # whatever is written next is checked afresh
+
+
+def _committed(tx: ManagedTransaction, episode_ids: list[str]) -> bool:
+    """Whether an earlier attempt of this transaction committed: its episodes exist (a plan's
+    episode ids are new, so another writer cannot have them)."""
+    query = "MATCH (e:Episode) WHERE e.id IN $ids RETURN count(e) AS n"
+    found = tx.run(query, {"ids": episode_ids}).single(strict=True)["n"]
+    return bool(found == len(episode_ids))
