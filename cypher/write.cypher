@@ -139,3 +139,13 @@ WITH 1 AS one
 MATCH (old:PlanLog)
 WHERE old.tenant_key = $tenant_key AND old.seq <= $seq - $keep
 DETACH DELETE old;
+
+// First in a retried plan transaction (the driver runs it again after a connection error,
+// also one that came after the server had committed the earlier attempt): how many of the
+// plans' episodes, each new id of its own tenant, are already there. All of them: the earlier
+// attempt committed, and writing again would fail on taken ids or take the tenant's turn twice.
+// name: committed_episodes
+UNWIND $episodes AS ep
+MATCH (e:Episode {id: ep.id})
+WHERE e.tenant_key = ep.tenant_key
+RETURN count(e) AS n;

@@ -87,7 +87,8 @@ class PlanWrites(Neo4jSession):
                     self._ensure_vector_indexes(driver)
         rows = [(plan, _plan_rows(plan, time.time_ns()), self._logged(plan)) for plan in plans]
 
-        episode_ids = [e.id for plan in plans for e in plan_episodes(plan)]
+        episodes = [{"id": e.id, "tenant_key": plan.tenant.key}
+                    for plan in plans for e in plan_episodes(plan)]  # fmt: skip
         attempts = 0
 
         def work(tx: ManagedTransaction) -> None:
@@ -96,8 +97,10 @@ class PlanWrites(Neo4jSession):
             # The driver runs this again after a connection error, also one that came after
             # the server had committed an earlier attempt: the plans' episodes (new ids) are
             # then there, and writing them again would fail on taken ids or take a turn twice.
-            if attempts > 1 and episode_ids and _committed(tx, episode_ids):
-                return
+            if attempts > 1 and episodes:
+                found, _ = self._run(tx, "committed_episodes", {"episodes": episodes})
+                if found[0]["n"] == len(episodes):
+                    return
             for plan, plan_rows, logged in rows:
                 self._write_plan(tx, plan, plan_rows, logged)
 
@@ -316,11 +319,3 @@ class PlanWrites(Neo4jSession):
         with self._lock:
             self._entity_vectors.forget()
             self._names_checked.clear()  # whatever is written next is checked afresh
-
-
-def _committed(tx: ManagedTransaction, episode_ids: list[str]) -> bool:
-    """Whether an earlier attempt of this transaction committed: its episodes exist (a plan's
-    episode ids are new, so another writer cannot have them)."""
-    query = "MATCH (e:Episode) WHERE e.id IN $ids RETURN count(e) AS n"
-    found = tx.run(query, {"ids": episode_ids}).single(strict=True)["n"]
-    return bool(found == len(episode_ids))
