@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,6 +98,19 @@ def test_screening_keeps_order_and_says_why() -> None:
     ]
 
 
+def _add_scripted(rules: list[Any], tmp_path: Path, text: str, user: str) -> tuple[Any, Any]:
+    """One add through the scripted LLM (graph only) and the user's graph after it."""
+    with ScriptedLLMServer(rules) as server:
+        config = {
+            "llm": {"base_url": server.base_url, "api_key": "test"},
+            "embedder": {"provider": "hashing"},
+            "graph_store": {"provider": "embedded", "path": str(tmp_path / "g")},
+            "memory": {"facts": False, "summary": False},
+        }
+        with Memory(config) as m:
+            return m.add(text, user_id=user), m.get_all(user_id=user)
+
+
 def test_an_add_with_a_weak_models_mistakes_stores_only_the_sound_edge(tmp_path: Path) -> None:
     """What SmolLM2-135M answered in the issue (alice -i-> my_name, john -john-> alice),
     plus one sound triple: only the sound one is stored, the rest is counted."""
@@ -110,16 +124,9 @@ def test_an_add_with_a_weak_models_mistakes_stores_only_the_sound_edge(tmp_path:
             {"source": "alice", "relation": "lives in", "destination": "Paris"}]}},
         {"task": "resolve_updates", "response": {"operations": []}},
     ]  # fmt: skip
-    with ScriptedLLMServer(rules) as server:
-        config = {
-            "llm": {"base_url": server.base_url, "api_key": "test"},
-            "embedder": {"provider": "hashing"},
-            "graph_store": {"provider": "embedded", "path": str(tmp_path / "g")},
-            "memory": {"facts": False, "summary": False},
-        }
-        with Memory(config) as m:
-            result = m.add("I moved to Paris last month and I work at Acme.", user_id="alice")
-            snapshot = m.get_all(user_id="alice")
+    result, snapshot = _add_scripted(
+        rules, tmp_path, "I moved to Paris last month and I work at Acme.", "alice"
+    )
     assert [(r.kind, r.text) for r in result.rejected] == [
         ("entity", "my_name"),
         ("relation", "alice -i-> my_name"),
@@ -155,16 +162,7 @@ def test_an_add_stores_a_relation_named_in_another_script(tmp_path: Path) -> Non
             {"source": "Wang", "relation": "住在", "destination": "北京"}]}},
         {"task": "resolve_updates", "response": {"operations": []}},
     ]  # fmt: skip
-    with ScriptedLLMServer(rules) as server:
-        config = {
-            "llm": {"base_url": server.base_url, "api_key": "test"},
-            "embedder": {"provider": "hashing"},
-            "graph_store": {"provider": "embedded", "path": str(tmp_path / "g")},
-            "memory": {"facts": False, "summary": False},
-        }
-        with Memory(config) as m:
-            result = m.add("Chloé préfère Lyon. 王住在北京。", user_id="u")
-            snapshot = m.get_all(user_id="u")
+    result, snapshot = _add_scripted(rules, tmp_path, "Chloé préfère Lyon. 王住在北京。", "u")
     assert result.rejected == []
     assert {(r.source, r.relation, r.destination) for r in snapshot.relations} == {
         ("Chloé", "préfère", "Lyon"),

@@ -72,6 +72,20 @@ U = Tenant(user_id="u")
 UA = Tenant(user_id="u", agent_id="a")
 
 
+def _search_u_during(
+    copy: LocalCopy, copied: Tenant, deleting: threading.Event, release: threading.Event
+) -> Any:
+    """A search of U while the copying of `copied` is held in its deletion (`deleting`)."""
+    copying = threading.Thread(target=copy.refresh, args=(copied,), kwargs={"wait": True})
+    copying.start()
+    try:
+        assert deleting.wait(30)
+        return copy.search(U, lambda store: _texts(store, U))
+    finally:
+        release.set()
+        copying.join(30)
+
+
 def test_a_tenant_deleted_by_another_client_is_never_answered_while_the_copy_deletes_it(
     tmp_path: Path,
 ) -> None:
@@ -96,14 +110,7 @@ def test_a_tenant_deleted_by_another_client_is_never_answered_while_the_copy_del
             return real(scope)
 
         copy.store.delete_tenant = slow  # type: ignore[method-assign]
-        copying = threading.Thread(target=copy.refresh, args=(U,), kwargs={"wait": True})
-        copying.start()
-        try:
-            assert deleting.wait(30)
-            answer = copy.search(U, lambda store: _texts(store, U))
-        finally:
-            release.set()
-            copying.join(30)
+        answer = _search_u_during(copy, U, deleting, release)
         assert answer in (None, ["u likes tea"]), answer  # never the deleted tenant's fact
         assert copy.search(U, lambda store: _texts(store, U)) == ["u likes tea"]
     finally:
@@ -174,16 +181,7 @@ def test_a_tenant_evicted_while_gone_from_the_server_is_never_answered(tmp_path:
             return real(scope)
 
         copy.store.delete_tenant = slow  # type: ignore[method-assign]
-        copying = threading.Thread(
-            target=copy.refresh, args=(Tenant(user_id="v"),), kwargs={"wait": True}
-        )
-        copying.start()
-        try:
-            assert deleting.wait(30)
-            answer = copy.search(U, lambda store: _texts(store, U))
-        finally:
-            release.set()
-            copying.join(30)
+        answer = _search_u_during(copy, Tenant(user_id="v"), deleting, release)
         assert answer in (None, ["u likes tea"]), answer
     finally:
         copy.close()
