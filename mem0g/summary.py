@@ -18,7 +18,7 @@ from mem0g.config import MemorySection
 from mem0g.extract import payload_messages
 from mem0g.llm.client import LLMClient
 from mem0g.llm.protocol import SUMMARIZE, SummarizePayload
-from mem0g.stores.base import GraphStore
+from mem0g.stores.base import GraphStore, StoreError
 from mem0g.types import Summary, Tenant, Usage, utcnow
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,7 @@ class SummaryWorker:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mem0g-summary")
         self._pending: dict[str, Future[Summary | None]] = {}
         self._lock = threading.Lock()
+        self._closed = False
         # deletes so far; a refresh that began before one writes nothing (`refresh`, `deleting`)
         self._deletes = 0
         self._writes = threading.Lock()  # a refresh's check and write vs. a delete
@@ -57,6 +58,8 @@ class SummaryWorker:
             pending = self._pending.get(tenant.key)
             if pending is not None and not pending.done():
                 return pending
+            if self._closed:  # as every other call after close says it
+                raise StoreError("the store is closed")
             future = self._executor.submit(self._run, tenant)
             self._pending[tenant.key] = future
         key = tenant.key
@@ -133,4 +136,6 @@ class SummaryWorker:
 
     def close(self) -> None:
         """Wait for a refresh in flight; cancel the queued ones."""
+        with self._lock:
+            self._closed = True
         self._executor.shutdown(wait=True, cancel_futures=True)

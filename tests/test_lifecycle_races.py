@@ -92,3 +92,15 @@ def _attempt(call: Any) -> Any:
 
 def _said(*texts: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": t} for t in texts]
+
+
+def test_refresh_summary_after_close_says_the_store_is_closed(
+    make_memory: Any, hashing: Any
+) -> None:
+    """As every other call after `close()` does (it was the executor's RuntimeError)."""
+    from mem0g.stores.base import StoreError
+
+    m = make_memory(memory=SUMMARY_ON, embedder=hashing)
+    m.close()
+    with pytest.raises(StoreError, match="closed"):
+        m.refresh_summary(user_id="u")
