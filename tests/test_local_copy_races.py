@@ -72,6 +72,14 @@ U = Tenant(user_id="u")
 UA = Tenant(user_id="u", agent_id="a")
 
 
+def _user_and_agent(tmp_path: Path) -> FakeServer:
+    """A server holding user u's fact and the fact of u's agent a (a tenant {user: u} covers)."""
+    server = FakeServer(tmp_path / "server")
+    server.write(U, "u likes tea")
+    server.write(UA, "the secret the agent kept")
+    return server
+
+
 def _search_u_during(
     copy: LocalCopy, copied: Tenant, deleting: threading.Event, release: threading.Event
 ) -> Any:
@@ -92,9 +100,7 @@ def test_a_tenant_deleted_by_another_client_is_never_answered_while_the_copy_del
     """Another client deletes {u, a}; this client's copy of {user: u} deletes it alone
     (`_by_tenant`). A search of {user: u} while that deletion runs must not be answered with
     {u, a}'s records: the server no longer has them."""
-    server = FakeServer(tmp_path / "server")
-    server.write(U, "u likes tea")
-    server.write(UA, "the secret the agent kept")
+    server = _user_and_agent(tmp_path)
     copy = LocalCopy(server, tmp_path / "copy", dims=None)
     try:
         copy.refresh(U, wait=True)
@@ -125,9 +131,7 @@ def test_a_failed_deletion_of_a_gone_tenant_does_not_leave_its_records_answered(
     process dies there): the copy must not then answer searches of the wider scope with the
     gone tenant's records, before or after a reopen; its next copying deletes them."""
     monkeypatch.setattr(mem0g.memory.copy, "RETRY_SECONDS", 0.0)
-    server = FakeServer(tmp_path / "server")
-    server.write(U, "u likes tea")
-    server.write(UA, "the secret the agent kept")
+    server = _user_and_agent(tmp_path)
     copy = LocalCopy(server, tmp_path / "copy", dims=None)
     try:
         copy.refresh(U, wait=True)
@@ -161,9 +165,7 @@ def test_a_failed_deletion_of_a_gone_tenant_does_not_leave_its_records_answered(
 def test_a_tenant_evicted_while_gone_from_the_server_is_never_answered(tmp_path: Path) -> None:
     """Eviction forgets {u, a}, then deletes its records; another client had deleted it on
     the server. A search of {user: u} in between must not be answered with its records."""
-    server = FakeServer(tmp_path / "server")
-    server.write(U, "u likes tea")
-    server.write(UA, "the secret the agent kept")
+    server = _user_and_agent(tmp_path)
     server.write(Tenant(user_id="v"), "v likes coffee")
     copy = LocalCopy(server, tmp_path / "copy", dims=None, tenants=2)
     try:
