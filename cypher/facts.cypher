@@ -32,7 +32,7 @@ CALL db.create.setNodeVectorProperty(f, 'embedding', row.embedding);
 // name: update_facts
 UNWIND $rows AS row
 MATCH (f:Fact {id: row.id})
-SET f.text = row.text, f.updated_at = $updated_at
+SET f.text = row.text, f.lex_text = row.lex_text, f.updated_at = $updated_at
 WITH f, row, f.embedding AS old
 WHERE row.embedding IS NOT NULL
 SET f.embedding_zero = row.embedding_zero

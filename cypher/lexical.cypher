@@ -1,7 +1,10 @@
 // Full-text (Lucene BM25) indexes over facts, relations and entity names, and their reads
 // (mem0g/stores/neo4j/lexical.py). Relations and names: the `simple` analyzer (letter runs,
 // lower-cased), which splits text as the embedded store's FTS5 tokenizer does; facts: the
-// `english` analyzer (Porter stemming, as FTS5's `porter` there), so both stores rank alike.
+// `english` analyzer (Porter stemming, as FTS5's `porter` there) over `lex_text`, the text's
+// letter runs written by Python (lexical_query.indexed_words: the analyzer's own tokenizer
+// keeps "covid19", "don't" or "node.js" whole, which no query term matches), so both stores
+// rank alike.
 // $query is built in Python from letter-only terms, each escaped and quoted, and requires the
 // scope's terms in `lex_scope` at boost 0 (stores/lexical_query.py: digests of the ids,
 // consonants only): no user text reaches Lucene's query syntax, and the index returns only
@@ -12,8 +15,8 @@
 // same content gives the same hits, whatever the random ids); entities by id.
 
 // name: fulltext_index_facts
-CREATE FULLTEXT INDEX mem0g_fact_text IF NOT EXISTS
-FOR (f:Fact) ON EACH [f.text, f.lex_scope]
+CREATE FULLTEXT INDEX mem0g_fact_words IF NOT EXISTS
+FOR (f:Fact) ON EACH [f.lex_text, f.lex_scope]
 OPTIONS {indexConfig: {`fulltext.analyzer`: 'english', `fulltext.eventually_consistent`: false}};
 
 // name: fulltext_index_relations
@@ -27,7 +30,7 @@ FOR (e:Entity) ON EACH [e.name, e.aliases, e.lex_scope]
 OPTIONS {indexConfig: {`fulltext.analyzer`: 'simple', `fulltext.eventually_consistent`: false}};
 
 // name: lexical_facts
-CALL db.index.fulltext.queryNodes('mem0g_fact_text', $query, {limit: $fetch})
+CALL db.index.fulltext.queryNodes('mem0g_fact_words', $query, {limit: $fetch})
 YIELD node, score
 WITH collect({n: node, s: score}) AS hits
 CALL (hits) {
@@ -78,7 +81,7 @@ CALL () {
 CALL (facts) {
   UNWIND range(0, size($queries) - 1) AS i
   CALL (i, facts) {
-    CALL db.index.fulltext.queryNodes('mem0g_fact_text', $queries[i],
+    CALL db.index.fulltext.queryNodes('mem0g_fact_words', $queries[i],
                                       {limit: toInteger(floor(facts * $share)) + 1})
     YIELD score
     RETURN count(score) AS holding

@@ -279,11 +279,11 @@ CALL (r) {
 // runs that file's read statements.)
 // name: show_fulltext_indexes
 SHOW FULLTEXT INDEXES YIELD name, properties
-WHERE name IN ['mem0g_fact_text', 'mem0g_relation_text', 'mem0g_entity_text']
+WHERE name IN ['mem0g_fact_words', 'mem0g_relation_text', 'mem0g_entity_text']
 RETURN name, properties;
 
 // name: drop_fulltext_index_facts
-DROP INDEX mem0g_fact_text IF EXISTS;
+DROP INDEX mem0g_fact_words IF EXISTS;
 
 // name: drop_fulltext_index_relations
 DROP INDEX mem0g_relation_text IF EXISTS;
@@ -386,3 +386,23 @@ SET q.fact_vectors = $count, q.fact_vector_sum = $total, q.fact_count = $facts;
 // name: fact_tenant_keys
 MATCH (f:Fact) WHERE f.tenant_key IS NOT NULL
 RETURN DISTINCT f.tenant_key AS key;
+
+// Schema v7 indexes a fact's letter-run words (`lex_text`, lexical_query.indexed_words), not
+// its text, under a new name (lexical.cypher, mem0g_fact_words): the old index is dropped, and
+// facts written before it get their words, a page of ids at a time in id order (the id
+// constraint's index: no scan of what is done), the words computed in Python.
+// name: drop_fulltext_index_fact_text
+DROP INDEX mem0g_fact_text IF EXISTS;
+
+// name: facts_without_words
+MATCH (f:Fact)
+WHERE f.id > $after
+WITH f ORDER BY f.id
+LIMIT $batch
+RETURN f.id AS id, f.text AS text, f.lex_text IS NULL AS missing;
+
+// name: set_fact_words
+UNWIND $rows AS row
+MATCH (f:Fact {id: row.id})
+WHERE f.lex_text IS NULL AND f.text = row.text
+SET f.lex_text = row.words;

@@ -202,6 +202,34 @@ def test_fact_index_follows_updates_and_deletes_atomically(store: Store) -> None
     assert store.lexical_facts(A, ["puppy"], 5) == []
 
 
+# words an engine's own tokenizer may keep whole (Lucene's standard one does), with a query
+# word that is one of their letter runs
+JOINED_WORDS = [
+    ("Melanie got covid19 last winter", "covid"),
+    ("Caroline said she don't like onions", "don"),
+    ("O'Brien uses node.js at work", "brien"),
+    ("Jon fixed the foo_bar module", "foo"),
+    ("Caroline bought an iPhone15 in Zürich", "iphone"),
+    ("the mp3 player of Ana", "mp"),
+]
+
+
+@pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_words_joined_by_digits_or_marks_are_found_by_their_letter_runs(store: Store) -> None:
+    """The query's terms are letter runs; Neo4j's fact index once kept "covid19", "don't",
+    "node.js" or "foo_bar" whole, so such facts were never found there by BM25. Both stores
+    find each by its own letter run, alone, and after an edit by its new text only."""
+    facts = add_facts(store, A, [text for text, _ in JOINED_WORDS])
+    for (_, word), f in zip(JOINED_WORDS, facts, strict=True):
+        hits = store.lexical_facts(A, query_terms(word), 5)
+        assert [h.id for h, _ in hits] == [f.id], word
+    store.apply(WritePlan(
+        tenant=A, fact_changes=[FactChange(fact_id=facts[0].id, text="Melanie had flu2 in May")]
+    ))  # fmt: skip
+    assert texts(store.lexical_facts(A, ["flu"], 5)) == ["Melanie had flu2 in May"]
+    assert store.lexical_facts(A, ["covid"], 5) == []
+
+
 @pytest.mark.parametrize("store_kind", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
 def test_relations_respect_validity_and_scope(store: Store) -> None:
     alice, paris, berlin = entity(A, "Alice"), entity(A, "Paris"), entity(A, "Berlin")
@@ -551,7 +579,7 @@ def test_an_older_neo4j_database_gets_scope_terms_once(
         assert [r.id for r in reopened.lexical_relations(A, ["swims"], 5, Validity())] == [swims.id]
         assert [e.id for e, _ in reopened.lexical_entities(A, ["lake"], 5)] == [lake.id]
         # the scope clause (boost 0) leaves Lucene's scores as they were without it
-        raw = ("CALL db.index.fulltext.queryNodes('mem0g_fact_text', $q) YIELD node, score "
+        raw = ("CALL db.index.fulltext.queryNodes('mem0g_fact_words', $q) YIELD node, score "
                "WHERE node.user_id = 'a' RETURN node.id AS id, score")  # fmt: skip
         plain, _, _ = driver.execute_query(raw, q=lucene_query(["caroline", "lake"]))
         scoped, _, _ = driver.execute_query(raw, q=lucene_scoped(["caroline", "lake"], A))
@@ -573,6 +601,49 @@ def test_an_older_neo4j_database_gets_scope_terms_once(
         with caplog.at_level(logging.INFO, logger="mem0g.stores.neo4j.lexical"):
             neo4j_connect(dims=DIMS).stats()  # current: nothing is done again
         assert "scope terms" not in caplog.text
+
+
+@pytest.mark.neo4j
+def test_an_older_neo4j_database_gets_its_fact_words_once(
+    neo4j_connect: Any, neo4j_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Schema v7: a database whose fact index holds the texts (v6) gets the index of their
+    words, every fact its words (a page at a time, in id order), and the old index goes."""
+    import neo4j
+
+    store = neo4j_connect(dims=DIMS, reset_batch=3)  # 8 facts: pages of 3
+    joined = add_facts(store, A, [text for text, _ in JOINED_WORDS])
+    add_facts(store, B, ["Caroline got covid19 too"])
+    store.close()
+    old_index = (
+        "CREATE FULLTEXT INDEX mem0g_fact_text IF NOT EXISTS FOR (f:Fact) ON EACH "
+        "[f.text, f.lex_scope] OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}"
+    )
+    auth = (neo4j_server.user, neo4j_server.password)
+    with neo4j.GraphDatabase.driver(neo4j_server.uri, auth=auth) as driver:
+        driver.execute_query("MATCH (f:Fact) REMOVE f.lex_text")  # as v6 wrote them
+        driver.execute_query("DROP INDEX mem0g_fact_words")
+        driver.execute_query(old_index)
+        driver.execute_query("CALL db.awaitIndexes(60)")
+        driver.execute_query("MATCH (m:Mem0gSchema) SET m.version = 6")
+        with caplog.at_level(logging.INFO, logger="mem0g.stores.neo4j.lexical"):
+            reopened = neo4j_connect(dims=DIMS, reset_batch=3)
+            hits = reopened.lexical_facts(A, ["covid"], 5)
+        assert [f.id for f, _ in hits] == [joined[0].id]  # B's is not A's
+        assert "the words of 7 facts indexed" in caplog.text  # 6 of A's, 1 of B's
+        for (_, word), f in zip(JOINED_WORDS, joined, strict=True):
+            assert [h.id for h, _ in reopened.lexical_facts(A, [word], 5)] == [f.id], word
+        records, _, _ = driver.execute_query(
+            "SHOW FULLTEXT INDEXES YIELD name, state WHERE name STARTS WITH 'mem0g_fact' "
+            "RETURN name, state"
+        )
+        assert [(r["name"], r["state"]) for r in records] == [("mem0g_fact_words", "ONLINE")]
+        version, _, _ = driver.execute_query("MATCH (m:Mem0gSchema) RETURN m.version AS v")
+        assert [r["v"] for r in version] == [SCHEMA_VERSION]
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="mem0g.stores.neo4j.lexical"):
+            neo4j_connect(dims=DIMS).stats()  # current: nothing is done again
+        assert "words of" not in caplog.text
 
 
 # ---------------------------------------------------------------- parity

@@ -59,7 +59,7 @@ def test_every_schema_statement_declares_one_named_object() -> None:
     names = ddl_names(statements())
     assert len(declared.constraints) + len(declared.indexes) == len(names) >= 50
     assert {"mem0g_entity_id", "mem0g_relation_id", "mem0g_entity_event_id"} <= declared.constraints
-    assert {"mem0g_entity_tenant_key", "mem0g_fact_text", "mem0g_possible_duplicate_pair"} <= (
+    assert {"mem0g_entity_tenant_key", "mem0g_fact_words", "mem0g_possible_duplicate_pair"} <= (
         declared.indexes
     )
     assert not set(VECTOR_INDEXES) & declared.indexes  # made for the store's dims, apart
@@ -174,7 +174,7 @@ def test_a_database_with_the_schema_costs_two_reads(
     [
         ("INDEX", "mem0g_entity_tenant_key", "index_entity_tenant_key"),  # range
         ("INDEX", "mem0g_possible_duplicate_pair", "index_possible_duplicate_pair"),
-        ("INDEX", "mem0g_fact_text", "fulltext_index_facts"),  # full-text
+        ("INDEX", "mem0g_fact_words", "fulltext_index_facts"),  # full-text
         ("INDEX", "mem0g_fact_embedding", "vector_index_facts"),  # vector
         ("CONSTRAINT", "mem0g_fact_id", "constraint_fact_id"),  # and its own index with it
     ],

@@ -51,6 +51,18 @@ def terms(text: str) -> list[str]:
     return [t.lower() if t.isascii() else _fold(t) for t in _TERM.findall(text)]
 
 
+WORDS_FIELD = "lex_text"  # Neo4j: a fact's text as its letter-run terms (`indexed_words`)
+
+
+def indexed_words(text: str) -> str:
+    """A fact's text as Neo4j's fact index reads it: its letter-run terms, space-separated.
+    Why: that index stems (the `english` analyzer, as FTS5's `porter` on the embedded store),
+    but its tokenizer keeps "covid19", "don't", "node.js", "foo_bar" and words with combining
+    marks whole, which the letter-run query terms never match; indexing these words instead
+    of the text splits them as FTS5 and the queries do."""
+    return " ".join(terms(text))
+
+
 def _fold(word: str) -> str:
     """`word` lower-cased one letter at a time, as the engines fold (Lucene's LowerCaseFilter
     and FTS5's unicode61 map each code point alone). Not `str.lower()`: it is contextual

@@ -54,11 +54,12 @@ _INDEX_DOWN = ("no such vector schema index", "come online", "failed state")
 # scoped by each row's `lex_scope` terms (lexical.py), 4 = each edge's write order in one
 # sortable property, `ord` (plan_rows.write_order), 5 = each tenant's fact vector sum kept on
 # its :TenantSequence (cypher/facts.cypher, add_fact_vectors), 6 = beside it the number of its
-# facts, `fact_count` (the same statement)
+# facts, `fact_count` (the same statement), 7 = the facts' full-text index over their
+# letter-run words, `lex_text` (lexical.WORDED_VERSION)
 ORDERED_VERSION = 4
 SUMMED_VERSION = 5
 COUNTED_VERSION = 6
-SCHEMA_VERSION = COUNTED_VERSION
+SCHEMA_VERSION = lexical.WORDED_VERSION
 
 
 def _index_down(exc: StoreError) -> bool:
@@ -122,6 +123,12 @@ class VectorIndexes(Neo4jSession):
             log.info("mem0g schema v4: write-order keys given in %.1f s", time.monotonic() - began)
         if version < COUNTED_VERSION:  # v5's sums, and since v6 the counts beside them
             self._sum_fact_vectors(driver)
+        if version < lexical.WORDED_VERSION:
+            lexical.backfill_fact_words(
+                lambda name, params: self._auto(driver, name, params),
+                lambda name: self._ddl(driver, name),
+                self.reset_batch,
+            )
         if version < SCHEMA_VERSION:
             self._auto(driver, "set_schema_version", {"version": SCHEMA_VERSION})
         found = {r["name"]: r["dims"] for r in self._auto(driver, "vector_index_dims")}

@@ -12,7 +12,8 @@ b 0.75), ties broken by text then id for facts and edges (by id for names), as o
 embedded store. The statistics behind them (document
 frequencies, average lengths) are the whole index's: see docs/architecture.md, "Tenants".
 
-`backfill_scope_terms` gives rows written before schema v3 their scope terms (indexes.py).
+`backfill_scope_terms` gives rows written before schema v3 their scope terms, and
+`backfill_fact_words` facts written before v7 their indexed words (indexes.py).
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mem0g.stores.base import EdgeRef
-from mem0g.stores.lexical_query import SCOPE_FIELD, lucene_scoped, scope_terms
+from mem0g.stores.lexical_query import SCOPE_FIELD, indexed_words, lucene_scoped, scope_terms
 from mem0g.types import Tenant
 
 INDEX_STATEMENTS = ("fulltext_index_facts", "fulltext_index_relations", "fulltext_index_entities")
 MIN_FETCH = 50
 SCOPED_VERSION = 3  # the schema version (indexes.py) from which every indexed row is scoped
-_INDEXES = {"facts": "mem0g_fact_text", "relations": "mem0g_relation_text",
+WORDED_VERSION = 7  # ... from which facts are indexed by their words (`lex_text`)
+_INDEXES = {"facts": "mem0g_fact_words", "relations": "mem0g_relation_text",
             "entities": "mem0g_entity_text"}  # fmt: skip
 _IDS = ("user_id", "agent_id", "run_id")
 log = logging.getLogger(__name__)
@@ -72,6 +74,36 @@ def backfill_scope_terms(
     for statement in INDEX_STATEMENTS:
         ddl(statement)
     return written
+
+
+def backfill_fact_words(
+    auto: Statement,
+    ddl: Callable[[str], None],
+    batch: int,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Schema v7 on a database written before it: drop the index of the facts' texts (its
+    successor indexes their words, lexical.cypher) and give every fact without words its
+    words, `batch` ids at a time in id order (`progress(done)` after each page with some,
+    else a log line). A fact whose text changed since its page was read is left to the
+    writer that changed it (which writes its words). Idempotent; returns the facts given
+    words."""
+    ddl("drop_fulltext_index_fact_text")
+    after, written = "", 0
+    while True:
+        page = auto("facts_without_words", {"after": after, "batch": batch})
+        if not page:
+            return written
+        after = page[-1]["id"]
+        rows = [{"id": r["id"], "text": r["text"], "words": indexed_words(r["text"] or "")}
+                for r in page if r["missing"]]  # fmt: skip
+        if rows:
+            auto("set_fact_words", {"rows": rows})
+            written += len(rows)
+            if progress is not None:
+                progress(written)
+            else:
+                log.info("mem0g schema v7: the words of %d facts indexed", written)
 
 
 def _chunks(groups: list[dict[str, Any]], batch: int) -> Iterator[list[dict[str, Any]]]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mem0g.stores.lexical_query import SCOPE_FIELD, scope_terms
+from mem0g.stores.lexical_query import SCOPE_FIELD, WORDS_FIELD, indexed_words, scope_terms
 from mem0g.stores.neo4j.rows import _db_time, _tenant_props, _vector
 from mem0g.stores.plan import FactOutcome
 from mem0g.stores.repair import pair_key
@@ -225,6 +225,11 @@ def _fact_refs(plan: WritePlan) -> dict[str, list[str]]:
     }
 
 
+def _words(text: str | None) -> str | None:
+    """The indexed words of a fact's text (None stays None, as its text does)."""
+    return None if text is None else indexed_words(text)
+
+
 def _fact_rows(plan: WritePlan, outcome: FactOutcome, written: int) -> _FactRows:
     """The fact part's rows, from its checked outcome (`stores.plan`)."""
     live = outcome.live
@@ -240,6 +245,7 @@ def _fact_rows(plan: WritePlan, outcome: FactOutcome, written: int) -> _FactRows
             **_tenant_props(f.tenant),
             SCOPE_FIELD: scope_terms(f.tenant),
             "text": state.text,
+            WORDS_FIELD: _words(state.text),
             "created_at": _db_time(f.created_at),
             "updated_at": _db_time(updated),
             "episode_ids": [p.episode_id for p in f.provenance],
@@ -253,7 +259,12 @@ def _fact_rows(plan: WritePlan, outcome: FactOutcome, written: int) -> _FactRows
     for fact_id, state in live.items():
         if fact_id not in created:
             vector, flat = _vector(state.embedding)
-            row = {"id": fact_id, "text": state.text, "embedding": vector}
+            row = {
+                "id": fact_id,
+                "text": state.text,
+                WORDS_FIELD: _words(state.text),
+                "embedding": vector,
+            }
             rows.updates.append({**row, "embedding_zero": True if flat else None})
     for pos, ev in enumerate(plan.fact_events):
         rows.events.append(
