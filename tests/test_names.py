@@ -53,10 +53,32 @@ PAIRS = Path(__file__).parent / "data" / "alias_pairs.jsonl"
         ("C++", "c++"),
         ("ＡＢＣ", "abc"),  # full-width letters fold under NFKC
         ("", ""),
+        ("कोमल शर्मा", "कोमल शर्मा"),  # vowel signs and viramas are letters of the word
+        ("كَمال", "كمال"),  # Arabic vowel points are optional, as accents are
+        ("שָׁלוֹם", "שלום"),  # and Hebrew's
+        ("Nguyễn", "nguyen"),
     ],
 )
 def test_normalize_name(raw: str, normalized: str) -> None:
     assert normalize_name(raw) == normalized
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("कमल", "कोमल"),  # Kamal, Komal: two common Hindi names, one vowel sign apart
+        ("मीना", "मना"),  # Meena, Mana
+        ("கமலா", "கமல்"),  # Tamil: Kamala, Kamal
+        ("สมชาย", "สมชัย"),  # Thai: Somchai, Somchai with another vowel
+        ("がく", "かく"),  # kana: a voicing mark makes another sound
+    ],
+)
+def test_names_one_vowel_sign_apart_are_different_names(a: str, b: str) -> None:
+    """Once, every combining mark was folded away as an accent: Devanagari, Tamil or Thai
+    vowel signs too, so "कमल" and "कोमल" were one name and two people merged."""
+    assert normalize_name(a) != normalize_name(b)
+    assert name_relation(a, b, "person") is not NameRelation.SAME
+    assert name_relation(a, a, "person") is NameRelation.SAME
 
 
 @pytest.mark.parametrize(

@@ -65,6 +65,26 @@ def test_same_surname_close_cities_and_family_pets_stay_apart(make_memory) -> No
     assert ("Mateo Yilmaz", "lives_in", "Melbourne") in _edges(m)
 
 
+def test_people_whose_names_differ_by_a_vowel_sign_stay_apart(make_memory) -> None:
+    """Kamal and Komal Sharma, written in Devanagari: one vowel sign apart, two people (the
+    vowel signs were folded away as accents once, and the two merged)."""
+    rules = turn("कमल शर्मा", [("कमल शर्मा", "person"), ("पुणे", "city")],
+                 [("कमल शर्मा", "lives_in", "पुणे")])  # fmt: skip
+    rules += turn("कोमल शर्मा", [("कोमल शर्मा", "person"), ("नागपुर", "city")],
+                  [("कोमल शर्मा", "lives_in", "नागपुर")])  # fmt: skip
+    rules += turn("कमल", [("कमल", "person"), ("पुणे", "city")], [("कमल", "works_in", "पुणे")])
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "मेरा दोस्त कमल शर्मा पुणे में रहता है।", "2024-01-01")
+    _add(m, "कोमल शर्मा नागपुर में रहती है।", "2024-01-02")
+    _add(m, "कमल पुणे में काम करता है।", "2024-01-03")  # the short form: Kamal's
+    assert set(_of_type(m, "person")) == {"कमल शर्मा", "कोमल शर्मा"}
+    edges = _edges(m)
+    assert ("कमल शर्मा", "lives_in", "पुणे") in edges
+    assert ("कोमल शर्मा", "lives_in", "नागपुर") in edges
+    assert ("कमल शर्मा", "works_in", "पुणे") in edges
+
+
 def test_nickname_merges_and_a_fuller_form_becomes_the_display_name(make_memory) -> None:
     rules = turn(
         "Robert Chen",

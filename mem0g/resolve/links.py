@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+import regex
+
 from mem0g.resolve.names import normal_words
 from mem0g.stores.base import GraphStore
 from mem0g.stores.lexical_query import terms
@@ -29,7 +31,8 @@ _STOP = frozenset(
     its me my of on or our she so that the their them they this to was we were what when where
     which who whom whose why will with you your before after now still ever""".split()
 )
-_TOKEN = re.compile(r"[\w'&.-]+", re.UNICODE)
+# `regex`'s \w: a word keeps its combining marks (Devanagari vowel signs), as names.py does
+_TOKEN = regex.compile(r"[\w'&.-]+")
 _POSSESSIVE = re.compile(r"'s$", re.IGNORECASE)  # "Caroline's" names Caroline
 
 

@@ -28,6 +28,7 @@ from enum import Enum
 from functools import cache, lru_cache
 from typing import NamedTuple
 
+import regex  # Unicode word characters (combining marks included), for names' words
 from nicknames import NickNamer
 
 from mem0g.config import DEFAULT_THRESHOLD
@@ -105,7 +106,9 @@ _PLACE_WORDS = _words("city town village county state province region area metro
 _ACRONYM_STOPWORDS = _words("of and & for the de")
 
 _DROPPED = re.compile(r"(?<!\d)\.|\.(?!\d)|['’‘`´]")  # abbreviation dots, apostrophes
-_SEPARATORS = re.compile(r"[^\w&+#@.]|_")  # everything else but a few meaningful symbols
+# everything else but a few meaningful symbols; `regex`'s \w holds the combining marks
+# (Unicode's word characters), so a vowel sign or virama stays inside its word
+_SEPARATORS = regex.compile(r"[^\w&+#@.]|_")
 
 
 class NameRelation(str, Enum):
@@ -127,11 +130,30 @@ _UNDECOMPOSABLE = str.maketrans({"ł": "l", "ø": "o", "đ": "d", "ħ": "h", "ı
                                  "œ": "oe", "þ": "th", "ð": "d"})  # fmt: skip
 
 
+# the combining marks that are accents on a letter, folded away ("José" is "Jose"): the
+# generic diacritic blocks (for Latin, Greek, Cyrillic; extended, supplement, for symbols,
+# half marks), and the optional vowel points of Hebrew and Arabic. Every other mark spells
+# its word and is kept: Indic, Thai and Tibetan vowel signs, viramas, nuktas, kana voicing
+# marks ("कमल" Kamal is not "कोमल" Komal, nor "が" "か").
+_ACCENT_BLOCKS = (
+    (0x0300, 0x036F), (0x1AB0, 0x1AFF), (0x1DC0, 0x1DFF), (0x20D0, 0x20FF), (0xFE20, 0xFE2F),
+    (0x0591, 0x05C7), (0x0610, 0x061A), (0x064B, 0x065F), (0x0670, 0x0670), (0x06D6, 0x06ED),
+)  # fmt: skip
+
+
+def _accent(c: str) -> bool:
+    """Whether `c` is a combining mark that only accents its letter (`_ACCENT_BLOCKS`)."""
+    code = ord(c)
+    return unicodedata.category(c).startswith("M") and any(
+        low <= code <= high for low, high in _ACCENT_BLOCKS
+    )
+
+
 def _fold_accents(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text.translate(_UNDECOMPOSABLE))
-    return unicodedata.normalize(
-        "NFC", "".join(c for c in decomposed if not unicodedata.combining(c))
-    )
+    if decomposed.isascii():
+        return decomposed
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not _accent(c)))
 
 
 @lru_cache(maxsize=65536)
