@@ -16,10 +16,12 @@ from mem0g.service.app import create_app
 from mem0g.service.settings import QueueSettings, ServiceSettings
 
 
-def _wait(client: TestClient, job_id: str, timeout: float = 30) -> dict[str, Any]:
+def _wait(
+    client: TestClient, job_id: str, timeout: float = 30, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
-        job = client.get(f"/v1/jobs/{job_id}").json()
+        job = client.get(f"/v1/jobs/{job_id}", headers=headers).json()
         if job["state"] in ("succeeded", "failed") or time.monotonic() > deadline:
             return job
         time.sleep(0.01)
@@ -98,6 +100,57 @@ def test_full_queue_is_429_and_accepts_nothing(tmp_path, llm_server, hashing) ->
             "succeeded"
         )
         assert sorted(f.text for f in memory.get_all(user_id="alice").facts) == ["n0", "n1", "n3"]
+
+
+def test_one_key_cannot_fill_the_queue_for_the_others(tmp_path, llm_server, hashing) -> None:
+    """With a keys file, a key holds at most `max_pending_per_key` pending jobs, whichever of
+    its tenants they are for; another key still gets its adds queued, and the first key's
+    room comes back as its jobs finish."""
+    from service_support import write_keys
+
+    secrets = write_keys(tmp_path / "keys.json")
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    gate = threading.Event()
+    real_add = memory.add
+    memory.add = lambda *a, **k: (gate.wait(10), real_add(*a, **k))[1]  # type: ignore[method-assign]
+    queue = QueueSettings(max_pending=5, max_pending_per_key=2)
+    settings = ServiceSettings(keys_file=tmp_path / "keys.json", queue=queue)
+    team = {"authorization": f"Bearer {secrets['team']}"}
+    alice = {"authorization": f"Bearer {secrets['alice-rw']}"}
+
+    def add(headers: dict[str, str], text: str, user: str) -> Any:
+        return client.post("/v1/memories", params={"mode": "async"}, headers=headers,
+                           json={"messages": text, "infer": False, "user_id": user})  # fmt: skip
+
+    with TestClient(create_app(memory, settings, close_memory=True)) as client:
+        held = [add(team, "t0", "team-a"), add(team, "t1", "team-b")]  # two tenants, one key
+        assert [r.status_code for r in held] == [202, 202]
+        refused = add(team, "t2", "team-c")
+        assert refused.status_code == 429 and "'team'" in refused.json()["detail"]
+        mine = add(alice, "a0", "alice")  # the queue (5) has room: another key is served
+        assert mine.status_code == 202
+        gate.set()
+        states = [_wait(client, r.json()["id"], headers=h)["state"]
+                  for r, h in ((held[0], team), (held[1], team), (mine, alice))]  # fmt: skip
+        assert states == ["succeeded"] * 3
+        again = add(team, "t3", "team-c")
+        assert again.status_code == 202
+        assert _wait(client, again.json()["id"], headers=team)["state"] == "succeeded"
+        stored = [f.text for f in memory.get_all(user_id="team-c").facts]
+        assert stored == ["t3"]  # the refused t2 was never stored
+
+
+def test_the_open_service_has_no_per_key_limit(tmp_path, llm_server, hashing) -> None:
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    gate = threading.Event()
+    real_add = memory.add
+    memory.add = lambda *a, **k: (gate.wait(10), real_add(*a, **k))[1]  # type: ignore[method-assign]
+    settings = ServiceSettings(queue=QueueSettings(max_pending=4, max_pending_per_key=1))
+    with TestClient(create_app(memory, settings, close_memory=True)) as client:
+        sent = [_async_add(client, f"n{i}", user_id="alice") for i in range(3)]
+        assert [r.status_code for r in sent] == [202] * 3  # one caller: the queue is its own
+        gate.set()
+        assert [_wait(client, r.json()["id"])["state"] for r in sent] == ["succeeded"] * 3
 
 
 def test_shutdown_applies_queued_jobs_and_a_restart_forgets_them(

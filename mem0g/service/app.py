@@ -48,6 +48,8 @@ def create_app(
         workers=settings.queue.workers,
         keep_finished=settings.queue.keep_finished,
         classify=errors.classify,
+        # the open service has one caller; with keys, no key may fill the queue for the others
+        max_pending_per_key=settings.queue.max_pending_per_key if keys.configured else None,
     )
 
     @asynccontextmanager

@@ -5,7 +5,9 @@ lesson: interleaved adds of one tenant resolve against each other's half-written
 different tenants proceed in parallel, up to `workers` at once.
 
 Durability, stated plainly: the queue lives in this process's memory. It is bounded
-(`max_pending` queued + running jobs; a full queue answers 429 and accepts nothing), a
+(`max_pending` queued + running jobs; a full queue answers 429 and accepts nothing; with a keys
+file, one key holds at most `max_pending_per_key` of them, so one client's backlog cannot
+shut every other key out), a
 graceful shutdown stops accepting and finishes what is queued (up to `drain_seconds`), and a
 crash or kill loses the jobs still queued and every job record: after a restart a job id is
 unknown (404). A job that was applied is in the store either way (each add is one
@@ -60,34 +62,48 @@ Classify = Callable[[BaseException], JobError]
 
 class JobQueue:
     def __init__(
-        self, *, max_pending: int, workers: int, keep_finished: int, classify: Classify
+        self,
+        *,
+        max_pending: int,
+        workers: int,
+        keep_finished: int,
+        classify: Classify,
+        max_pending_per_key: int | None = None,
     ) -> None:
         self._max_pending = max_pending
+        self._per_owner = max_pending_per_key
+        self._owned: dict[str, int] = {}  # pending jobs of each owner (API key) having any
         self._keep = keep_finished
         self._classify = classify
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mem0g-job")
         self._guard = threading.Condition()
         self._jobs: OrderedDict[str, Job] = OrderedDict()
-        self._queues: dict[str, deque[tuple[Job, Work]]] = {}
+        self._queues: dict[str, deque[tuple[Job, Work, str | None]]] = {}
         self._pending = 0
         self._closed = False
 
-    def submit(self, tenant: Tenant, work: Work) -> Job:
-        """Queue `work` behind the tenant's earlier jobs; raises QueueFull / ShuttingDown."""
+    def submit(self, tenant: Tenant, work: Work, owner: str | None = None) -> Job:
+        """Queue `work` behind the tenant's earlier jobs; raises QueueFull / ShuttingDown.
+        `owner`: the API key submitting it, held to `max_pending_per_key`."""
         with self._guard:
             if self._closed:
                 raise ShuttingDown("the service is shutting down")
             if self._pending >= self._max_pending:
                 raise QueueFull(f"{self._pending} jobs pending (the limit): retry later")
+            owned = self._owned.get(owner, 0) if owner is not None else 0
+            if owner is not None and self._per_owner is not None and owned >= self._per_owner:
+                raise QueueFull(f"key {owner!r} has {owned} jobs pending (its limit): retry later")
             job = Job(tenant=tenant)
             self._jobs[job.id] = job
             self._pending += 1
+            if owner is not None:
+                self._owned[owner] = owned + 1
             queue = self._queues.get(tenant.key)
             if queue is None:  # no drain running for this tenant: start one
-                self._queues[tenant.key] = deque([(job, work)])
+                self._queues[tenant.key] = deque([(job, work, owner)])
                 self._pool.submit(self._drain, tenant.key)
             else:
-                queue.append((job, work))
+                queue.append((job, work, owner))
             return job.model_copy()
 
     def get(self, job_id: str) -> Job | None:
@@ -109,7 +125,7 @@ class JobQueue:
                     del self._queues[key]
                     self._guard.notify_all()
                     return
-                job, work = queue[0]
+                job, work, owner = queue[0]
                 job.state, job.started_at = "running", utcnow()
             result: AddResult | None = None
             error: JobError | None = None
@@ -123,6 +139,10 @@ class JobQueue:
                 job.state = "succeeded" if error is None else "failed"
                 job.finished_at = utcnow()
                 self._pending -= 1
+                if owner is not None:
+                    left = self._owned.pop(owner) - 1
+                    if left:
+                        self._owned[owner] = left
                 self._forget_old()
                 self._guard.notify_all()
 

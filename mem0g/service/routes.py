@@ -231,7 +231,7 @@ def build_router(memory: Memory, keys: Keyring, jobs: JobQueue, limits: Limits) 
             return memory.add(messages, **kwargs)
 
         if mode == "async":
-            job = jobs.submit(Tenant(**ids), work)
+            job = jobs.submit(Tenant(**ids), work, owner=caller.name)
             return _json(job, 202, {"Location": f"/v1/jobs/{job.id}"})
         return work()
 

@@ -35,6 +35,9 @@ class QueueSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_pending: int = Field(default=1000, ge=1, description="queued + running jobs, all tenants")
+    max_pending_per_key: int = Field(
+        default=250, ge=1, description="queued + running jobs of one API key (with a keys file)"
+    )
     workers: int = Field(default=4, ge=1, description="tenants applied at once")
     keep_finished: int = Field(default=10_000, ge=0, description="finished jobs kept for GET")
     drain_seconds: float = Field(default=30.0, ge=0, description="shutdown waits this long")
