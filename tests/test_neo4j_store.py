@@ -1652,10 +1652,12 @@ def test_fact_memory_data_model(
             "pos",
             "seq",
             "lex_scope",
+            "lex_text",
         ]
     )
     assert (node["id"], node["episode_ids"], node["seq"]) == (tea.id, ["ep1"], 1)
     assert node["lex_scope"] == scope_terms(A)  # what scopes its full-text index reads
+    assert node["lex_text"] == "likes tea"  # the letter runs its full-text index reads
     assert node["provenance_at"][0].to_native() == T0 and row["same_type"]
     assert node["embedding"] == tea.embedding  # float32 values, as the embedded store keeps
     events = cypher(

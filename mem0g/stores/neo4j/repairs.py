@@ -25,7 +25,15 @@ from mem0g.stores.neo4j.plan_rows import (
     _pair_rows,
     _relation_row,
 )
-from mem0g.stores.neo4j.rows import _ALL_ROWS, _entity, _relation, _scope, _tenant_props, _validity
+from mem0g.stores.neo4j.rows import (
+    _ALL_ROWS,
+    _entity,
+    _relation,
+    _scope,
+    _tenant_props,
+    _validity,
+    present,
+)
 from mem0g.stores.neo4j.session import _T, Neo4jSession
 from mem0g.stores.repair import check_pair, find_merge, plan_merge, plan_split, repoint_pairs
 from mem0g.types import (
@@ -77,7 +85,8 @@ class EntityRepair(Neo4jSession):
 
     def list_entities(self, scope: Tenant) -> list[Entity]:
         """The scope's entities in write order (the dump's read), without embeddings."""
-        rows = [row["entity"] for row in self._read("snapshot_entities", _scope(scope))]
+        rows = [row["entity"] for row in self._read("snapshot_entities", _scope(scope))
+                if present(row["entity"])]  # fmt: skip
         rows.sort(
             key=lambda e: (e.get("written") or 0, e.get("pos") or 0, e["created_at"], e["id"])
         )

@@ -133,6 +133,13 @@ def _id_vectors(rows: list[list[Any]]) -> tuple[list[str], list[list[float]]]:
     return [row[0] for row in rows], [row[1] for row in rows]
 
 
+def present(props: dict[str, Any] | None) -> bool:
+    """Whether a row read back a node or edge that still exists. Reads are read-committed:
+    one that a concurrent transaction deleted after the read matched it comes back without
+    its properties (no id). It is gone, as if deleted just before the read, not an error."""
+    return bool(props) and props.get("id") is not None  # type: ignore[union-attr]
+
+
 def _entity(props: dict[str, Any]) -> Entity:
     created = _py_time(props["created_at"])
     return Entity(

@@ -73,6 +73,7 @@ from mem0g.stores.neo4j.rows import (
     _tenant_from_key,
     _tenant_props,
     _validity,
+    present,
 )
 from mem0g.stores.neo4j.session import _rows
 from mem0g.stores.neo4j.statements import CYPHER_FILES, parse_statements, statements
@@ -250,11 +251,11 @@ class Neo4jGraphStore(
     def get_entities(self, scope: Tenant, ids: Sequence[str]) -> list[Entity]:
         params = {**_scope(scope), "ids": list(dict.fromkeys(ids)), "light": False}
         rows = self._read("get_entities", params)
-        return [_entity(row["entity"]) for row in rows]
+        return [_entity(row["entity"]) for row in rows if present(row["entity"])]
 
     def get_relations(self, scope: Tenant, ids: Sequence[str]) -> list[Relation]:
         rows = self._read("get_relations", {**_scope(scope), "ids": list(dict.fromkeys(ids))})
-        return [_relation(row["relation"]) for row in rows]
+        return [_relation(row["relation"]) for row in rows if present(row["relation"])]
 
     def find_entities(
         self, scope: Tenant, keys: Sequence[str], *, exact: bool = False
@@ -263,7 +264,7 @@ class Neo4jGraphStore(
         if not keys:
             return []
         rows = self._read("find_entities", {**_scope(scope, exact), "keys": list(keys)})
-        return [_entity(row["entity"]) for row in rows]
+        return [_entity(row["entity"]) for row in rows if present(row["entity"])]
 
     def relations_touching(
         self, scope: Tenant, entity_ids: Sequence[str], validity: Validity, *, exact: bool = False
@@ -282,8 +283,8 @@ class Neo4jGraphStore(
         }
         found: dict[str, Relation] = {}
         for row in self._read("edges_at", params):
-            rel_id = row["relation"]["id"]
-            if rel_id not in found:
+            rel_id = row["relation"].get("id")
+            if rel_id is not None and rel_id not in found:
                 found[rel_id] = _relation(row["relation"])
         return list(found.values())
 
@@ -304,7 +305,7 @@ class Neo4jGraphStore(
         found = self._read("update_candidates", {"tenant_key": tenant.key, "rows": rows, "k": k})
         out: list[list[Relation]] = [[] for _ in queries]
         for row in found:
-            out[row["i"]] = [_relation(edge) for edge in row["edges"]]
+            out[row["i"]] = [_relation(edge) for edge in row["edges"] if present(edge)]
         return out
 
     def expand(
@@ -407,8 +408,10 @@ class Neo4jGraphStore(
 
     def snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
         params = {**_scope(scope), **_validity(validity)}
-        entities = [_entity(row["entity"]) for row in self._read("snapshot_entities", params)]
-        relations = [_relation(r["relation"]) for r in self._read("snapshot_relations", params)]
+        entities = [_entity(row["entity"]) for row in self._read("snapshot_entities", params)
+                    if present(row["entity"])]  # fmt: skip
+        relations = [_relation(r["relation"]) for r in self._read("snapshot_relations", params)
+                     if present(r["relation"])]  # fmt: skip
         return GraphSnapshot(entities=entities, relations=relations)
 
     def episodes(self, scope: Tenant) -> list[Episode]:
@@ -417,11 +420,12 @@ class Neo4jGraphStore(
 
     def get_facts(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
         rows = self._read("get_facts", {**_scope(scope), "ids": list(dict.fromkeys(ids))})
-        return [_fact(row["fact"]) for row in rows]
+        return [_fact(row["fact"]) for row in rows if present(row["fact"])]
 
     def facts(self, scope: Tenant) -> list[Fact]:
         """All current facts of the scope, oldest first (ties keep write order)."""
-        return [_fact(row["fact"]) for row in self._read("facts", _scope(scope))]
+        rows = self._read("facts", _scope(scope))
+        return [_fact(row["fact"]) for row in rows if present(row["fact"])]
 
     def lexical_facts(
         self, scope: Tenant, words: list[str], k: int, *, exact: bool = False
@@ -430,7 +434,7 @@ class Neo4jGraphStore(
         self._ready()
         hits = lexical.search(self._read, "lexical_facts", _scope(scope, exact), words, k,
                               self.max_fetch, scope, exact)  # fmt: skip
-        return [(_fact(h["fact"]), float(h["score"])) for h in hits]
+        return [(_fact(h["fact"]), float(h["score"])) for h in hits if present(h["fact"])]
 
     def common_fact_words(
         self, scope: Tenant, words: list[str], share: float, *, exact: bool = False
@@ -455,7 +459,7 @@ class Neo4jGraphStore(
         self._ready()
         hits = lexical.search(self._read, "lexical_entities", _scope(scope), words, k,
                               self.max_fetch, scope)  # fmt: skip
-        return [(_entity(h["entity"]), float(h["score"])) for h in hits]
+        return [(_entity(h["entity"]), float(h["score"])) for h in hits if present(h["entity"])]
 
     def fact_timeline(self, scope: Tenant) -> list[tuple[FactEvent, datetime | None]]:
         """Every fact event of the scope, per fact in write order, with its episode's time."""

@@ -21,7 +21,7 @@ import numpy as np
 from mem0g.stores.base import EdgeRef, NameRanker, StoreError
 from mem0g.stores.neo4j.entity_vectors import EntityVectors, Watermark
 from mem0g.stores.neo4j.indexes import _INDEX_ERROR_PAUSE, _index_down
-from mem0g.stores.neo4j.rows import _entity, _fact, _id_vectors, _scope, _validity
+from mem0g.stores.neo4j.rows import _entity, _fact, _id_vectors, _scope, _validity, present
 from mem0g.stores.neo4j.session import Neo4jSession
 from mem0g.stores.vectors import (
     Hub,
@@ -78,7 +78,7 @@ class VectorSearch(Neo4jSession):
             return held
         params = {**_scope(scope, exact), "light": light}
         hits = self._nearest("entities", params, vector, k, light=light)
-        return [(_entity(props), score) for props, score in hits]
+        return [(_entity(props), score) for props, score in hits if present(props)]
 
     def _exact_entities(
         self, tenant: Tenant, vector: np.ndarray, k: int, light: bool
@@ -105,7 +105,7 @@ class VectorSearch(Neo4jSession):
             picked = [(block.ids[row], float(scores[row])) for row in best]
         ids = [i for i, _ in picked]
         rows = self._read("get_entities", {**_scope(tenant), "ids": ids, "light": light})
-        found = {row["entity"]["id"]: row["entity"] for row in rows}
+        found = {row["entity"]["id"]: row["entity"] for row in rows if present(row["entity"])}
         return [
             (_entity(found[i]), score)
             for i, score in picked
@@ -233,7 +233,7 @@ class VectorSearch(Neo4jSession):
 
     def _light_entities(self, scope: Tenant, ids: list[str]) -> list[Entity]:
         rows = self._read("get_entities", {**_scope(scope), "ids": ids, "light": True})
-        return [_entity(row["entity"]) for row in rows]
+        return [_entity(row["entity"]) for row in rows if present(row["entity"])]
 
     def _unit_query(self, vector: np.ndarray) -> tuple[np.ndarray, bool]:
         """The query in the embedded store's float32 arithmetic, so scores and ties agree: at
@@ -365,9 +365,10 @@ class VectorSearch(Neo4jSession):
         if hub is None:
             params = {**_scope(scope, exact), "centre": None}
             hits = self._nearest("facts", params, vector, k)
-            return [(_fact(props), score) for props, score in hits]
+            return [(_fact(props), score) for props, score in hits if present(props)]
         params = {**_scope(scope, exact), "centre": hub.centre.tolist()}
-        rows = self._candidates("facts", params, vector, k)[:k]
+        rows = [row for row in self._candidates("facts", params, vector, k) if present(row["fact"])]
+        rows = rows[:k]
         ranking = [(row["fact"], 2.0 * float(row["score"]) - 1.0) for row in rows]
         near = [float(row["near"]) for row in rows]
         return [(_fact(props), score) for props, score in hub_rescored(ranking, near, hub.penalty)]

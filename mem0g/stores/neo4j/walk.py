@@ -18,7 +18,7 @@ import numpy as np
 from mem0g.stores.base import EdgeRef
 from mem0g.stores.lexical_query import lucene_scoped
 from mem0g.stores.neo4j import lexical
-from mem0g.stores.neo4j.rows import _relation, _scope, _validity
+from mem0g.stores.neo4j.rows import _relation, _scope, _validity, present
 from mem0g.stores.walk import WalkRequest, WalkResult, walk_in_turn
 from mem0g.types import Tenant
 
@@ -70,5 +70,5 @@ class OneTripWalk:
             )
         else:
             result.lexical = lexical.edge_refs(lexical.best_first(found)[:k])
-        result.records = {p["id"]: _relation(p) for p in row["records"]}
+        result.records = {p["id"]: _relation(p) for p in row["records"] if present(p)}
         return result
