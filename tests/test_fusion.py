@@ -62,6 +62,23 @@ def test_no_window_where_no_time_is_named(query: str) -> None:
     assert query_time(query, REF).window is None
 
 
+LAST_DAY = datetime(9999, 12, 20, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "ref"),
+    [("what happened 1000000 days ago", REF), ("9999 years ago", REF),
+     ("99999999999 years ago", REF), ("news from 400000 weeks ago", REF),
+     ("what happened " + "9" * 3000 + " months ago", REF), ("plans for next month", LAST_DAY),
+     ("what comes next year", LAST_DAY)],
+)  # fmt: skip
+def test_a_time_outside_years_1_to_9999_is_no_window_not_an_error(
+    query: str, ref: datetime
+) -> None:
+    """Such a query raised OverflowError (or ValueError) out of `search`."""
+    assert query_time(query, ref).window is None
+
+
 def test_when_questions_and_dated_facts() -> None:
     assert query_time("When did Caroline go to the support group?", REF).asks_when
     assert query_time("What year did Alice move?", REF).asks_when

@@ -178,7 +178,10 @@ def query_time(query: str, reference_time: datetime | None = None) -> QueryTime:
             if any(m.start() < e and s < m.end() for s, e in taken):
                 continue
             taken.append((m.start(), m.end()))
-            span = _resolve(kind, m, ref)
+            try:
+                span = _resolve(kind, m, ref)
+            except (OverflowError, ValueError):  # "9999 years ago": outside years 1..9999
+                span = None
             if span is None:
                 continue
             start: datetime | None = span[0]  # either end may open below
