@@ -62,6 +62,33 @@ def test_no_window_where_no_time_is_named(query: str) -> None:
     assert query_time(query, REF).window is None
 
 
+MONTH_ENDS = [  # (query, reference time, window)
+    ("what did we eat last month", d(2024, 3, 31, 12), d(2024, 2, 1), d(2024, 3, 1)),
+    ("what did we eat last month", d(2024, 5, 31, 12), d(2024, 4, 1), d(2024, 5, 1)),
+    ("the trip a month ago", d(2024, 5, 31, 12), d(2024, 4, 1), d(2024, 5, 1)),
+    ("plans for next month", d(2024, 3, 31, 12), d(2024, 4, 1), d(2024, 5, 1)),
+    ("plans for next month", d(2024, 1, 30, 12), d(2024, 2, 1), d(2024, 3, 1)),
+    ("what happened 3 months ago", d(2024, 5, 31, 12), d(2024, 2, 1), d(2024, 3, 1)),
+    ("what did I do in the past month", d(2024, 3, 31, 12), d(2024, 2, 29, 12),
+     d(2024, 3, 31, 12, 0, 1)),
+    ("what did I do in the past year", d(2024, 1, 31, 12), d(2023, 1, 31, 12),
+     d(2024, 1, 31, 12, 0, 1)),
+    ("what did I do in the past year", d(2024, 2, 29, 12), d(2023, 2, 28, 12),
+     d(2024, 2, 29, 12, 0, 1)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("query", "ref", "start", "end"), MONTH_ENDS)
+def test_months_counted_from_a_long_month_s_last_days(
+    query: str, ref: datetime, start: datetime, end: datetime
+) -> None:
+    """On 31 March "last month" was March (1 February + 30 days) and "next month" was
+    May; "the past month" began at midnight."""
+    window = query_time(query, ref).window
+    assert window is not None
+    assert (window.start, window.end) == (start, end)
+
+
 LAST_DAY = datetime(9999, 12, 20, tzinfo=UTC)
 
 

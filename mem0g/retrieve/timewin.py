@@ -124,13 +124,15 @@ def _unit_span(unit: str, anchor: datetime) -> tuple[datetime, datetime]:
 
 
 def _shift(unit: str, anchor: datetime, n: int) -> datetime:
+    """`anchor` moved n units, the day clamped to the target month's last day: a month
+    before 31 March is 29 February, not 2 March (a whole month off)."""
     if unit == "day":
         return anchor + timedelta(days=n)
     if unit == "week":
         return anchor + timedelta(weeks=n)
-    if unit == "month":
-        return _add_months(anchor, n) + timedelta(days=anchor.day - 1)
-    return anchor.replace(year=anchor.year + n, day=min(anchor.day, 28))
+    first = _add_months(anchor, n if unit == "month" else 12 * n)
+    last = (_add_months(first, 1) - timedelta(days=1)).day
+    return anchor.replace(year=first.year, month=first.month, day=min(anchor.day, last))
 
 
 def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, datetime] | None:
