@@ -56,8 +56,9 @@ def test_time_windows_from_a_fixed_reference_time(
 
 @pytest.mark.parametrize(
     "query",
-    ["What may Alice like?", "Who is Sat Nam?", "What does Alice do now?", "March on!", ""],
-)
+    ["What may Alice like?", "Who is Sat Nam?", "What does Alice do now?", "March on!", "",
+     "events of 2023-13-01", "events of 2023-31-12"],  # no month 13 or 31 (not 13 January)
+)  # fmt: skip
 def test_no_window_where_no_time_is_named(query: str) -> None:
     assert query_time(query, REF).window is None
 

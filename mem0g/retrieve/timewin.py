@@ -137,7 +137,10 @@ def _shift(unit: str, anchor: datetime, n: int) -> datetime:
 
 def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, datetime] | None:
     text = m.group(0)
-    if kind in ("iso", "day"):
+    if kind == "iso":  # year-month-day only (dateparser read 2023-13-01 as 13 January)
+        year, month, day = (int(g) for g in m.groups())
+        return _unit_span("day", datetime(year, month, day, tzinfo=UTC))
+    if kind == "day":
         found = _parse(text, ref)
         return None if found is None else _unit_span("day", found)
     if kind == "month":
