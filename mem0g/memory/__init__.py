@@ -205,12 +205,16 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
     ) -> AddResult:
         """Extract, resolve and apply one episode; all of it is written or none of it.
 
+        The episode's time (which relative dates resolve against, and the conversation time
+        of its facts and edges) is `timestamp`, else its first message's, else now, as for
+        `mem0g add --file`.
+
         `infer=False` stores each message verbatim as a fact, with no LLM call (imports): no
         summary refresh either; the next add that infers, or `refresh_summary`, covers them."""
         tenant = self._tenant(user_id, agent_id, run_id)
         parsed = parse_messages(messages)
         validation.messages(self.config.limits, parsed, as_facts=not infer)
-        when = to_utc(timestamp) or utcnow()
+        when = to_utc(timestamp) or to_utc(parsed[0].timestamp) or utcnow()
         for m in parsed:  # "I" needs a name to resolve to: default to the tenant's ids
             m.name = m.name or (user_id if m.role == "user" else agent_id)
             m.timestamp = to_utc(m.timestamp) or when
