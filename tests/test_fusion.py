@@ -4,7 +4,7 @@ time window on a table of expressions, `hit.sources`, and a search path that cal
 from __future__ import annotations
 
 import socket
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +12,7 @@ import pytest
 
 from mem0g import Memory
 from mem0g.config import FusionConfig, FusionWeights, RetrievalConfig
+from mem0g.embed import CachedEmbedder
 from mem0g.retrieve.fusion import PRESETS, diversify, fuse, ranked
 from mem0g.retrieve.timewin import names_a_time, query_time
 from tests.conftest import MemoryFactory
@@ -88,6 +89,54 @@ def test_months_counted_from_a_long_month_s_last_days(
     window = query_time(query, ref).window
     assert window is not None
     assert (window.start, window.end) == (start, end)
+
+
+IST = timezone(timedelta(hours=5, minutes=30))
+PST = timezone(timedelta(hours=-8))
+ZONED = [  # (query, reference time in the asker's zone, window in UTC)
+    ("what did I do yesterday", datetime(2024, 1, 1, 2, tzinfo=IST), d(2023, 12, 30, 18, 30),
+     d(2023, 12, 31, 18, 30)),
+    ("what did I do today", datetime(2024, 1, 1, 20, tzinfo=PST), d(2024, 1, 1, 8),
+     d(2024, 1, 2, 8)),
+    ("what did I buy last year", datetime(2024, 1, 1, 2, tzinfo=IST), d(2022, 12, 31, 18, 30),
+     d(2023, 12, 31, 18, 30)),
+    ("what happened on 7 May 2023", datetime(2024, 1, 1, tzinfo=PST), d(2023, 5, 7, 8),
+     d(2023, 5, 8, 8)),
+    ("what did I do in 2023", datetime(2024, 1, 1, tzinfo=IST), d(2022, 12, 31, 18, 30),
+     d(2023, 12, 31, 18, 30)),
+    ("what did I do in May", datetime(2024, 1, 1, tzinfo=IST), d(2023, 4, 30, 18, 30),
+     d(2023, 5, 31, 18, 30)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("query", "ref", "start", "end"), ZONED)
+def test_calendar_words_are_read_in_the_reference_time_s_zone(
+    query: str, ref: datetime, start: datetime, end: datetime
+) -> None:
+    """At 02:00 on 1 January in India "yesterday" is 31 December there; it was read as the
+    UTC day before (30 December), a day off for every asker whose zone is not UTC."""
+    window = query_time(query, ref).window
+    assert window is not None
+    assert (window.start, window.end) == (start, end)
+    assert window.start.tzinfo == UTC
+
+
+def test_search_reads_yesterday_in_the_zone_of_its_reference_time(
+    tmp_path: Path, hashing: CachedEmbedder
+) -> None:
+    with Memory({"graph_store": {"path": str(tmp_path)}}, embedder=hashing) as m:
+        m.add(
+            "Alice went to the cinema",
+            user_id="alice",
+            infer=False,
+            timestamp="2023-12-30T10:00:00+05:30",
+        )
+        m.add("Alice went to the gym", user_id="alice", infer=False,
+              timestamp="2023-12-31T10:00:00+05:30")  # fmt: skip
+        hits = m.search("what did Alice do yesterday", user_id="alice",
+                        reference_time="2024-01-01T02:00:00+05:30")  # fmt: skip
+        boosted = [h.text for h in hits.facts if "time" in h.sources]
+        assert boosted == ["Alice went to the gym"]
 
 
 LAST_DAY = datetime(9999, 12, 20, tzinfo=UTC)

@@ -59,6 +59,7 @@ from mem0g.types import (
     Usage,
     Validity,
     WritePlan,
+    to_aware,
     to_utc,
     utcnow,
 )
@@ -378,7 +379,7 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
             raise ValueError("limit must be at least 1")
         scope = self._tenant(user_id, agent_id, run_id)
         validity = _validity(as_of, include_invalid)
-        qt = query_time(query, to_utc(reference_time))
+        qt = query_time(query, to_aware(reference_time))
         facts = self.config.memory.facts
         if self.copy is not None:  # the client-held copy, if it holds the scope as it is
             retriever = self._copy_retriever

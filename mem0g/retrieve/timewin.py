@@ -2,7 +2,9 @@
 
 "in May 2023", "on 7 May 2023", "2023-05-07", "in 2023", "last year", "this month", "three
 weeks ago", "yesterday", "before June 2023", "after 2022" become a `TimeWindow` [start, end)
-relative to a reference time (the question's "now"; default the present). Expressions are
+relative to a reference time (the question's "now"; default the present), calendar days,
+months and years being those of the reference time's zone (UTC when it has none), so
+"yesterday" is the asker's yesterday; the window is returned in UTC. Expressions are
 found by a small pattern list and resolved with `dateparser` (absolute dates) or calendar
 arithmetic (relative ones), so a word like "may" alone is never a date. "When ..." questions
 (and "what year/month/date", "how long ago") set `asks_when`: facts whose text names a time
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 
 import dateparser
 from pydantic import BaseModel
@@ -86,13 +88,13 @@ class QueryTime(BaseModel):
         return QueryTime(window=self.window)
 
 
-def _month_start(year: int, month: int) -> datetime:
-    return datetime(year, month, 1, tzinfo=UTC)
+def _month_start(year: int, month: int, zone: tzinfo | None) -> datetime:
+    return datetime(year, month, 1, tzinfo=zone)
 
 
 def _add_months(when: datetime, months: int) -> datetime:
     index = when.year * 12 + when.month - 1 + months
-    return _month_start(index // 12, index % 12 + 1)
+    return _month_start(index // 12, index % 12 + 1, when.tzinfo)
 
 
 def _parse(text: str, ref: datetime) -> datetime | None:
@@ -106,21 +108,22 @@ def _parse(text: str, ref: datetime) -> datetime | None:
             "RETURN_AS_TIMEZONE_AWARE": False,
         },
     )
-    return None if found is None else found.replace(tzinfo=UTC)
+    return None if found is None else found.replace(tzinfo=ref.tzinfo)
 
 
 def _unit_span(unit: str, anchor: datetime) -> tuple[datetime, datetime]:
-    """The calendar day/week/month/year holding `anchor`."""
-    day = datetime(anchor.year, anchor.month, anchor.day, tzinfo=UTC)
+    """The calendar day/week/month/year holding `anchor` (in its zone)."""
+    zone = anchor.tzinfo
+    day = datetime(anchor.year, anchor.month, anchor.day, tzinfo=zone)
     if unit == "day":
         return day, day + timedelta(days=1)
     if unit == "week":
         start = day - timedelta(days=day.weekday())
         return start, start + timedelta(days=7)
     if unit == "month":
-        start = _month_start(anchor.year, anchor.month)
+        start = _month_start(anchor.year, anchor.month, zone)
         return start, _add_months(start, 1)
-    return datetime(anchor.year, 1, 1, tzinfo=UTC), datetime(anchor.year + 1, 1, 1, tzinfo=UTC)
+    return datetime(anchor.year, 1, 1, tzinfo=zone), datetime(anchor.year + 1, 1, 1, tzinfo=zone)
 
 
 def _shift(unit: str, anchor: datetime, n: int) -> datetime:
@@ -139,7 +142,7 @@ def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, date
     text = m.group(0)
     if kind == "iso":  # year-month-day only (dateparser read 2023-13-01 as 13 January)
         year, month, day = (int(g) for g in m.groups())
-        return _unit_span("day", datetime(year, month, day, tzinfo=UTC))
+        return _unit_span("day", datetime(year, month, day, tzinfo=ref.tzinfo))
     if kind == "day":
         found = _parse(text, ref)
         return None if found is None else _unit_span("day", found)
@@ -154,8 +157,7 @@ def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, date
             found = found.replace(year=found.year - 1)
         return _unit_span("month", found)
     if kind == "year":
-        year = int(m.group(1))
-        return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+        return _unit_span("year", datetime(int(m.group(1)), 1, 1, tzinfo=ref.tzinfo))
     if kind == "named":
         word = m.group(1).lower()
         return _unit_span("day", ref - timedelta(days=1) if word == "yesterday" else ref)
@@ -174,8 +176,9 @@ def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, date
 
 def query_time(query: str, reference_time: datetime | None = None) -> QueryTime:
     """The query's time window (the first expression that resolves) and whether it asks
-    when something happened."""
-    ref = (reference_time or datetime.now(UTC)).astimezone(UTC)
+    when something happened. `reference_time`'s zone (UTC when naive) sets the calendar."""
+    ref = reference_time or datetime.now(UTC)
+    ref = ref if ref.tzinfo is not None else ref.replace(tzinfo=UTC)
     asks_when = bool(_WHEN.search(query))
     taken: list[tuple[int, int]] = []
     for kind, pattern in _COMPILED:
@@ -185,6 +188,8 @@ def query_time(query: str, reference_time: datetime | None = None) -> QueryTime:
             taken.append((m.start(), m.end()))
             try:
                 span = _resolve(kind, m, ref)
+                if span is not None:
+                    span = (span[0].astimezone(UTC), span[1].astimezone(UTC))
             except (OverflowError, ValueError):  # "9999 years ago": outside years 1..9999
                 span = None
             if span is None:
