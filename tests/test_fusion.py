@@ -43,6 +43,10 @@ WINDOWS = [
     ("what did they do after 2022", d(2023, 1, 1), None),
     ("what happened in June", d(2023, 6, 1), d(2023, 7, 1)),  # the latest June before REF
     ("what happened in March", d(2024, 3, 1), d(2024, 4, 1)),
+    ("where did she live between 2020 and 2022", d(2020, 1, 1), d(2023, 1, 1)),
+    ("what did he do from May 2021 to June 2022", d(2021, 5, 1), d(2022, 7, 1)),
+    ("who visited from 2019 until 2021", d(2019, 1, 1), d(2022, 1, 1)),
+    ("what happened between 7 May 2023 and 9 May 2023", d(2023, 5, 7), d(2023, 5, 10)),
 ]
 
 
