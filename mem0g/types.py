@@ -37,6 +37,13 @@ def to_utc(value: object) -> datetime | None:
     raise TypeError: an epoch could be seconds or milliseconds, so the caller converts it
     (`datetime.fromtimestamp(x, UTC)`). Times that leave years 1..9999 in UTC raise
     ValueError."""
+    when = to_aware(value)
+    return None if when is None else when.astimezone(UTC)
+
+
+def to_aware(value: object) -> datetime | None:
+    """`to_utc`, the time kept in its own zone (a naive one in UTC): a search's reference
+    time, whose zone says which calendar day "yesterday" is for the one asking."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
@@ -59,9 +66,10 @@ def to_utc(value: object) -> datetime | None:
     if when.tzinfo is None:
         return when.replace(tzinfo=UTC)
     try:
-        return when.astimezone(UTC)
+        when.astimezone(UTC)
     except OverflowError:
         raise ValueError(f"{when.isoformat()} is outside the years 1..9999 in UTC") from None
+    return when
 
 
 def new_id() -> str:

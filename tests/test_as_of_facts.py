@@ -149,3 +149,20 @@ def test_as_of_and_include_invalid_are_refused_together(
                 read()
         assert m.search("Paris", user_id="alice", as_of=MAY).facts == []  # each alone works
         assert m.search("Paris", user_id="alice", include_invalid=True).facts
+
+
+def test_an_add_without_a_timestamp_is_dated_by_its_first_message(
+    make_memory: MemoryFactory, hashing: CachedEmbedder
+) -> None:
+    """The messages' own times date the episode (as `mem0g add --file` does): it was dated
+    when the add ran, so `as_of` at the conversation's time found nothing of it."""
+    m = make_memory(memory={"facts": True}, embedder=hashing)
+    said = [{"content": "Alice lives in Paris", "timestamp": "2023-05-08T10:00:00+02:00"},
+            {"content": "Alice has a cat"}]  # fmt: skip
+    m.add(said, user_id="alice", infer=False)
+    facts = m.get_all(user_id="alice").facts
+    assert {f.said_at for f in facts} == {datetime(2023, 5, 8, 8, tzinfo=UTC)}
+    then = m.get_all(user_id="alice", as_of=JUNE).facts
+    assert sorted(f.text for f in then) == ["Alice has a cat", "Alice lives in Paris"]
+    (episode,) = m.episodes(user_id="alice")
+    assert episode.timestamp == datetime(2023, 5, 8, 8, tzinfo=UTC)

@@ -1312,5 +1312,8 @@ def test_search_reference_time_reads_time_words_against_it(
     later = cli.json("search", "what did Alice do last year", "-u", "alice",
                      "--reference-time", "2026-03-01")  # fmt: skip
     assert "time" not in later["facts"][0]["sources"]  # 2025 holds nothing of hers
+    india = cli.json("search", "what did Alice do last year", "-u", "alice",
+                     "--reference-time", "2024-01-01T02:00:00+05:30")  # fmt: skip
+    assert "time" in india["facts"][0]["sources"]  # 2024 there: 2023 is last year, not 2022
     bad = cli("search", "x", "-u", "alice", "--reference-time", "soon")
     assert bad.exit_code == 2 and "--reference-time" in _error_line(bad)

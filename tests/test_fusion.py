@@ -4,7 +4,7 @@ time window on a table of expressions, `hit.sources`, and a search path that cal
 from __future__ import annotations
 
 import socket
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +12,7 @@ import pytest
 
 from mem0g import Memory
 from mem0g.config import FusionConfig, FusionWeights, RetrievalConfig
+from mem0g.embed import CachedEmbedder
 from mem0g.retrieve.fusion import PRESETS, diversify, fuse, ranked
 from mem0g.retrieve.timewin import names_a_time, query_time
 from tests.conftest import MemoryFactory
@@ -42,6 +43,10 @@ WINDOWS = [
     ("what did they do after 2022", d(2023, 1, 1), None),
     ("what happened in June", d(2023, 6, 1), d(2023, 7, 1)),  # the latest June before REF
     ("what happened in March", d(2024, 3, 1), d(2024, 4, 1)),
+    ("where did she live between 2020 and 2022", d(2020, 1, 1), d(2023, 1, 1)),
+    ("what did he do from May 2021 to June 2022", d(2021, 5, 1), d(2022, 7, 1)),
+    ("who visited from 2019 until 2021", d(2019, 1, 1), d(2022, 1, 1)),
+    ("what happened between 7 May 2023 and 9 May 2023", d(2023, 5, 7), d(2023, 5, 10)),
 ]
 
 
@@ -56,10 +61,103 @@ def test_time_windows_from_a_fixed_reference_time(
 
 @pytest.mark.parametrize(
     "query",
-    ["What may Alice like?", "Who is Sat Nam?", "What does Alice do now?", "March on!", ""],
-)
+    ["What may Alice like?", "Who is Sat Nam?", "What does Alice do now?", "March on!", "",
+     "events of 2023-13-01", "events of 2023-31-12"],  # no month 13 or 31 (not 13 January)
+)  # fmt: skip
 def test_no_window_where_no_time_is_named(query: str) -> None:
     assert query_time(query, REF).window is None
+
+
+MONTH_ENDS = [  # (query, reference time, window)
+    ("what did we eat last month", d(2024, 3, 31, 12), d(2024, 2, 1), d(2024, 3, 1)),
+    ("what did we eat last month", d(2024, 5, 31, 12), d(2024, 4, 1), d(2024, 5, 1)),
+    ("the trip a month ago", d(2024, 5, 31, 12), d(2024, 4, 1), d(2024, 5, 1)),
+    ("plans for next month", d(2024, 3, 31, 12), d(2024, 4, 1), d(2024, 5, 1)),
+    ("plans for next month", d(2024, 1, 30, 12), d(2024, 2, 1), d(2024, 3, 1)),
+    ("what happened 3 months ago", d(2024, 5, 31, 12), d(2024, 2, 1), d(2024, 3, 1)),
+    ("what did I do in the past month", d(2024, 3, 31, 12), d(2024, 2, 29, 12),
+     d(2024, 3, 31, 12, 0, 1)),
+    ("what did I do in the past year", d(2024, 1, 31, 12), d(2023, 1, 31, 12),
+     d(2024, 1, 31, 12, 0, 1)),
+    ("what did I do in the past year", d(2024, 2, 29, 12), d(2023, 2, 28, 12),
+     d(2024, 2, 29, 12, 0, 1)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("query", "ref", "start", "end"), MONTH_ENDS)
+def test_months_counted_from_a_long_month_s_last_days(
+    query: str, ref: datetime, start: datetime, end: datetime
+) -> None:
+    """On 31 March "last month" was March (1 February + 30 days) and "next month" was
+    May; "the past month" began at midnight."""
+    window = query_time(query, ref).window
+    assert window is not None
+    assert (window.start, window.end) == (start, end)
+
+
+IST = timezone(timedelta(hours=5, minutes=30))
+PST = timezone(timedelta(hours=-8))
+ZONED = [  # (query, reference time in the asker's zone, window in UTC)
+    ("what did I do yesterday", datetime(2024, 1, 1, 2, tzinfo=IST), d(2023, 12, 30, 18, 30),
+     d(2023, 12, 31, 18, 30)),
+    ("what did I do today", datetime(2024, 1, 1, 20, tzinfo=PST), d(2024, 1, 1, 8),
+     d(2024, 1, 2, 8)),
+    ("what did I buy last year", datetime(2024, 1, 1, 2, tzinfo=IST), d(2022, 12, 31, 18, 30),
+     d(2023, 12, 31, 18, 30)),
+    ("what happened on 7 May 2023", datetime(2024, 1, 1, tzinfo=PST), d(2023, 5, 7, 8),
+     d(2023, 5, 8, 8)),
+    ("what did I do in 2023", datetime(2024, 1, 1, tzinfo=IST), d(2022, 12, 31, 18, 30),
+     d(2023, 12, 31, 18, 30)),
+    ("what did I do in May", datetime(2024, 1, 1, tzinfo=IST), d(2023, 4, 30, 18, 30),
+     d(2023, 5, 31, 18, 30)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("query", "ref", "start", "end"), ZONED)
+def test_calendar_words_are_read_in_the_reference_time_s_zone(
+    query: str, ref: datetime, start: datetime, end: datetime
+) -> None:
+    """At 02:00 on 1 January in India "yesterday" is 31 December there; it was read as the
+    UTC day before (30 December), a day off for every asker whose zone is not UTC."""
+    window = query_time(query, ref).window
+    assert window is not None
+    assert (window.start, window.end) == (start, end)
+    assert window.start.tzinfo == UTC
+
+
+def test_search_reads_yesterday_in_the_zone_of_its_reference_time(
+    tmp_path: Path, hashing: CachedEmbedder
+) -> None:
+    with Memory({"graph_store": {"path": str(tmp_path)}}, embedder=hashing) as m:
+        m.add(
+            "Alice went to the cinema",
+            user_id="alice",
+            infer=False,
+            timestamp="2023-12-30T10:00:00+05:30",
+        )
+        m.add("Alice went to the gym", user_id="alice", infer=False,
+              timestamp="2023-12-31T10:00:00+05:30")  # fmt: skip
+        hits = m.search("what did Alice do yesterday", user_id="alice",
+                        reference_time="2024-01-01T02:00:00+05:30")  # fmt: skip
+        boosted = [h.text for h in hits.facts if "time" in h.sources]
+        assert boosted == ["Alice went to the gym"]
+
+
+LAST_DAY = datetime(9999, 12, 20, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "ref"),
+    [("what happened 1000000 days ago", REF), ("9999 years ago", REF),
+     ("99999999999 years ago", REF), ("news from 400000 weeks ago", REF),
+     ("what happened " + "9" * 3000 + " months ago", REF), ("plans for next month", LAST_DAY),
+     ("what comes next year", LAST_DAY)],
+)  # fmt: skip
+def test_a_time_outside_years_1_to_9999_is_no_window_not_an_error(
+    query: str, ref: datetime
+) -> None:
+    """Such a query raised OverflowError (or ValueError) out of `search`."""
+    assert query_time(query, ref).window is None
 
 
 def test_when_questions_and_dated_facts() -> None:

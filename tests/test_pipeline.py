@@ -92,6 +92,21 @@ def test_as_of_before_and_after_a_change(make_memory) -> None:
     assert earliest.relations == []
 
 
+@pytest.mark.parametrize(("said", "start"), [("2019", "2019-01-01"), ("2019-06", "2019-06-01")])
+def test_a_year_or_a_month_from_the_llm_dates_the_edge(make_memory, said, start) -> None:
+    """ISO 8601's reduced precision ("2019", "2019-06": all the conversation says) was
+    dropped as malformed, so the edge began at the add's time and as_of 2020 missed it."""
+    m = make_memory(
+        turn("since 2019", [("Alice", "person"), ("Acme", "company")],
+             [("Alice", "works_at", "Acme", said)])
+    )  # fmt: skip
+    m.add("I have worked at Acme since 2019", user_id="alice", timestamp=T3)
+    (rel,) = m.get_all(user_id="alice").relations
+    assert rel.valid_from.isoformat() == f"{start}T00:00:00+00:00"
+    hits = m.search("where does Alice work?", user_id="alice", as_of="2020-01-01")
+    assert [h.destination for h in hits.relations] == ["Acme"]
+
+
 def test_identical_fact_is_a_noop_with_provenance(make_memory, llm_server) -> None:
     m = make_memory(LONDON)
     first = m.add("I live in London", user_id="alice", timestamp=T1)

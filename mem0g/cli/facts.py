@@ -64,11 +64,11 @@ def search(
     """Search the tenant's facts and relations, best first (no LLM call)."""
     ids = _tenant(user, agent, run)
     when = _parse_time(as_of, "--as-of")
-    now = _parse_time(reference_time, "--reference-time")
+    _parse_time(reference_time, "--reference-time")  # refused here, with the option's name
     with _state(ctx).memory() as memory:
-        result = memory.search(
+        result = memory.search(  # the string, whose zone says which day "yesterday" was
             query, **ids, limit=limit, as_of=when, include_invalid=include_invalid,
-            reference_time=now,
+            reference_time=reference_time,
         )  # fmt: skip
         paths = memory.config.memory
     if as_json:

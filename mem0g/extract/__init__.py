@@ -10,6 +10,7 @@ name normalisation `checks` compares with).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -150,8 +151,16 @@ def extract(
     return establish_relations(llm, messages, reference_time, types, context, usage)
 
 
+_YEAR_OR_MONTH = re.compile(r"(\d{4})(?:-(\d{2}))?")
+
+
 def _parse_date(value: str | None) -> datetime | None:
-    """A bad date from the LLM is dropped (the add's time is used), not fatal."""
+    """A bad date from the LLM is dropped (the add's time is used), not fatal. A year or a
+    month alone ("2019", "2019-06": ISO 8601's reduced precision, when that is all the
+    conversation says) is its first day."""
+    reduced = _YEAR_OR_MONTH.fullmatch(value.strip()) if isinstance(value, str) else None
+    if reduced is not None:
+        value = f"{reduced.group(1)}-{reduced.group(2) or '01'}-01"
     try:
         return to_utc(value)
     except (ValueError, TypeError):

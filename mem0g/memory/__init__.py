@@ -59,6 +59,7 @@ from mem0g.types import (
     Usage,
     Validity,
     WritePlan,
+    to_aware,
     to_utc,
     utcnow,
 )
@@ -205,12 +206,16 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
     ) -> AddResult:
         """Extract, resolve and apply one episode; all of it is written or none of it.
 
+        The episode's time (which relative dates resolve against, and the conversation time
+        of its facts and edges) is `timestamp`, else its first message's, else now, as for
+        `mem0g add --file`.
+
         `infer=False` stores each message verbatim as a fact, with no LLM call (imports): no
         summary refresh either; the next add that infers, or `refresh_summary`, covers them."""
         tenant = self._tenant(user_id, agent_id, run_id)
         parsed = parse_messages(messages)
         validation.messages(self.config.limits, parsed, as_facts=not infer)
-        when = to_utc(timestamp) or utcnow()
+        when = to_utc(timestamp) or to_utc(parsed[0].timestamp) or utcnow()
         for m in parsed:  # "I" needs a name to resolve to: default to the tenant's ids
             m.name = m.name or (user_id if m.role == "user" else agent_id)
             m.timestamp = to_utc(m.timestamp) or when
@@ -374,7 +379,7 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
             raise ValueError("limit must be at least 1")
         scope = self._tenant(user_id, agent_id, run_id)
         validity = _validity(as_of, include_invalid)
-        qt = query_time(query, to_utc(reference_time))
+        qt = query_time(query, to_aware(reference_time))
         facts = self.config.memory.facts
         if self.copy is not None:  # the client-held copy, if it holds the scope as it is
             retriever = self._copy_retriever

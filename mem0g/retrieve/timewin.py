@@ -1,8 +1,11 @@
 """Time in the query: a soft window that boosts facts and edges said or valid then.
 
 "in May 2023", "on 7 May 2023", "2023-05-07", "in 2023", "last year", "this month", "three
-weeks ago", "yesterday", "before June 2023", "after 2022" become a `TimeWindow` [start, end)
-relative to a reference time (the question's "now"; default the present). Expressions are
+weeks ago", "yesterday", "before June 2023", "after 2022", "between 2020 and 2022", "from May
+2021 to June 2022" become a `TimeWindow` [start, end) relative to a reference time (the
+question's "now"; default the present), calendar days, months and years being those of the
+reference time's zone (UTC when it has none), so "yesterday" is the asker's yesterday; the
+window is returned in UTC. Expressions are
 found by a small pattern list and resolved with `dateparser` (absolute dates) or calendar
 arithmetic (relative ones), so a word like "may" alone is never a date. "When ..." questions
 (and "what year/month/date", "how long ago") set `asks_when`: facts whose text names a time
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 
 import dateparser
 from pydantic import BaseModel
@@ -45,6 +48,8 @@ _PATTERNS = [  # (kind, pattern), tried in this order; spans never overlap
 _COMPILED = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _PATTERNS]
 _BEFORE = re.compile(r"\b(before|until|by|prior to)\s*$", re.IGNORECASE)
 _AFTER = re.compile(r"\b(after|since)\s*$", re.IGNORECASE)
+_FROM = re.compile(r"\b(between|from)\s*$", re.IGNORECASE)  # a range's opening word
+_TO = re.compile(r"\s*(and|to|until|till|through|-|–)?\s*", re.IGNORECASE)  # the gap between
 _WHEN = re.compile(
     r"^\s*(when\b|what (year|month|date|day|time)\b|how long ago\b|since when\b"
     r"|which (year|month|day)\b)",
@@ -86,13 +91,13 @@ class QueryTime(BaseModel):
         return QueryTime(window=self.window)
 
 
-def _month_start(year: int, month: int) -> datetime:
-    return datetime(year, month, 1, tzinfo=UTC)
+def _month_start(year: int, month: int, zone: tzinfo | None) -> datetime:
+    return datetime(year, month, 1, tzinfo=zone)
 
 
 def _add_months(when: datetime, months: int) -> datetime:
     index = when.year * 12 + when.month - 1 + months
-    return _month_start(index // 12, index % 12 + 1)
+    return _month_start(index // 12, index % 12 + 1, when.tzinfo)
 
 
 def _parse(text: str, ref: datetime) -> datetime | None:
@@ -106,36 +111,42 @@ def _parse(text: str, ref: datetime) -> datetime | None:
             "RETURN_AS_TIMEZONE_AWARE": False,
         },
     )
-    return None if found is None else found.replace(tzinfo=UTC)
+    return None if found is None else found.replace(tzinfo=ref.tzinfo)
 
 
 def _unit_span(unit: str, anchor: datetime) -> tuple[datetime, datetime]:
-    """The calendar day/week/month/year holding `anchor`."""
-    day = datetime(anchor.year, anchor.month, anchor.day, tzinfo=UTC)
+    """The calendar day/week/month/year holding `anchor` (in its zone)."""
+    zone = anchor.tzinfo
+    day = datetime(anchor.year, anchor.month, anchor.day, tzinfo=zone)
     if unit == "day":
         return day, day + timedelta(days=1)
     if unit == "week":
         start = day - timedelta(days=day.weekday())
         return start, start + timedelta(days=7)
     if unit == "month":
-        start = _month_start(anchor.year, anchor.month)
+        start = _month_start(anchor.year, anchor.month, zone)
         return start, _add_months(start, 1)
-    return datetime(anchor.year, 1, 1, tzinfo=UTC), datetime(anchor.year + 1, 1, 1, tzinfo=UTC)
+    return datetime(anchor.year, 1, 1, tzinfo=zone), datetime(anchor.year + 1, 1, 1, tzinfo=zone)
 
 
 def _shift(unit: str, anchor: datetime, n: int) -> datetime:
+    """`anchor` moved n units, the day clamped to the target month's last day: a month
+    before 31 March is 29 February, not 2 March (a whole month off)."""
     if unit == "day":
         return anchor + timedelta(days=n)
     if unit == "week":
         return anchor + timedelta(weeks=n)
-    if unit == "month":
-        return _add_months(anchor, n) + timedelta(days=anchor.day - 1)
-    return anchor.replace(year=anchor.year + n, day=min(anchor.day, 28))
+    first = _add_months(anchor, n if unit == "month" else 12 * n)
+    last = (_add_months(first, 1) - timedelta(days=1)).day
+    return anchor.replace(year=first.year, month=first.month, day=min(anchor.day, last))
 
 
 def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, datetime] | None:
     text = m.group(0)
-    if kind in ("iso", "day"):
+    if kind == "iso":  # year-month-day only (dateparser read 2023-13-01 as 13 January)
+        year, month, day = (int(g) for g in m.groups())
+        return _unit_span("day", datetime(year, month, day, tzinfo=ref.tzinfo))
+    if kind == "day":
         found = _parse(text, ref)
         return None if found is None else _unit_span("day", found)
     if kind == "month":
@@ -149,8 +160,7 @@ def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, date
             found = found.replace(year=found.year - 1)
         return _unit_span("month", found)
     if kind == "year":
-        year = int(m.group(1))
-        return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+        return _unit_span("year", datetime(int(m.group(1)), 1, 1, tzinfo=ref.tzinfo))
     if kind == "named":
         word = m.group(1).lower()
         return _unit_span("day", ref - timedelta(days=1) if word == "yesterday" else ref)
@@ -167,32 +177,70 @@ def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, date
     return None
 
 
+def _resolved(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, datetime] | None:
+    """`_resolve` in UTC; None for a time outside years 1..9999 ("9999 years ago")."""
+    try:
+        span = _resolve(kind, m, ref)
+        return None if span is None else (span[0].astimezone(UTC), span[1].astimezone(UTC))
+    except (OverflowError, ValueError):
+        return None
+
+
+def _ranged(
+    query: str,
+    found: list[tuple[str, re.Match[str]]],
+    m: re.Match[str],
+    span: tuple[datetime, datetime],
+    ref: datetime,
+) -> TimeWindow | None:
+    """ "between 2020 and 2022", "from May 2021 to June 2022": the window from the first's
+    start to the second's end, when `m` is one of the two."""
+    by_place = sorted(found, key=lambda f: f[1].start())
+    i = next(j for j, (_, other) in enumerate(by_place) if other is m)
+    for a, b in ((i - 1, i), (i, i + 1)):
+        if a < 0 or b >= len(by_place):
+            continue
+        (kind_a, ma), (kind_b, mb) = by_place[a], by_place[b]
+        if not (_FROM.search(query[: ma.start()]) and _TO.fullmatch(query[ma.end() : mb.start()])):
+            continue
+        first = span if ma is m else _resolved(kind_a, ma, ref)
+        last = span if mb is m else _resolved(kind_b, mb, ref)
+        if first is not None and last is not None and first[0] < last[1]:
+            return TimeWindow(start=first[0], end=last[1], expression=query[ma.start() : mb.end()])
+    return None
+
+
 def query_time(query: str, reference_time: datetime | None = None) -> QueryTime:
-    """The query's time window (the first expression that resolves) and whether it asks
-    when something happened."""
-    ref = (reference_time or datetime.now(UTC)).astimezone(UTC)
+    """The query's time window (the first expression that resolves, or the range it opens or
+    closes) and whether it asks when something happened. `reference_time`'s zone (UTC when
+    naive) sets the calendar."""
+    ref = reference_time or datetime.now(UTC)
+    ref = ref if ref.tzinfo is not None else ref.replace(tzinfo=UTC)
     asks_when = bool(_WHEN.search(query))
-    taken: list[tuple[int, int]] = []
+    found: list[tuple[str, re.Match[str]]] = []  # in the patterns' order; spans never overlap
     for kind, pattern in _COMPILED:
         for m in pattern.finditer(query):
-            if any(m.start() < e and s < m.end() for s, e in taken):
-                continue
-            taken.append((m.start(), m.end()))
-            span = _resolve(kind, m, ref)
-            if span is None:
-                continue
-            start: datetime | None = span[0]  # either end may open below
-            end: datetime | None = span[1]
-            # the word before the expression, or its own first word ("since 2022")
-            first = m.group(0).split()[0]
-            own = first.lower() in {"before", "until", "by", "after", "since"}
-            before = first if own else query[: m.start()]
-            if _BEFORE.search(before):
-                start, end = None, start
-            elif _AFTER.search(before):
-                start, end = (start if before.rstrip().lower().endswith("since") else end), None
-            window = TimeWindow(start=start, end=end, expression=m.group(0))
-            return QueryTime(window=window, asks_when=asks_when)
+            if not any(m.start() < o.end() and o.start() < m.end() for _, o in found):
+                found.append((kind, m))
+    for kind, m in found:
+        span = _resolved(kind, m, ref)
+        if span is None:
+            continue
+        ranged = _ranged(query, found, m, span, ref)
+        if ranged is not None:
+            return QueryTime(window=ranged, asks_when=asks_when)
+        start: datetime | None = span[0]  # either end may open below
+        end: datetime | None = span[1]
+        # the word before the expression, or its own first word ("since 2022")
+        first = m.group(0).split()[0]
+        own = first.lower() in {"before", "until", "by", "after", "since"}
+        before = first if own else query[: m.start()]
+        if _BEFORE.search(before):
+            start, end = None, start
+        elif _AFTER.search(before):
+            start, end = (start if before.rstrip().lower().endswith("since") else end), None
+        window = TimeWindow(start=start, end=end, expression=m.group(0))
+        return QueryTime(window=window, asks_when=asks_when)
     return QueryTime(asks_when=asks_when)
 
 
