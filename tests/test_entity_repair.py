@@ -318,6 +318,28 @@ def test_possible_duplicates_are_recorded_listed_and_settled(
     assert store.possible_duplicates(A) == []
 
 
+def test_split_puts_back_the_pairs_the_merge_moved(store: Store, rng: np.random.Generator) -> None:
+    """A merge re-points other's pairs onto keep; its split gives them back to other as the
+    resolver recorded them (keep never was "Diego's" candidate). The pair of the two stays
+    settled: the split is the answer to it."""
+    w = world(store, A, rng)
+    diego, erin = entity(A, "Diego", rng), entity(A, "Erin", rng)
+    pairs = [
+        PossibleDuplicate(entity_id=diego.id, candidate_id=w.bob.id, reason="first name"),
+        PossibleDuplicate(entity_id=w.bob.id, candidate_id=w.robert.id, reason="nickname of"),
+        PossibleDuplicate(entity_id=erin.id, candidate_id=w.bob.id, reason="initial"),
+        PossibleDuplicate(entity_id=erin.id, candidate_id=w.robert.id, reason="keep's own"),
+    ]
+    store.apply(plan(A, [diego, erin], [], possible_duplicates=pairs))
+    merged = store.merge_entities(A, w.robert.id, w.bob.id)
+    moved = [(p.entity_id, p.candidate_id) for p in store.possible_duplicates(A)]
+    assert moved == [(erin.id, w.robert.id), (diego.id, w.robert.id)]
+    store.split_entity(A, merged.merge_id)
+    assert sorted(store.possible_duplicates(A), key=lambda p: p.reason) == sorted(
+        [pairs[0], pairs[2], pairs[3]], key=lambda p: p.reason
+    )
+
+
 def test_memory_add_records_the_graph_paths_possible_duplicates(
     make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
