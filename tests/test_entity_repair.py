@@ -16,6 +16,7 @@ from builders import CURRENT, DIMS, EVERYTHING, T0, Store, entity, ids, plan, re
 from cli_runner import CliRunner
 
 from mem0g import Memory
+from mem0g.archive import archive_lines, read_archive
 from mem0g.cli import app
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.stores import EmbeddedGraphStore, StoreError
@@ -377,6 +378,54 @@ def test_memory_add_records_the_graph_paths_possible_duplicates(
         memory.split_entity(entity_id=old.id, other_id=new.id, user_id="a")
     with pytest.raises(UnknownEntityError):
         memory.merge_entities(old.id, new.id, user_id="b")
+
+
+def test_an_import_merge_of_an_older_backup_keeps_the_merge(
+    make_memory: Callable[..., Memory], tmp_path: Path
+) -> None:
+    """A backup taken before a merge, imported with merge=True: the store had the merged-away
+    entity (its history says so), so it stays merged, as a fact the store had keeps the
+    store's version. The backup's records naming it land on the entity it was merged into
+    (a would-be self-loop is left out, as the merge left it out), and the merge can still be
+    split."""
+    memory = make_memory()
+    tenant = Tenant(user_id="a")
+    names = ["Robert", "Bob", "Paris", "Diego"]
+    vectors = [[float(x) for x in v] for v in memory.embedder.embed(names)]
+    robert, bob, paris, diego = (
+        Entity(tenant=tenant, name=n, keys=[n.lower()], embedding=v)
+        for n, v in zip(names, vectors, strict=True)
+    )
+
+    def edge(src: Entity, rel: str, dst: Entity) -> Relation:
+        ends = {"source_id": src.id, "source": src.name, "destination_id": dst.id}
+        return Relation(tenant=tenant, relation=rel, destination=dst.name, **ends,
+                        embedding=vectors[0])  # fmt: skip
+
+    lives, knows = edge(bob, "lives_in", paris), edge(bob, "knows", robert)
+    pair = PossibleDuplicate(entity_id=diego.id, candidate_id=bob.id, reason="first name")
+    memory.store.apply(
+        WritePlan(tenant=tenant, new_entities=[robert, bob, paris, diego],
+                  new_relations=[lives, knows], possible_duplicates=[pair])
+    )  # fmt: skip
+    backup = tmp_path / "before.jsonl"
+    memory.export(backup, user_id="a")
+    merged = memory.merge_entities(robert.id, bob.id, user_id="a")
+    header, parts = read_archive(backup.read_text().splitlines())
+    (part,) = parts
+    later = edge(bob, "visits", paris)  # an edge at Bob the store never had
+    part.relations.append(later)
+    backup.write_text("\n".join(archive_lines(header, [part])) + "\n")
+    memory.import_archive(backup, merge=True)
+    assert memory.get_entity(bob.id, user_id="a") is None
+    assert [e.id for e in memory.store.find_entities(tenant, ["bob"])] == [robert.id]
+    assert memory.store.get_relations(tenant, [knows.id]) == []
+    (visits,) = memory.store.get_relations(tenant, [later.id])
+    assert (visits.source_id, visits.source) == (robert.id, "Robert")
+    (left,) = memory.possible_duplicates(user_id="a")
+    assert (left.entity_id, left.candidate_id) == (diego.id, robert.id)
+    split = memory.split_entity(merged.merge_id, user_id="a")
+    assert split.restored.id == bob.id and split.restored_relations == [knows.id]
 
 
 @pytest.mark.neo4j
