@@ -176,6 +176,28 @@ def test_split_of_a_keep_merged_away_since_is_refused(
     assert store.get_relations(A, [w.lives.id])[0].source_id == w.bob.id
 
 
+def test_a_split_leaves_keep_the_names_another_merge_brought(
+    store: Store, rng: np.random.Generator
+) -> None:
+    """Two records called Bob merged into Robert, then the first merge split: Robert still
+    holds the other Bob, so it keeps the name and key "bob" (an add saying "Bob" must find
+    it); once that merge is split too, Robert is as it was."""
+    w = world(store, A, rng)
+    twin = entity(A, "Bob", rng)
+    twin.keys = ["bob", "bob twin"]
+    store.apply(plan(A, [twin], []))
+    first = store.merge_entities(A, w.robert.id, w.bob.id)
+    second = store.merge_entities(A, w.robert.id, twin.id)
+    store.split_entity(A, first.merge_id)
+    (robert,) = store.get_entities(A, [w.robert.id])
+    assert robert.aliases == ["Bob"] and robert.keys == ["robert", "bob", "bob twin"]
+    assert sorted(ids(store.find_entities(A, ["bob"]))) == sorted([w.robert.id, w.bob.id])
+    store.split_entity(A, second.merge_id)
+    (robert,) = store.get_entities(A, [w.robert.id])
+    assert (robert.aliases, robert.keys) == (w.robert.aliases, w.robert.keys)
+    assert sorted(ids(store.find_entities(A, ["bob"]))) == sorted([w.bob.id, twin.id])
+
+
 def _embedded_fault(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*args: Any) -> None:
         raise RuntimeError("injected: the disk is on fire")

@@ -13,7 +13,9 @@ Rules (why):
 * Edge embeddings are not recomputed (the store has no embedder, and a split must restore
   the edge exactly); their `source`/`destination` strings show the entity's current name.
 * A split restores exactly what its merge moved: the other entity as it was, the aliases and
-  keys the merge added (only those) go back, and the edges the merge re-pointed return if
+  keys the merge added (only those) go back, but not a name or key another merge still
+  standing brought too (two "Bob" records merged into Robert, one split off again: Robert
+  stays a "Bob"; the later split takes it), and the edges the merge re-pointed return if
   they still sit on `keep`; edges `keep` gained after the merge stay on `keep`. Other's
   possible-duplicate pairs with third entities, which the merge re-pointed onto `keep`, go
   back to `other` as recorded (the resolver never doubted `keep`); the pair of the two stays
@@ -195,9 +197,11 @@ def plan_split(
     edges: Sequence[Relation],
     taken_edge_ids: Iterable[str],
     at: datetime,
+    history: Sequence[EntityEvent] = (),
 ) -> SplitChange:
     """`keep`: the kept entity now (None: gone); `edges`: the merge's re-pointed edges that
-    still exist; `taken_edge_ids`: which of the merge's dropped edge ids exist again."""
+    still exist; `taken_edge_ids`: which of the merge's dropped edge ids exist again;
+    `history`: the kept entity's events (its other merges)."""
     undo = merge.undo
     assert undo is not None  # find_merge checked it
     if already_split:
@@ -210,7 +214,7 @@ def plan_split(
     if other_exists:
         raise RepairError(f"entity {undo.other.id} exists already")
     other = undo.other
-    added_aliases, added_keys = set(undo.aliases_added), set(undo.keys_added)
+    added_aliases, added_keys = _names_to_take(merge, history)
     new_keep = keep.model_copy(
         update={
             "aliases": [a for a in keep.aliases if a not in added_aliases],
@@ -266,6 +270,27 @@ def plan_split(
     return SplitChange(
         new_keep, other.model_copy(deep=True), moved, recreated, pairs, event, result
     )
+
+
+def _names_to_take(merge: EntityEvent, history: Sequence[EntityEvent]) -> tuple[set[str], set[str]]:
+    """The aliases and keys a split of `merge` takes from keep: those the merge added, and
+    other's own that an earlier merge into keep added (one split since left them for this
+    merge), less those another standing merge into keep brought too."""
+    undo = merge.undo
+    assert undo is not None
+    split = {e.merge_id for e in history if e.event == "SPLIT"}
+    into_keep = [e for e in history if e.event == "MERGE" and e.entity_id == merge.entity_id]
+    merges = [e.undo for e in into_keep if e.undo is not None]
+    standing = [e.undo.other for e in into_keep
+                if e.undo is not None and e.id != merge.id and e.id not in split]  # fmt: skip
+    ever_aliases = {a for m in merges for a in m.aliases_added}
+    ever_keys = {k for m in merges for k in m.keys_added}
+    other = undo.other
+    aliases = set(undo.aliases_added) | ({other.name, *other.aliases} & ever_aliases)
+    keys = set(undo.keys_added) | (set(other.keys) & ever_keys)
+    aliases -= {a for o in standing for a in (o.name, *o.aliases)}
+    keys -= {k for o in standing for k in o.keys}
+    return aliases, keys
 
 
 def renamed(entity: Entity, name: str) -> Entity:

@@ -121,7 +121,7 @@ class EntityRepair(GraphIndex):
             held = TakenIds(conn, "relations")
             taken = [r.id for r in merge.undo.dropped if r.id in held]
             other_exists = merge.undo.other.id in TakenIds(conn, "entities")
-            change = plan_split(merge, split, keep, other_exists, edges, taken, at)
+            change = plan_split(merge, split, keep, other_exists, edges, taken, at, events)
             _take_turn(conn, _key(merge.tenant), None)
             restored_vec = _vec(change.restored.embedding)
             self._write(conn, "entities", change.restored, restored_vec)

@@ -201,7 +201,8 @@ class EntityRepair(Neo4jSession):
             stored = {row["relation"]["id"]: _relation(row["relation"]) for row in rel_rows}
             edges = [stored[e.id] for e in undo.edges if e.id in stored]
             taken = [r.id for r in undo.dropped if r.id in stored]
-            change = plan_split(merge_now, split, keep, undo.other.id in found, edges, taken, at)
+            exists = undo.other.id in found
+            change = plan_split(merge_now, split, keep, exists, edges, taken, at, events)
             key = merge.tenant.key
             written = time.time_ns()
             _, counters = self._run(
