@@ -30,7 +30,7 @@ import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 FORMAT = "mem0g-archive"
 VERSION = 2  # 2: entity events (merge/split/rename history); version 1 archives still load
+_Named = TypeVar("_Named", Relation, PossibleDuplicate)  # records naming entities
 
 
 class ArchiveError(ValueError):
@@ -479,7 +480,8 @@ def _new_records(memory: Memory, part: TenantArchive) -> TenantArchive:
     """For a merge: only the records whose ids the target tenant lacks. A fact is one record
     with its history: one the target has or had (current, or deleted: its events) keeps the
     target's version and history; the archive's later edits of it are not replayed (its
-    events alone would look like a deleted fact to recreate, which the store refuses)."""
+    events alone would look like a deleted fact to recreate, which the store refuses). So is
+    an entity: one the target merged away stays merged (`_merged_into`)."""
     have = read_tenant(memory.store, part.tenant, embeddings=False)
 
     def fresh(records: list[Any], stored: list[Any]) -> list[Any]:
@@ -489,17 +491,66 @@ def _new_records(memory: Memory, part: TenantArchive) -> TenantArchive:
     pairs = {(d.entity_id, d.candidate_id) for d in have.duplicates}
     known = {f.id for f in have.facts} | {e.fact_id for e in have.fact_events}
     events = [e for e in fresh(part.fact_events, have.fact_events) if e.fact_id not in known]
+    merged = _merged_into(have)
+    duplicates = [
+        d for d in _onto_kept(part.duplicates, merged)
+        if (d.entity_id, d.candidate_id) not in pairs
+    ]  # fmt: skip
     return TenantArchive(
         tenant=part.tenant,
         episodes=fresh(part.episodes, have.episodes),
-        entities=fresh(part.entities, have.entities),
-        relations=fresh(part.relations, have.relations),
+        entities=[e for e in fresh(part.entities, have.entities) if e.id not in merged],
+        relations=_onto_kept(fresh(part.relations, have.relations), merged),
         facts=[f for f in part.facts if f.id not in known],
         fact_events=events,
-        duplicates=[d for d in part.duplicates if (d.entity_id, d.candidate_id) not in pairs],
+        duplicates=duplicates,
         entity_events=fresh(part.entity_events, have.entity_events),
         summary=part.summary if have.summary is None else None,
     )
+
+
+def _merged_into(have: TenantArchive) -> dict[str, Entity]:
+    """Entities the target merged away (a MERGE not split since) -> the entity each lives on
+    now (following later merges). An entity the target had is its version, as a fact is: an
+    older archive must not bring it back beside the one it was merged into."""
+    split = {e.merge_id for e in have.entity_events if e.event == "SPLIT"}
+    into = {e.other_id: e.entity_id for e in have.entity_events
+            if e.event == "MERGE" and e.other_id and e.id not in split}  # fmt: skip
+    current = {e.id: e for e in have.entities}
+    found: dict[str, Entity] = {}
+    for gone in into:
+        seen, at = {gone}, into[gone]
+        while at in into and at not in seen:
+            seen.add(at)
+            at = into[at]
+        if at in current:
+            found[gone] = current[at]
+    return found
+
+
+def _onto_kept(records: list[_Named], merged: dict[str, Entity]) -> list[_Named]:
+    """The archive's edges and pairs with a merged-away end on the entity it was merged into
+    (names as the merge shows them); those that would join an entity to itself are left out,
+    as the merge left them out."""
+    out: list[_Named] = []
+    for record in records:
+        if isinstance(record, Relation):
+            ends: dict[str, str] = {}
+            for end in ("source", "destination"):
+                kept = merged.get(getattr(record, f"{end}_id"))
+                if kept is not None:
+                    ends |= {f"{end}_id": kept.id, end: kept.name}
+            record = record.model_copy(update=ends)
+            if record.source_id == record.destination_id and ends:
+                continue
+        else:
+            ids = {"entity_id": record.entity_id, "candidate_id": record.candidate_id}
+            moved = {k: kept.id for k, v in ids.items() if (kept := merged.get(v)) is not None}
+            record = record.model_copy(update=moved)
+            if record.entity_id == record.candidate_id:
+                continue
+        out.append(record)
+    return out
 
 
 def _embed(memory: Memory, part: TenantArchive) -> None:

@@ -376,6 +376,10 @@ class MergeUndo(BaseModel):
     keys_added: list[str] = Field(default_factory=list)  # to keep's keys
     edges: list[RepointedEdge] = Field(default_factory=list)
     dropped: list[Relation] = Field(default_factory=list)  # would-be self-loops, removed
+    # other's possible-duplicate pairs with a third entity as recorded (a split puts them
+    # back), and the pairs of keep the merge created from them (a split removes them)
+    pairs: list[PossibleDuplicate] = Field(default_factory=list)
+    pairs_created: list[str] = Field(default_factory=list)  # repair.pair_key of each
 
 
 class EntityEvent(BaseModel):

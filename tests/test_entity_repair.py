@@ -16,6 +16,7 @@ from builders import CURRENT, DIMS, EVERYTHING, T0, Store, entity, ids, plan, re
 from cli_runner import CliRunner
 
 from mem0g import Memory
+from mem0g.archive import archive_lines, read_archive
 from mem0g.cli import app
 from mem0g.pipeline import GraphPart, Stages
 from mem0g.stores import EmbeddedGraphStore, StoreError
@@ -175,6 +176,28 @@ def test_split_of_a_keep_merged_away_since_is_refused(
     assert store.get_relations(A, [w.lives.id])[0].source_id == w.bob.id
 
 
+def test_a_split_leaves_keep_the_names_another_merge_brought(
+    store: Store, rng: np.random.Generator
+) -> None:
+    """Two records called Bob merged into Robert, then the first merge split: Robert still
+    holds the other Bob, so it keeps the name and key "bob" (an add saying "Bob" must find
+    it); once that merge is split too, Robert is as it was."""
+    w = world(store, A, rng)
+    twin = entity(A, "Bob", rng)
+    twin.keys = ["bob", "bob twin"]
+    store.apply(plan(A, [twin], []))
+    first = store.merge_entities(A, w.robert.id, w.bob.id)
+    second = store.merge_entities(A, w.robert.id, twin.id)
+    store.split_entity(A, first.merge_id)
+    (robert,) = store.get_entities(A, [w.robert.id])
+    assert robert.aliases == ["Bob"] and robert.keys == ["robert", "bob", "bob twin"]
+    assert sorted(ids(store.find_entities(A, ["bob"]))) == sorted([w.robert.id, w.bob.id])
+    store.split_entity(A, second.merge_id)
+    (robert,) = store.get_entities(A, [w.robert.id])
+    assert (robert.aliases, robert.keys) == (w.robert.aliases, w.robert.keys)
+    assert sorted(ids(store.find_entities(A, ["bob"]))) == sorted([w.bob.id, twin.id])
+
+
 def _embedded_fault(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*args: Any) -> None:
         raise RuntimeError("injected: the disk is on fire")
@@ -318,6 +341,28 @@ def test_possible_duplicates_are_recorded_listed_and_settled(
     assert store.possible_duplicates(A) == []
 
 
+def test_split_puts_back_the_pairs_the_merge_moved(store: Store, rng: np.random.Generator) -> None:
+    """A merge re-points other's pairs onto keep; its split gives them back to other as the
+    resolver recorded them (keep never was "Diego's" candidate). The pair of the two stays
+    settled: the split is the answer to it."""
+    w = world(store, A, rng)
+    diego, erin = entity(A, "Diego", rng), entity(A, "Erin", rng)
+    pairs = [
+        PossibleDuplicate(entity_id=diego.id, candidate_id=w.bob.id, reason="first name"),
+        PossibleDuplicate(entity_id=w.bob.id, candidate_id=w.robert.id, reason="nickname of"),
+        PossibleDuplicate(entity_id=erin.id, candidate_id=w.bob.id, reason="initial"),
+        PossibleDuplicate(entity_id=erin.id, candidate_id=w.robert.id, reason="keep's own"),
+    ]
+    store.apply(plan(A, [diego, erin], [], possible_duplicates=pairs))
+    merged = store.merge_entities(A, w.robert.id, w.bob.id)
+    moved = [(p.entity_id, p.candidate_id) for p in store.possible_duplicates(A)]
+    assert moved == [(erin.id, w.robert.id), (diego.id, w.robert.id)]
+    store.split_entity(A, merged.merge_id)
+    assert sorted(store.possible_duplicates(A), key=lambda p: p.reason) == sorted(
+        [pairs[0], pairs[2], pairs[3]], key=lambda p: p.reason
+    )
+
+
 def test_memory_add_records_the_graph_paths_possible_duplicates(
     make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -355,6 +400,54 @@ def test_memory_add_records_the_graph_paths_possible_duplicates(
         memory.split_entity(entity_id=old.id, other_id=new.id, user_id="a")
     with pytest.raises(UnknownEntityError):
         memory.merge_entities(old.id, new.id, user_id="b")
+
+
+def test_an_import_merge_of_an_older_backup_keeps_the_merge(
+    make_memory: Callable[..., Memory], tmp_path: Path
+) -> None:
+    """A backup taken before a merge, imported with merge=True: the store had the merged-away
+    entity (its history says so), so it stays merged, as a fact the store had keeps the
+    store's version. The backup's records naming it land on the entity it was merged into
+    (a would-be self-loop is left out, as the merge left it out), and the merge can still be
+    split."""
+    memory = make_memory()
+    tenant = Tenant(user_id="a")
+    names = ["Robert", "Bob", "Paris", "Diego"]
+    vectors = [[float(x) for x in v] for v in memory.embedder.embed(names)]
+    robert, bob, paris, diego = (
+        Entity(tenant=tenant, name=n, keys=[n.lower()], embedding=v)
+        for n, v in zip(names, vectors, strict=True)
+    )
+
+    def edge(src: Entity, rel: str, dst: Entity) -> Relation:
+        ends = {"source_id": src.id, "source": src.name, "destination_id": dst.id}
+        return Relation(tenant=tenant, relation=rel, destination=dst.name, **ends,
+                        embedding=vectors[0])  # fmt: skip
+
+    lives, knows = edge(bob, "lives_in", paris), edge(bob, "knows", robert)
+    pair = PossibleDuplicate(entity_id=diego.id, candidate_id=bob.id, reason="first name")
+    memory.store.apply(
+        WritePlan(tenant=tenant, new_entities=[robert, bob, paris, diego],
+                  new_relations=[lives, knows], possible_duplicates=[pair])
+    )  # fmt: skip
+    backup = tmp_path / "before.jsonl"
+    memory.export(backup, user_id="a")
+    merged = memory.merge_entities(robert.id, bob.id, user_id="a")
+    header, parts = read_archive(backup.read_text().splitlines())
+    (part,) = parts
+    later = edge(bob, "visits", paris)  # an edge at Bob the store never had
+    part.relations.append(later)
+    backup.write_text("\n".join(archive_lines(header, [part])) + "\n")
+    memory.import_archive(backup, merge=True)
+    assert memory.get_entity(bob.id, user_id="a") is None
+    assert [e.id for e in memory.store.find_entities(tenant, ["bob"])] == [robert.id]
+    assert memory.store.get_relations(tenant, [knows.id]) == []
+    (visits,) = memory.store.get_relations(tenant, [later.id])
+    assert (visits.source_id, visits.source) == (robert.id, "Robert")
+    (left,) = memory.possible_duplicates(user_id="a")
+    assert (left.entity_id, left.candidate_id) == (diego.id, robert.id)
+    split = memory.split_entity(merged.merge_id, user_id="a")
+    assert split.restored.id == bob.id and split.restored_relations == [knows.id]
 
 
 @pytest.mark.neo4j

@@ -13,8 +13,13 @@ Rules (why):
 * Edge embeddings are not recomputed (the store has no embedder, and a split must restore
   the edge exactly); their `source`/`destination` strings show the entity's current name.
 * A split restores exactly what its merge moved: the other entity as it was, the aliases and
-  keys the merge added (only those) go back, and the edges the merge re-pointed return if
-  they still sit on `keep`; edges `keep` gained after the merge stay on `keep`.
+  keys the merge added (only those) go back, but not a name or key another merge still
+  standing brought too (two "Bob" records merged into Robert, one split off again: Robert
+  stays a "Bob"; the later split takes it), and the edges the merge re-pointed return if
+  they still sit on `keep`; edges `keep` gained after the merge stay on `keep`. Other's
+  possible-duplicate pairs with third entities, which the merge re-pointed onto `keep`, go
+  back to `other` as recorded (the resolver never doubted `keep`); the pair of the two stays
+  settled, since the split is the answer to it.
 """
 
 from __future__ import annotations
@@ -71,17 +76,26 @@ def describe(tenant: Tenant) -> str:
 @dataclass
 class MergeChange:
     """What one merge writes: `keep` as it ends up, the edges re-pointed (as they end up),
-    the edges removed, the MERGE event (with its undo) and the result to return."""
+    the edges removed, the possible-duplicate pairs changed, the MERGE event (with its undo)
+    and the result to return."""
 
     keep: Entity
     moved: list[Relation]
     dropped: list[Relation]
+    pairs: PairChange
     event: EntityEvent
     result: MergeResult
 
 
-def plan_merge(keep: Entity, other: Entity, edges: Sequence[Relation], at: datetime) -> MergeChange:
-    """`edges`: every edge at `other` (either end, a self-loop once), with embeddings."""
+def plan_merge(
+    keep: Entity,
+    other: Entity,
+    edges: Sequence[Relation],
+    pairs: Iterable[PossibleDuplicate],
+    at: datetime,
+) -> MergeChange:
+    """`edges`: every edge at `other` (either end, a self-loop once), with embeddings;
+    `pairs`: the tenant's possible-duplicate pairs naming `keep` or `other` (or more)."""
     aliases_added = [
         a for a in dict.fromkeys([other.name, *other.aliases])
         if a != keep.name and a not in keep.aliases
@@ -107,12 +121,15 @@ def plan_merge(keep: Entity, other: Entity, edges: Sequence[Relation], at: datet
         moved.append(_ends(rel, new_src, keep.name if src else rel.source, new_dst,
                            keep.name if dst else rel.destination))  # fmt: skip
         repointed.append(RepointedEdge(id=rel.id, source=src, destination=dst))
+    pair_change = repoint_pairs(pairs, keep.id, other.id)
     undo = MergeUndo(
         other=other.model_copy(deep=True),
         aliases_added=aliases_added,
         keys_added=keys_added,
         edges=repointed,
         dropped=[r.model_copy(deep=True) for r in dropped],
+        pairs=[p.model_copy() for p in pair_change.moved],
+        pairs_created=[pair_key(p.entity_id, p.candidate_id) for p in pair_change.creates],
     )
     event = EntityEvent(
         entity_id=keep.id,
@@ -134,7 +151,7 @@ def plan_merge(keep: Entity, other: Entity, edges: Sequence[Relation], at: datet
         aliases_added=aliases_added,
         keys_added=keys_added,
     )
-    return MergeChange(new_keep, moved, dropped, event, result)
+    return MergeChange(new_keep, moved, dropped, pair_change, event, result)
 
 
 def _ends(rel: Relation, source_id: str, source: str, dest_id: str, dest: str) -> Relation:
@@ -167,6 +184,7 @@ class SplitChange:
     restored: Entity  # with its embedding
     moved: list[Relation]  # edges re-pointed back, as they end up
     recreated: list[Relation]  # the merge's dropped edges, as they come back
+    pairs: PairChange  # keep's pairs the merge made go, other's come back
     event: EntityEvent
     result: SplitResult
 
@@ -179,9 +197,11 @@ def plan_split(
     edges: Sequence[Relation],
     taken_edge_ids: Iterable[str],
     at: datetime,
+    history: Sequence[EntityEvent] = (),
 ) -> SplitChange:
     """`keep`: the kept entity now (None: gone); `edges`: the merge's re-pointed edges that
-    still exist; `taken_edge_ids`: which of the merge's dropped edge ids exist again."""
+    still exist; `taken_edge_ids`: which of the merge's dropped edge ids exist again;
+    `history`: the kept entity's events (its other merges)."""
     undo = merge.undo
     assert undo is not None  # find_merge checked it
     if already_split:
@@ -194,7 +214,7 @@ def plan_split(
     if other_exists:
         raise RepairError(f"entity {undo.other.id} exists already")
     other = undo.other
-    added_aliases, added_keys = set(undo.aliases_added), set(undo.keys_added)
+    added_aliases, added_keys = _names_to_take(merge, history)
     new_keep = keep.model_copy(
         update={
             "aliases": [a for a in keep.aliases if a not in added_aliases],
@@ -244,7 +264,33 @@ def plan_split(
         moved_relations=[r.id for r in moved],
         restored_relations=[r.id for r in recreated],
     )
-    return SplitChange(new_keep, other.model_copy(deep=True), moved, recreated, event, result)
+    pairs = PairChange(
+        deletes=list(undo.pairs_created), creates=[p.model_copy() for p in undo.pairs]
+    )
+    return SplitChange(
+        new_keep, other.model_copy(deep=True), moved, recreated, pairs, event, result
+    )
+
+
+def _names_to_take(merge: EntityEvent, history: Sequence[EntityEvent]) -> tuple[set[str], set[str]]:
+    """The aliases and keys a split of `merge` takes from keep: those the merge added, and
+    other's own that an earlier merge into keep added (one split since left them for this
+    merge), less those another standing merge into keep brought too."""
+    undo = merge.undo
+    assert undo is not None
+    split = {e.merge_id for e in history if e.event == "SPLIT"}
+    into_keep = [e for e in history if e.event == "MERGE" and e.entity_id == merge.entity_id]
+    merges = [e.undo for e in into_keep if e.undo is not None]
+    standing = [e.undo.other for e in into_keep
+                if e.undo is not None and e.id != merge.id and e.id not in split]  # fmt: skip
+    ever_aliases = {a for m in merges for a in m.aliases_added}
+    ever_keys = {k for m in merges for k in m.keys_added}
+    other = undo.other
+    aliases = set(undo.aliases_added) | ({other.name, *other.aliases} & ever_aliases)
+    keys = set(undo.keys_added) | (set(other.keys) & ever_keys)
+    aliases -= {a for o in standing for a in (o.name, *o.aliases)}
+    keys -= {k for o in standing for k in o.keys}
+    return aliases, keys
 
 
 def renamed(entity: Entity, name: str) -> Entity:
@@ -285,10 +331,13 @@ def pair_key(a: str, b: str) -> str:
 
 @dataclass
 class PairChange:
-    """How a merge changes the tenant's possible-duplicate pairs (by `pair_key`)."""
+    """How a merge (or split) changes the tenant's possible-duplicate pairs (by `pair_key`):
+    deletes first, then creates; `moved`: a merge's pairs of `other` and a third entity, as
+    recorded (its undo)."""
 
     deletes: list[str] = field(default_factory=list)
     creates: list[PossibleDuplicate] = field(default_factory=list)
+    moved: list[PossibleDuplicate] = field(default_factory=list)
 
 
 def repoint_pairs(pairs: Iterable[PossibleDuplicate], keep_id: str, other_id: str) -> PairChange:
@@ -305,6 +354,7 @@ def repoint_pairs(pairs: Iterable[PossibleDuplicate], keep_id: str, other_id: st
         ends = [keep_id if i == other_id else i for i in (p.entity_id, p.candidate_id)]
         if ends[0] == ends[1]:
             continue
+        change.moved.append(p)
         new_key = pair_key(*ends)
         if new_key in existing:
             continue

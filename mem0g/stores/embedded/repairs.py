@@ -26,7 +26,7 @@ from mem0g.stores.embedded.schema import (
     _write_entity_event,
     _write_pairs,
 )
-from mem0g.stores.repair import check_pair, find_merge, plan_merge, plan_split, repoint_pairs
+from mem0g.stores.repair import PairChange, check_pair, find_merge, plan_merge, plan_split
 from mem0g.stores.vectors import as_vector as _vec
 from mem0g.types import (
     Entity,
@@ -76,8 +76,8 @@ class EntityRepair(GraphIndex):
             found = [self._out(e) for i in (keep_id, other_id) if (e := self._entities.get(i))]
             keep, other = check_pair(scope, keep_id, other_id, found)
             _take_turn(conn, _key(keep.tenant), None)
-            change = plan_merge(keep, other, [self._out(r) for r in self._edges_of(other_id)], at)
-            pairs = repoint_pairs(self._pairs(conn, [_key(keep.tenant)]), keep_id, other_id)
+            edges = [self._out(r) for r in self._edges_of(other_id)]
+            change = plan_merge(keep, other, edges, self._pairs(conn, [_key(keep.tenant)]), at)
             self._write(conn, "entities", change.keep, None)
             for rel in change.moved:
                 self._write(conn, "relations", rel, None)
@@ -86,12 +86,7 @@ class EntityRepair(GraphIndex):
             links.merge(conn, keep_id, other_id)  # before other's row (and its links) goes
             conn.execute("DELETE FROM entities WHERE id = ?", (other_id,))
             _write_entity_event(conn, change.event)
-            for pair in pairs.deletes:
-                conn.execute(
-                    "DELETE FROM possible_duplicates WHERE tenant_key = ? AND pair = ?",
-                    (_key(keep.tenant), pair),
-                )
-            _write_pairs(conn, keep.tenant, pairs.creates)
+            _change_pairs(conn, keep.tenant, change.pairs)
         try:
             for rel in change.moved:
                 self._move_relation(rel)
@@ -126,7 +121,7 @@ class EntityRepair(GraphIndex):
             held = TakenIds(conn, "relations")
             taken = [r.id for r in merge.undo.dropped if r.id in held]
             other_exists = merge.undo.other.id in TakenIds(conn, "entities")
-            change = plan_split(merge, split, keep, other_exists, edges, taken, at)
+            change = plan_split(merge, split, keep, other_exists, edges, taken, at, events)
             _take_turn(conn, _key(merge.tenant), None)
             restored_vec = _vec(change.restored.embedding)
             self._write(conn, "entities", change.restored, restored_vec)
@@ -137,6 +132,7 @@ class EntityRepair(GraphIndex):
                 self._write(conn, "relations", rel, _vec(rel.embedding))
             self._split_links(conn, change.keep, change.restored)
             _write_entity_event(conn, change.event)
+            _change_pairs(conn, merge.tenant, change.pairs)
         try:
             self._add_entity(_detached(change.restored), restored_vec)
             self._set_entity(_detached(change.keep))
@@ -186,3 +182,13 @@ class EntityRepair(GraphIndex):
         pairs = self._pairs(self._connection(), self._scope_keys(scope))
         held = self._entities
         return [p for p in pairs if p.entity_id in held and p.candidate_id in held]
+
+
+def _change_pairs(conn: sqlite3.Connection, tenant: Tenant, change: PairChange) -> None:
+    """A merge's or split's possible-duplicate pairs: the deletes, then the creates."""
+    for pair in change.deletes:
+        conn.execute(
+            "DELETE FROM possible_duplicates WHERE tenant_key = ? AND pair = ?",
+            (_key(tenant), pair),
+        )
+    _write_pairs(conn, tenant, change.creates)

@@ -35,7 +35,7 @@ from mem0g.stores.neo4j.rows import (
     present,
 )
 from mem0g.stores.neo4j.session import _T, Neo4jSession
-from mem0g.stores.repair import check_pair, find_merge, plan_merge, plan_split, repoint_pairs
+from mem0g.stores.repair import PairChange, check_pair, find_merge, plan_merge, plan_split
 from mem0g.types import (
     Entity,
     EntityEvent,
@@ -122,15 +122,16 @@ class EntityRepair(Neo4jSession):
                     "newest_first": False,
                 },
             )
-            change = plan_merge(keep, other, [_relation(row["relation"]) for row in edges], at)
             key = tenant.key
             pairs_rows, _ = self._run(
                 tx, "pairs_of", {"tenant_key": key, "ids": [keep_id, other_id]}
             )
-            pairs = repoint_pairs(
+            change = plan_merge(
+                keep,
+                other,
+                [_relation(row["relation"]) for row in edges],
                 [PossibleDuplicate.model_validate_json(r["data"]) for r in pairs_rows],
-                keep_id,
-                other_id,
+                at,
             )
             self._run(
                 tx, "set_entity_names", {"rows": [_names_row(change.keep, keep)], "tenant_key": key}
@@ -155,17 +156,21 @@ class EntityRepair(Neo4jSession):
                 "create_entity_events",
                 {"rows": _event_rows([change.event], written), "seq": seq},
             )
-            if pairs.deletes:
-                self._run(tx, "delete_pairs", {"pairs": pairs.deletes, "tenant_key": key})
-            if pairs.creates:
-                self._run(
-                    tx,
-                    "create_pairs",
-                    {"rows": _pair_rows(tenant, pairs.creates, written), "tenant_key": key},
-                )
+            self._change_pairs(tx, tenant, change.pairs, written)
             return change.result
 
         return self._repair("merge_entities", tenant, work)
+
+    def _change_pairs(
+        self, tx: ManagedTransaction, tenant: Tenant, change: PairChange, written: int
+    ) -> None:
+        """A merge's or split's possible-duplicate pairs: the deletes, then the creates."""
+        key = tenant.key
+        if change.deletes:
+            self._run(tx, "delete_pairs", {"pairs": change.deletes, "tenant_key": key})
+        if change.creates:
+            rows = _pair_rows(tenant, change.creates, written)
+            self._run(tx, "create_pairs", {"rows": rows, "tenant_key": key})
 
     def _repoint(self, tx: ManagedTransaction, key: str, relations: Sequence[Relation]) -> None:
         _, counters = self._run(
@@ -205,7 +210,8 @@ class EntityRepair(Neo4jSession):
             stored = {row["relation"]["id"]: _relation(row["relation"]) for row in rel_rows}
             edges = [stored[e.id] for e in undo.edges if e.id in stored]
             taken = [r.id for r in undo.dropped if r.id in stored]
-            change = plan_split(merge_now, split, keep, undo.other.id in found, edges, taken, at)
+            exists = undo.other.id in found
+            change = plan_split(merge_now, split, keep, exists, edges, taken, at, events)
             key = merge.tenant.key
             written = time.time_ns()
             _, counters = self._run(
@@ -234,6 +240,7 @@ class EntityRepair(Neo4jSession):
                 "create_entity_events",
                 {"rows": _event_rows([change.event], written), "seq": seq},
             )
+            self._change_pairs(tx, merge.tenant, change.pairs, written)
             return change.result
 
         return self._repair("split_entity", merge.tenant, work)
