@@ -38,6 +38,13 @@ beside an entity key of up to 2 KB (512 characters of 4 bytes), and an index key
 the BMP make a 9,228-character key, which failed the add after all its LLM calls."""
 
 
+MAX_LIMIT = 100_000_000
+"""The largest `limit` of a search. A search reads up to 3 x limit candidates (the pool a
+time window re-ranks), and Neo4j takes list bounds as 32-bit integers: past 715,827,882 a
+query naming a time failed there ("Expected an integer between -2147483648 and 2147483647")
+while the embedded store answered it, and from 2**63 both failed with an OverflowError."""
+
+
 def tenant(
     limits: LimitsConfig, user_id: Any = None, agent_id: Any = None, run_id: Any = None
 ) -> Tenant:

@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
+from mem0g import validation
 from mem0g.testing.script import turn
 from mem0g.types import to_utc
 
@@ -102,6 +103,26 @@ def test_lengths_are_bounded_before_any_call(make_memory, llm_server) -> None:
         m.add([{"role": "user", "content": "hi", "name": "N" * 300}], user_id="alice")
     assert llm_server.requests == []
     assert m.stats() == before
+
+
+def test_a_search_limit_is_from_1_to_max_limit_on_both_stores(make_memory) -> None:
+    """A `limit` past `validation.MAX_LIMIT` is a ValueError on both stores. Neo4j takes 3 x
+    limit (the pool a time window re-ranks) as a 32-bit list bound: a search with a time in
+    its query failed there with a StoreError from limit 715,827,883 while the embedded store
+    answered, and from 2**63 both stores failed with an OverflowError."""
+    m = make_memory(memory={"facts": True})
+    m.add("Alice went hiking in May 2023", user_id="alice", infer=False)
+    for query in ("hiking", "hiking in May 2023"):
+        found = m.search(query, user_id="alice", limit=validation.MAX_LIMIT)
+        assert [f.text for f in found.facts] == ["Alice went hiking in May 2023"]
+        for limit in (0, -1):
+            with pytest.raises(ValueError, match="limit must be at least 1"):
+                m.search(query, user_id="alice", limit=limit)
+        for limit in (validation.MAX_LIMIT + 1, 10**9, 2**63):
+            with pytest.raises(ValueError, match=f"limit must be at most {validation.MAX_LIMIT}"):
+                m.search(query, user_id="alice", limit=limit)
+            with pytest.raises(ValueError, match="limit must be at most"):
+                m.context(query, user_id="alice", limit=limit)
 
 
 def test_lone_surrogates_are_refused_before_any_call(make_memory, llm_server) -> None:

@@ -377,6 +377,8 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
             raise TypeError(f"limit must be an int, not {type(limit).__name__}")
         if limit < 1:
             raise ValueError("limit must be at least 1")
+        if limit > validation.MAX_LIMIT:  # what both stores can read (see MAX_LIMIT)
+            raise ValueError(f"limit must be at most {validation.MAX_LIMIT}")
         scope = self._tenant(user_id, agent_id, run_id)
         validity = _validity(as_of, include_invalid)
         qt = query_time(query, to_aware(reference_time))
