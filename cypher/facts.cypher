@@ -176,7 +176,9 @@ RETURN s.text AS text;
 
 // Every fact event of the scope with the conversation time of the episode it came from
 // (null for a user's direct edit): what `as_of` reads to know which text of each fact was
-// true at a time (retrieve/timeline.py). Per fact in write order.
+// true at a time (retrieve/timeline.py). Per fact in write order, the facts in the write
+// order of their first events, as the embedded store returns them: the `as_of` ranking keeps
+// this order for equal scores, and by fact id it was the order of random ids.
 // name: fact_timeline
 CALL () {
   MATCH (ev:FactEvent) WHERE ev.user_id = $user_id RETURN ev
@@ -189,6 +191,10 @@ CALL () {
 WITH ev
 WHERE ($agent_id IS NULL OR ev.agent_id = $agent_id)
   AND ($run_id IS NULL OR ev.run_id = $run_id)
+WITH ev ORDER BY ev.seq, ev.pos, ev.written, ev.id
+WITH ev.fact_id AS fact_id, collect(ev) AS events
+UNWIND range(0, size(events) - 1) AS i
+WITH events[0] AS first, i, events[i] AS ev
 OPTIONAL MATCH (ep:Episode {id: ev.episode_id})
 RETURN ev {.*} AS event, toString(ep.timestamp) AS said
-ORDER BY ev.fact_id, ev.seq, ev.pos, ev.written, ev.id;
+ORDER BY first.written, first.pos, first.id, i;

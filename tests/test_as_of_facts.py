@@ -166,3 +166,28 @@ def test_an_add_without_a_timestamp_is_dated_by_its_first_message(
     assert sorted(f.text for f in then) == ["Alice has a cat", "Alice lives in Paris"]
     (episode,) = m.episodes(user_id="alice")
     assert episode.timestamp == datetime(2023, 5, 8, 8, tzinfo=UTC)
+
+
+def test_equal_as_of_hits_come_in_write_order_as_current_ones_do(
+    make_memory: MemoryFactory, hashing: CachedEmbedder
+) -> None:
+    """Facts of equal score (one text, said in many adds and tenants of one user) come back
+    in write order with `as_of` as without it: the `as_of` ranking keeps the order of the
+    store's fact timeline for ties, which Neo4j returned by the facts' random ids."""
+    m = make_memory(memory={"facts": True}, embedder=hashing)
+    tenants = [{"user_id": "alice", "run_id": "r0"}, {"user_id": "alice", "agent_id": "bot"},
+               {"user_id": "alice", "run_id": "r1"}]  # fmt: skip
+    for day in range(12):
+        m.add([{"content": "Alice likes green tea"}] * 2, **tenants[day % 3],
+              timestamp=MAY + timedelta(days=day), infer=False)  # fmt: skip
+    later = datetime.now(UTC) + timedelta(minutes=1)
+
+    def order(scope: dict[str, str], **kw: object) -> list[tuple[datetime, str]]:
+        hits = m.search("green tea", **scope, limit=24, **kw).facts
+        assert len({round(f.score, 9) for f in hits}) == 1  # all tied
+        return [(f.said_at, f.id) for f in hits]
+
+    for scope in tenants:  # one tenant: the very order of a current search
+        assert order(scope, as_of=later) == order(scope)
+    said = [when for when, _ in order({"user_id": "alice"}, as_of=later)]
+    assert said == sorted(said) and len(said) == 24  # the user's tenants: write order
