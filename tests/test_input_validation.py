@@ -125,6 +125,21 @@ def test_a_search_limit_is_from_1_to_max_limit_on_both_stores(make_memory) -> No
                 m.context(query, user_id="alice", limit=limit)
 
 
+def test_a_context_budget_is_an_int_of_at_least_1(make_memory) -> None:
+    """`max_tokens` is checked as `limit` is, before the search (REST takes a strict int): a
+    float ran the search and then failed in pydantic, True was a budget of 1, and a string
+    or None failed with Python's comparison error."""
+    m = make_memory(memory={"facts": True})
+    m.add("Alice went hiking", user_id="alice", infer=False)
+    for wrong in (2.5, True, "100", None):
+        with pytest.raises(TypeError, match="max_tokens must be an int"):
+            m.context("hiking", user_id="alice", max_tokens=wrong)
+    for bad in (0, -5):
+        with pytest.raises(ValueError, match="max_tokens must be at least 1"):
+            m.context_block("hiking", user_id="alice", max_tokens=bad)
+    assert "Alice went hiking" in m.context("hiking", user_id="alice", max_tokens=100)
+
+
 def test_lone_surrogates_are_refused_before_any_call(make_memory, llm_server) -> None:
     """A str holding "\ud800" (JSON allows it) cannot be encoded for a store or a model: a
     clear ValueError, nothing written, no LLM call (it was a UnicodeEncodeError mid-add)."""

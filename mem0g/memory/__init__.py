@@ -446,6 +446,8 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         reference_time: datetime | str | None = None,
     ) -> ContextBlock:
         """`context` with what it used: estimated tokens, lines kept and dropped."""
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):  # as `limit`
+            raise TypeError(f"max_tokens must be an int, not {type(max_tokens).__name__}")
         if max_tokens < 1:
             raise ValueError("max_tokens must be at least 1")
         hits = self.search(
