@@ -27,12 +27,15 @@ WITH f, row
 WHERE row.embedding IS NOT NULL
 CALL db.create.setNodeVectorProperty(f, 'embedding', row.embedding);
 
-// A changed stored fact: new text, and a new embedding only when the change carries one.
+// A changed stored fact: new text, the episodes that said it added to its provenance, and a
+// new embedding only when the change carries one.
 // Returns the embeddings replaced, for the tenant's kept vector sum (add_fact_vectors).
 // name: update_facts
 UNWIND $rows AS row
 MATCH (f:Fact {id: row.id})
-SET f.text = row.text, f.lex_text = row.lex_text, f.updated_at = $updated_at
+SET f.text = row.text, f.lex_text = row.lex_text, f.updated_at = $updated_at,
+    f.episode_ids = coalesce(f.episode_ids, []) + row.episode_ids,
+    f.provenance_at = coalesce(f.provenance_at, []) + row.provenance_at
 WITH f, row, f.embedding AS old
 WHERE row.embedding IS NOT NULL
 SET f.embedding_zero = row.embedding_zero

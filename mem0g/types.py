@@ -266,6 +266,12 @@ class Fact(BaseModel):
         """When it was said (its first episode's conversation time), else when it was stored."""
         return self.provenance[0].timestamp if self.provenance else self.created_at
 
+    @property
+    def text_said_at(self) -> datetime:
+        """When its current text was said: the last episode that gave it (an update adds its
+        episode to the provenance), else when it was stored."""
+        return self.provenance[-1].timestamp if self.provenance else self.created_at
+
 
 class FactEvent(BaseModel):
     """One line of a fact's history: deleted and replaced texts stay readable here."""
@@ -299,6 +305,9 @@ class FactChange(BaseModel):
     fact_id: str
     text: str | None = None
     embedding: list[float] | None = Field(default=None, repr=False)
+    # the episode that said the new text (an LLM's UPDATE), added to the fact's provenance:
+    # its time dates the current text (`Fact.text_said_at`); none for an edit by hand
+    provenance: Provenance | None = None
 
 
 class FactLink(BaseModel):
@@ -601,6 +610,11 @@ class FactHit(BaseModel):
     def said_at(self) -> datetime:
         """When it was said (its first episode's conversation time), else when it was stored."""
         return self.provenance[0].timestamp if self.provenance else self.created_at
+
+    @property
+    def text_said_at(self) -> datetime:
+        """When this text was said: the last episode that gave it (see `Fact.text_said_at`)."""
+        return self.provenance[-1].timestamp if self.provenance else self.created_at
 
 
 class SearchResult(BaseModel):

@@ -110,6 +110,32 @@ def test_update_and_delete_keep_history(make_memory, llm_server) -> None:
     assert m.get(veggie_id, user_id="alice").text == "Alice is vegan"
 
 
+def test_an_update_dates_the_new_text_by_the_episode_that_said_it(make_memory) -> None:
+    """An LLM UPDATE adds its episode to the fact's provenance: the context dates the new
+    text by when it was said (September), no longer by the first text's May; the fact still
+    exists from May (`said_at`), and an edit by hand adds no episode."""
+    m, first = _seed(
+        make_memory,
+        facts_rule("vegan now", ["Alice is vegan"]),
+        update_rule(
+            "vegan",
+            [{"op": "UPDATE", "new_index": 0, "existing_id": "m1", "text": "Alice is vegan"}],
+        ),
+    )
+    veggie_id = next(r.id for r in first.facts if r.text == VEGGIE)
+    vegan = m.add("vegan now", user_id="alice", timestamp=T2)
+    assert [r.event for r in vegan.facts] == ["UPDATE"]
+    fact = m.get(veggie_id, user_id="alice")
+    episodes = [e.id for e in m.episodes(user_id="alice")]
+    assert [p.episode_id for p in fact.provenance] == episodes  # the first add's, the update's
+    assert (fact.said_at.month, fact.text_said_at.month) == (5, 9)
+    assert "[2023-09-01] Alice is vegan" in m.context("what does Alice eat?", user_id="alice")
+    hit = next(h for h in m.search("vegan", user_id="alice").facts if h.id == veggie_id)
+    assert hit.text_said_at.month == 9 and hit.said_at.month == 5
+    m.update(veggie_id, "Alice is vegan and likes tea", user_id="alice")  # by hand: no episode
+    assert len(m.get(veggie_id, user_id="alice").provenance) == 2
+
+
 def test_unknown_ids_are_ignored_and_the_fact_added(make_memory, caplog) -> None:
     m, _ = _seed(
         make_memory,

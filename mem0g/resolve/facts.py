@@ -80,8 +80,9 @@ class _Planner:
 
     def update(self, old: Fact, text: str, vector: np.ndarray) -> None:
         self.plan.changes.append(
-            FactChange(fact_id=old.id, text=text, embedding=[float(x) for x in vector])
-        )
+            FactChange(fact_id=old.id, text=text, embedding=[float(x) for x in vector],
+                       provenance=self.provenance)
+        )  # fmt: skip
         self.event(old.id, "UPDATE", old.text, text)
         self.plan.results.append(
             FactResult(event="UPDATE", id=old.id, text=text, previous_text=old.text)

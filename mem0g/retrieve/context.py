@@ -27,7 +27,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def render(hits: SearchResult, who: str | None, max_tokens: int) -> ContextBlock:
-    memories = [f"- [{f.said_at:%Y-%m-%d}] {f.text}" for f in hits.facts]
+    memories = [f"- [{f.text_said_at:%Y-%m-%d}] {f.text}" for f in hits.facts]
     relations = []
     for r in hits.relations:
         since = f" (since {r.valid_from:%Y-%m-%d})" if r.valid_from else ""

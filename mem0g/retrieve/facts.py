@@ -26,7 +26,7 @@ from mem0g.retrieve.episodes import NAME as EPISODE_CONTEXT
 from mem0g.retrieve.episodes import capped, episode_context
 from mem0g.retrieve.fusion import Ranking, diversify, fuse, ranked
 from mem0g.retrieve.hubness import corrected
-from mem0g.retrieve.timeline import FactVersion, as_of, said_at, versions
+from mem0g.retrieve.timeline import FactVersion, as_of, versions
 from mem0g.retrieve.timewin import QueryTime, with_time
 from mem0g.stores.base import GraphStore, NameRanker
 from mem0g.stores.lexical_query import query_terms, stems, terms
@@ -316,8 +316,9 @@ class FactRetriever:
         limit: int,
         qt: QueryTime | None = None,
     ) -> list[FactHit]:
-        if qt is not None:  # when each candidate was said: its first provenance's time
-            spans = {i: (said_at(f), said_at(f) + timedelta(seconds=1)) for i, f in records.items()}
+        if qt is not None:  # when each candidate's text was said (an update's episode, if any)
+            spans = {i: (f.text_said_at, f.text_said_at + timedelta(seconds=1))
+                     for i, f in records.items()}  # fmt: skip
             texts = {i: f.text for i, f in records.items()}
             rankings = with_time(rankings, spans, texts, qt, self.config.fusion)
         episodes = {i: [p.episode_id for p in f.provenance] for i, f in records.items()}

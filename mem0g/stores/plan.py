@@ -26,6 +26,7 @@ from mem0g.types import (
     Episode,
     Fact,
     FactEvent,
+    Provenance,
     Relation,
     Tenant,
     WritePlan,
@@ -85,6 +86,7 @@ class FactState:
     text: str | None  # None: a stored fact's text, unchanged
     embedding: Sequence[float] | None  # None: unchanged (a stored fact keeps its vector)
     changed: bool = False  # a fact change touched it (its updated_at becomes the plan's)
+    said: list[Provenance] = field(default_factory=list)  # the changes' episodes, to append
 
 
 @dataclass
@@ -230,6 +232,8 @@ def _facts(plan: WritePlan, existing: Existing) -> FactOutcome:
         state.text, state.changed = change.text, True
         if change.embedding is not None:
             state.embedding = change.embedding
+        if change.provenance is not None:
+            state.said.append(change.provenance)
     for event in plan.fact_events:
         if event.id in existing.fact_events:
             raise StoreError(f"fact event {event.id} already exists")

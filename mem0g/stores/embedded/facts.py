@@ -145,6 +145,7 @@ class FactIndex:
                 fact = self.facts[fact_id].model_copy(deep=True)
             if state.changed and state.text is not None:
                 fact.text, fact.updated_at = state.text, plan.updated_at
+                fact.provenance += [p.model_copy() for p in state.said]
             writes.upserts[fact_id] = fact
             if created is None and state.embedding is None:
                 writes.vectors[fact_id] = self.vectors.get(fact_id)

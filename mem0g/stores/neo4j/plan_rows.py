@@ -248,8 +248,8 @@ def _fact_rows(plan: WritePlan, outcome: FactOutcome, written: int) -> _FactRows
             WORDS_FIELD: _words(state.text),
             "created_at": _db_time(f.created_at),
             "updated_at": _db_time(updated),
-            "episode_ids": [p.episode_id for p in f.provenance],
-            "provenance_at": [_db_time(p.timestamp) for p in f.provenance],
+            "episode_ids": [p.episode_id for p in [*f.provenance, *state.said]],
+            "provenance_at": [_db_time(p.timestamp) for p in [*f.provenance, *state.said]],
             "written": written,
             "pos": pos,
             "embedding_zero": True if flat else None,
@@ -264,6 +264,9 @@ def _fact_rows(plan: WritePlan, outcome: FactOutcome, written: int) -> _FactRows
                 "text": state.text,
                 WORDS_FIELD: _words(state.text),
                 "embedding": vector,
+                # the episodes that said the new text, appended to the fact's provenance
+                "episode_ids": [p.episode_id for p in state.said],
+                "provenance_at": [_db_time(p.timestamp) for p in state.said],
             }
             rows.updates.append({**row, "embedding_zero": True if flat else None})
     for pos, ev in enumerate(plan.fact_events):
