@@ -269,7 +269,10 @@ def read_archive(lines: Iterable[str]) -> tuple[Header, Iterator[TenantArchive]]
     first = next(numbered, None)
     if first is None:
         raise ArchiveError("the archive is empty")
-    data = _json(*first)
+    try:
+        data = _json(*first)
+    except ArchiveError:
+        data = {}  # a dump's JSON, say (its first line is "{")
     if data.get("kind") != "header" or data.get("format") != FORMAT:
         raise ArchiveError("not a mem0g archive (its first line is no mem0g-archive header)")
     version = data.get("version")

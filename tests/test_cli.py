@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -1298,6 +1300,48 @@ def test_export_then_import_into_another_store(cli: Cli, tmp_path: Path) -> None
     assert batched("import", str(archive), "--batch", "0").exit_code == 2  # nothing opened
     assert batched("import", str(archive), "--batch", "50").exit_code == 0
     assert batched("dump", "-u", "alice").stdout == cli("dump", "-u", "alice").stdout
+
+
+def test_import_reads_an_archive_from_a_pipe(cli: Cli, tmp_path: Path) -> None:
+    """`mem0g import <(zcat backup.jsonl.gz)` or `... | mem0g import /dev/stdin`: a pipe
+    reads once (counting its tenants for the bar first left nothing to import)."""
+    assert cli("add", "Alice lives in Paris", "-u", "alice").exit_code == 0
+    text = cli("export", "--no-embeddings").stdout
+    read, write = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(write, "w", encoding="utf-8") as pipe:
+            pipe.write(text)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        other = Cli(tmp_path / "other", cli.env)
+        imported = other("import", f"/dev/fd/{read}")
+    finally:
+        feeder.join()
+        os.close(read)
+    assert imported.exit_code == 0, imported.output
+    assert "imported 1 tenants" in imported.stdout
+    assert other("dump", "-u", "alice").stdout == cli("dump", "-u", "alice").stdout
+
+
+def test_a_refused_archive_makes_no_store(cli: Cli, tmp_path: Path) -> None:
+    """A missing file, a directory or no archive at all is bad input (exit 2, one line), found
+    before the store opens: a mistyped name leaves no new empty store behind."""
+    assert cli("add", "Alice lives in Paris", "-u", "alice").exit_code == 0
+    dump = tmp_path / "dump.json"
+    assert cli("dump", "-o", str(dump)).exit_code == 0  # a view, not an archive
+    target = Cli(tmp_path / "target", cli.env)
+    for archive, reason in (
+        (tmp_path / "missing.jsonl", "no such file"),
+        (tmp_path, "is a directory"),
+        (dump, "not a mem0g archive"),
+    ):
+        refused = target("import", str(archive))
+        assert refused.exit_code == 2, refused.output
+        assert reason in _error_line(refused).lower()
+        assert not target.store.exists()
 
 
 def test_search_reference_time_reads_time_words_against_it(
