@@ -148,7 +148,10 @@ class Cli:
         self.runner = CliRunner(env=env)
 
     def __call__(self, *args: str, input: str | None = None) -> Result:
-        return self.runner.invoke(app, ["--path", str(self.store), *args], input=input)
+        # --path picks the embedded store: a Neo4j one is the env's alone
+        neo4j = self.env.get("MEM0G_GRAPH_STORE__PROVIDER") == "neo4j"
+        where = [] if neo4j else ["--path", str(self.store)]
+        return self.runner.invoke(app, [*where, *args], input=input)
 
     def json(self, *args: str) -> Any:
         result = self(*args, "--json")
@@ -1074,6 +1077,23 @@ def test_bad_config_file_is_one_line(tmp_path: Path) -> None:
     result = CliRunner(env=_env(tmp_path, None)).invoke(app, ["--config", str(unknown), "stats"])
     assert result.exit_code == 2
     assert "invalid config: nope" in _error_line(result)
+
+
+def test_path_with_a_neo4j_store_is_refused(tmp_path: Path, cli: Cli) -> None:
+    """`--path DIR` picks the embedded store: with a config or MEM0G_* that picks Neo4j it
+    was ignored, and `reset -y` meant for DIR emptied the Neo4j server instead."""
+    assert cli("add", "hello", "--no-infer", "-u", "alice").exit_code == 0
+    neo4j = {"graph_store": {"provider": "neo4j", "url": "bolt://127.0.0.1:9"}}
+    config = _write(tmp_path / "neo4j.json", neo4j)
+    before = cli.stats()
+    for env, args in (
+        ({}, ("-c", str(config), "reset", "-y")),
+        ({"MEM0G_GRAPH_STORE__PROVIDER": "neo4j"}, ("stats",)),
+    ):
+        result = CliRunner(env={**cli.env, **env}).invoke(app, ["--path", str(cli.store), *args])
+        assert result.exit_code == 2, result.output
+        assert "--path" in _error_line(result) and "neo4j" in _error_line(result)
+    assert cli.stats() == before
 
 
 def test_config_file_sets_the_store(tmp_path: Path, server: ScriptedLLMServer) -> None:
