@@ -13,6 +13,8 @@ import json
 import os
 import re
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -1344,6 +1346,28 @@ def test_import_reads_an_archive_from_a_pipe(cli: Cli, tmp_path: Path) -> None:
     assert imported.exit_code == 0, imported.output
     assert "imported 1 tenants" in imported.stdout
     assert other("dump", "-u", "alice").stdout == cli("dump", "-u", "alice").stdout
+
+
+def test_a_closed_pipe_ends_the_output_quietly(cli: Cli) -> None:
+    """`mem0g export | head -1`: the reader leaving is no error to print (exit 1, as click
+    does for the commands that print tables), so stderr keeps nothing but the progress."""
+    assert cli("add", "hello", "--no-infer", "-u", "alice").exit_code == 0
+    env = {k: v for k, v in os.environ.items() if k not in cli.env}
+    env |= {k: v for k, v in cli.env.items() if v is not None}
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    try:
+        for command in (["export"], ["search", "hello", "-u", "alice", "--json"]):
+            ended = subprocess.run(
+                [sys.executable, "-c", "from mem0g.cli import app; app()",
+                 "--path", str(cli.store), *command],
+                stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
+                env=env,
+            )  # fmt: skip
+            assert ended.returncode == 1, ended.stderr
+            assert "Error" not in ended.stderr and "Broken pipe" not in ended.stderr, command
+    finally:
+        os.close(write)
 
 
 def test_a_refused_archive_makes_no_store(cli: Cli, tmp_path: Path) -> None:

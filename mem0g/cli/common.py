@@ -91,6 +91,8 @@ class _Group(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:  # stdout's reader left (`| head`): typer ends quietly, exit 1
+            raise
         except (ValueError, LLMError, StoreError, OSError) as err:
             if isinstance(ctx.obj, _State) and ctx.obj.debug:
                 raise
