@@ -34,6 +34,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from mem0g import validation
 from mem0g.embed import CachedEmbedder, configured_name
 from mem0g.resolve.links import plan_links
 from mem0g.stores.archive_reads import entity_events, fact_events
@@ -398,6 +399,11 @@ def import_archive(
             raise
         if part is None:
             break
+        try:  # ids every Memory call would refuse: the tenant could not be read or deleted
+            validation.tenant(memory.config.limits, **part.tenant.model_dump())
+        except ValueError as err:
+            flush()
+            raise ArchiveError(f"{describe(part.tenant)}: {err}") from None
         exists = part.tenant in present
         if exists:  # refused, or merged from the store's records: the earlier ones go first
             flush()
