@@ -1324,6 +1324,21 @@ def test_export_then_import_into_another_store(cli: Cli, tmp_path: Path) -> None
     assert batched("dump", "-u", "alice").stdout == cli("dump", "-u", "alice").stdout
 
 
+def test_export_and_import_of_a_tenant_named_like_markup(cli: Cli, tmp_path: Path) -> None:
+    """The progress bar shows each tenant's name as it is: read as rich markup, a user id
+    "[/x]" stopped the export and the import with a MarkupError traceback."""
+    assert cli("add", "hello", "--no-infer", "-u", "[/x]").exit_code == 0
+    archive = tmp_path / "backup.jsonl"
+    exported = cli("export", "-o", str(archive))
+    assert exported.exit_code == 0, exported.output
+    assert "exported user '[/x]'" in exported.stderr
+    other = Cli(tmp_path / "other", cli.env)
+    imported = other("import", str(archive))
+    assert imported.exit_code == 0, imported.output
+    assert "imported user '[/x]'" in imported.stderr
+    assert other.stats() == cli.stats()
+
+
 def test_import_reads_an_archive_from_a_pipe(cli: Cli, tmp_path: Path) -> None:
     """`mem0g import <(zcat backup.jsonl.gz)` or `... | mem0g import /dev/stdin`: a pipe
     reads once (counting its tenants for the bar first left nothing to import)."""

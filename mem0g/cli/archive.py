@@ -151,7 +151,7 @@ class _TenantBar:
     def __init__(self, verb: str) -> None:
         self.verb = verb
         self.progress = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),  # tenant ids, never markup
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
