@@ -1339,6 +1339,14 @@ def test_export_and_import_of_a_tenant_named_like_markup(cli: Cli, tmp_path: Pat
     assert other.stats() == cli.stats()
 
 
+def test_entities_show_prints_the_tenant_verbatim(cli: Cli) -> None:
+    assert cli("add", "Alice lives in Paris", "-u", "[/x]").exit_code == 0
+    [alice] = [e for e in cli.json("entities", "list", "-u", "[/x]") if e["name"] == "Alice"]
+    shown = cli("entities", "show", alice["id"], "-u", "[/x]")
+    assert shown.exit_code == 0, shown.output
+    assert "user '[/x]'" in shown.stdout
+
+
 def test_import_reads_an_archive_from_a_pipe(cli: Cli, tmp_path: Path) -> None:
     """`mem0g import <(zcat backup.jsonl.gz)` or `... | mem0g import /dev/stdin`: a pipe
     reads once (counting its tenants for the bar first left nothing to import)."""
