@@ -235,7 +235,10 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
         return
     folder, name = os.path.split(target)
     temp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.part")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask's mode, as open()
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask's mode
+    except OSError as err:  # named by the folder asked for, not by the temporary file
+        raise type(err)(err.errno, err.strerror, folder) from None
     try:
         with contextlib.suppress(FileNotFoundError):  # a replaced file keeps its mode
             os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))

@@ -783,6 +783,19 @@ def test_dump_mermaid_to_file(history: Cli, tmp_path: Path) -> None:
     assert len(re.findall(r"n\d+ -->\|", text)) == 2
 
 
+def test_dump_and_export_into_a_missing_folder_name_it(cli: Cli, tmp_path: Path) -> None:
+    """The error names the folder asked for, not the hidden temporary file beside the output
+    (".graph.json.1a2b3c4d5e6f.part")."""
+    assert cli("add", "hello", "--no-infer", "-u", "alice").exit_code == 0
+    missing = tmp_path / "no-such-folder"
+    for command in ("dump", "export"):
+        failed = cli(command, "-o", str(missing / "out.json"))
+        assert failed.exit_code == 1, failed.output
+        line = _error_line(failed, progress=True)
+        assert str(missing) in line and ".part" not in line, line
+    assert not missing.exists()
+
+
 def test_a_failed_dump_keeps_the_file_it_would_replace(
     history: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
