@@ -34,6 +34,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from mem0g import validation
 from mem0g.embed import CachedEmbedder, configured_name
 from mem0g.resolve.links import plan_links
 from mem0g.stores.archive_reads import entity_events, fact_events
@@ -234,7 +235,10 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
         return
     folder, name = os.path.split(target)
     temp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.part")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask's mode, as open()
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask's mode
+    except OSError as err:  # named by the folder asked for, not by the temporary file
+        raise type(err)(err.errno, err.strerror, folder) from None
     try:
         with contextlib.suppress(FileNotFoundError):  # a replaced file keeps its mode
             os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))
@@ -269,7 +273,10 @@ def read_archive(lines: Iterable[str]) -> tuple[Header, Iterator[TenantArchive]]
     first = next(numbered, None)
     if first is None:
         raise ArchiveError("the archive is empty")
-    data = _json(*first)
+    try:
+        data = _json(*first)
+    except ArchiveError:
+        data = {}  # a dump's JSON, say (its first line is "{")
     if data.get("kind") != "header" or data.get("format") != FORMAT:
         raise ArchiveError("not a mem0g archive (its first line is no mem0g-archive header)")
     version = data.get("version")
@@ -395,6 +402,11 @@ def import_archive(
             raise
         if part is None:
             break
+        try:  # ids every Memory call would refuse: the tenant could not be read or deleted
+            validation.tenant(memory.config.limits, **part.tenant.model_dump())
+        except ValueError as err:
+            flush()
+            raise ArchiveError(f"{describe(part.tenant)}: {err}") from None
         exists = part.tenant in present
         if exists:  # refused, or merged from the store's records: the earlier ones go first
             flush()

@@ -245,6 +245,7 @@ _MERMAID_ESCAPES = {
     "|": "#124;",
     "`": "#96;",
     "\\": "#92;",
+    "%": "#37;",  # mermaid takes `%%{...}%%` (a directive) out of the text, labels included
 }
 
 

@@ -60,6 +60,27 @@ def test_a_bad_summary_refuses_its_tenant_whole(tmp_path, hashing) -> None:
         assert target.tenants() == []
 
 
+@pytest.mark.parametrize("bad", ["x" * 300, "   "], ids=["too-long", "blank"])
+def test_a_tenant_id_memory_refuses_is_refused_on_import(tmp_path, hashing, bad: str) -> None:
+    """An archive (edited, or made under other limits) may name a tenant whose ids every
+    Memory call refuses: imported, it could be neither read nor deleted by its ids, and a
+    whole-store dump failed on it. Refused, with the tenants before it imported."""
+    with _memory(tmp_path, "src", hashing) as source:
+        for user in ("alice", "bob"):
+            source.add(f"{user} likes tea", user_id=user, infer=False)
+        lines = [json.loads(line) for line in _export(source).splitlines()]
+    for line in lines:  # bob becomes `bad`, in his section's tenant, records and end
+        for item in (line, line.get("record") or {}):
+            if isinstance(item.get("tenant"), dict) and item["tenant"]["user_id"] == "bob":
+                item["tenant"]["user_id"] = bad
+    edited = "\n".join(json.dumps(line) for line in lines) + "\n"
+    with _memory(tmp_path, "dst", hashing) as target:
+        with pytest.raises(ArchiveError, match="user_id"):
+            target.import_archive(io.StringIO(edited))
+        assert target.tenants() == [ALICE]
+        assert target.get_everything().facts == target.get_all(user_id="alice").facts
+
+
 def test_merge_of_a_newer_archive_of_the_same_tenant(tmp_path, hashing) -> None:
     """Restore a backup, then merge a later one: a fact updated or deleted between the two
     exports is a fact the target has (its version stays, with its history); the facts new

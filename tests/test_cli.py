@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -146,7 +150,10 @@ class Cli:
         self.runner = CliRunner(env=env)
 
     def __call__(self, *args: str, input: str | None = None) -> Result:
-        return self.runner.invoke(app, ["--path", str(self.store), *args], input=input)
+        # --path picks the embedded store: a Neo4j one is the env's alone
+        neo4j = self.env.get("MEM0G_GRAPH_STORE__PROVIDER") == "neo4j"
+        where = [] if neo4j else ["--path", str(self.store)]
+        return self.runner.invoke(app, [*where, *args], input=input)
 
     def json(self, *args: str) -> Any:
         result = self(*args, "--json")
@@ -776,6 +783,19 @@ def test_dump_mermaid_to_file(history: Cli, tmp_path: Path) -> None:
     assert len(re.findall(r"n\d+ -->\|", text)) == 2
 
 
+def test_dump_and_export_into_a_missing_folder_name_it(cli: Cli, tmp_path: Path) -> None:
+    """The error names the folder asked for, not the hidden temporary file beside the output
+    (".graph.json.1a2b3c4d5e6f.part")."""
+    assert cli("add", "hello", "--no-infer", "-u", "alice").exit_code == 0
+    missing = tmp_path / "no-such-folder"
+    for command in ("dump", "export"):
+        failed = cli(command, "-o", str(missing / "out.json"))
+        assert failed.exit_code == 1, failed.output
+        line = _error_line(failed, progress=True)
+        assert str(missing) in line and ".part" not in line, line
+    assert not missing.exists()
+
+
 def test_a_failed_dump_keeps_the_file_it_would_replace(
     history: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1074,6 +1094,23 @@ def test_bad_config_file_is_one_line(tmp_path: Path) -> None:
     assert "invalid config: nope" in _error_line(result)
 
 
+def test_path_with_a_neo4j_store_is_refused(tmp_path: Path, cli: Cli) -> None:
+    """`--path DIR` picks the embedded store: with a config or MEM0G_* that picks Neo4j it
+    was ignored, and `reset -y` meant for DIR emptied the Neo4j server instead."""
+    assert cli("add", "hello", "--no-infer", "-u", "alice").exit_code == 0
+    neo4j = {"graph_store": {"provider": "neo4j", "url": "bolt://127.0.0.1:9"}}
+    config = _write(tmp_path / "neo4j.json", neo4j)
+    before = cli.stats()
+    for env, args in (
+        ({}, ("-c", str(config), "reset", "-y")),
+        ({"MEM0G_GRAPH_STORE__PROVIDER": "neo4j"}, ("stats",)),
+    ):
+        result = CliRunner(env={**cli.env, **env}).invoke(app, ["--path", str(cli.store), *args])
+        assert result.exit_code == 2, result.output
+        assert "--path" in _error_line(result) and "neo4j" in _error_line(result)
+    assert cli.stats() == before
+
+
 def test_config_file_sets_the_store(tmp_path: Path, server: ScriptedLLMServer) -> None:
     config = _write(tmp_path / "config.json", {"graph_store": {"path": str(tmp_path / "cfg")}})
     runner = CliRunner(env=_env(tmp_path, server.base_url))
@@ -1298,6 +1335,93 @@ def test_export_then_import_into_another_store(cli: Cli, tmp_path: Path) -> None
     assert batched("import", str(archive), "--batch", "0").exit_code == 2  # nothing opened
     assert batched("import", str(archive), "--batch", "50").exit_code == 0
     assert batched("dump", "-u", "alice").stdout == cli("dump", "-u", "alice").stdout
+
+
+def test_export_and_import_of_a_tenant_named_like_markup(cli: Cli, tmp_path: Path) -> None:
+    """The progress bar shows each tenant's name as it is: read as rich markup, a user id
+    "[/x]" stopped the export and the import with a MarkupError traceback."""
+    assert cli("add", "hello", "--no-infer", "-u", "[/x]").exit_code == 0
+    archive = tmp_path / "backup.jsonl"
+    exported = cli("export", "-o", str(archive))
+    assert exported.exit_code == 0, exported.output
+    assert "exported user '[/x]'" in exported.stderr
+    other = Cli(tmp_path / "other", cli.env)
+    imported = other("import", str(archive))
+    assert imported.exit_code == 0, imported.output
+    assert "imported user '[/x]'" in imported.stderr
+    assert other.stats() == cli.stats()
+
+
+def test_entities_show_prints_the_tenant_verbatim(cli: Cli) -> None:
+    assert cli("add", "Alice lives in Paris", "-u", "[/x]").exit_code == 0
+    [alice] = [e for e in cli.json("entities", "list", "-u", "[/x]") if e["name"] == "Alice"]
+    shown = cli("entities", "show", alice["id"], "-u", "[/x]")
+    assert shown.exit_code == 0, shown.output
+    assert "user '[/x]'" in shown.stdout
+
+
+def test_import_reads_an_archive_from_a_pipe(cli: Cli, tmp_path: Path) -> None:
+    """`mem0g import <(zcat backup.jsonl.gz)` or `... | mem0g import /dev/stdin`: a pipe
+    reads once (counting its tenants for the bar first left nothing to import)."""
+    assert cli("add", "Alice lives in Paris", "-u", "alice").exit_code == 0
+    text = cli("export", "--no-embeddings").stdout
+    read, write = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(write, "w", encoding="utf-8") as pipe:
+            pipe.write(text)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        other = Cli(tmp_path / "other", cli.env)
+        imported = other("import", f"/dev/fd/{read}")
+    finally:
+        feeder.join()
+        os.close(read)
+    assert imported.exit_code == 0, imported.output
+    assert "imported 1 tenants" in imported.stdout
+    assert other("dump", "-u", "alice").stdout == cli("dump", "-u", "alice").stdout
+
+
+def test_a_closed_pipe_ends_the_output_quietly(cli: Cli) -> None:
+    """`mem0g export | head -1`: the reader leaving is no error to print (exit 1, as click
+    does for the commands that print tables), so stderr keeps nothing but the progress."""
+    assert cli("add", "hello", "--no-infer", "-u", "alice").exit_code == 0
+    env = {k: v for k, v in os.environ.items() if k not in cli.env}
+    env |= {k: v for k, v in cli.env.items() if v is not None}
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    try:
+        for command in (["export"], ["search", "hello", "-u", "alice", "--json"]):
+            ended = subprocess.run(
+                [sys.executable, "-c", "from mem0g.cli import app; app()",
+                 "--path", str(cli.store), *command],
+                stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
+                env=env,
+            )  # fmt: skip
+            assert ended.returncode == 1, ended.stderr
+            assert "Error" not in ended.stderr and "Broken pipe" not in ended.stderr, command
+    finally:
+        os.close(write)
+
+
+def test_a_refused_archive_makes_no_store(cli: Cli, tmp_path: Path) -> None:
+    """A missing file, a directory or no archive at all is bad input (exit 2, one line), found
+    before the store opens: a mistyped name leaves no new empty store behind."""
+    assert cli("add", "Alice lives in Paris", "-u", "alice").exit_code == 0
+    dump = tmp_path / "dump.json"
+    assert cli("dump", "-o", str(dump)).exit_code == 0  # a view, not an archive
+    target = Cli(tmp_path / "target", cli.env)
+    for archive, reason in (
+        (tmp_path / "missing.jsonl", "no such file"),
+        (tmp_path, "is a directory"),
+        (dump, "not a mem0g archive"),
+    ):
+        refused = target("import", str(archive))
+        assert refused.exit_code == 2, refused.output
+        assert reason in _error_line(refused).lower()
+        assert not target.store.exists()
 
 
 def test_search_reference_time_reads_time_words_against_it(

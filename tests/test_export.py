@@ -204,6 +204,20 @@ def test_mermaid_label_escapes() -> None:
     assert mermaid_label("東京 😀") == "東京 😀"
 
 
+def test_mermaid_names_cannot_hold_a_directive_or_comment() -> None:
+    """Mermaid takes `%%{...}%%` (a directive) out of the whole text before it parses, labels
+    included: a name holding one emptied its node's label, a parse error that lost the whole
+    diagram (mermaid 11), or could set the diagram's config. No `%` reaches the text."""
+    directive = "%%{init: {'theme': 'forest'}}%%"
+    alice, other = _entity("Alice"), _entity(directive)
+    text = to_mermaid(
+        GraphSnapshot(entities=[alice, other], relations=[_relation(alice, "50%% off", other)])
+    )
+    assert "%" not in text
+    assert "    n2[\"#37;#37;{init: {'theme': 'forest'}}#37;#37;\"]" in text.splitlines()
+    assert '    n1 -->|"50#37;#37; off"| n2' in text.splitlines()
+
+
 # ---------------------------------------------------------------- Cypher
 
 _ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}

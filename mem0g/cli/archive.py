@@ -5,9 +5,11 @@ whole or not at all."""
 
 from __future__ import annotations
 
+import itertools
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 from rich.progress import (
@@ -19,8 +21,25 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from mem0g.archive import ImportedTenant, export_archive, import_archive, replacing
-from mem0g.cli.common import AgentOpt, RunOpt, UserOpt, _describe, _err, _out, _say, _state, app
+from mem0g.archive import (
+    ImportedTenant,
+    export_archive,
+    import_archive,
+    read_archive,
+    replacing,
+)
+from mem0g.cli.common import (
+    AgentOpt,
+    InputError,
+    RunOpt,
+    UserOpt,
+    _describe,
+    _err,
+    _out,
+    _say,
+    _state,
+    app,
+)
 from mem0g.stores.repair import describe
 from mem0g.types import Tenant
 
@@ -97,14 +116,32 @@ def import_command(
         how = " (merged)" if done.merged else ""
         bar.advance(f"imported {describe(done.tenant)}{how}: {done.counts}")
 
-    with (
-        _state(ctx).memory(create=True) as memory,
-        archive.open(encoding="utf-8") as handle,
-        bar,
-    ):
-        bar.start(_tenant_lines(archive))
-        done = import_archive(memory, handle, merge=merge, progress=progress, batch=batch)
+    with _open_archive(archive) as handle:
+        lines = _checked_header(handle)  # a refused archive makes no store
+        with _state(ctx).memory(create=True) as memory, bar:
+            bar.start(_tenant_lines(archive) if archive.is_file() else None)  # a pipe reads once
+            done = import_archive(memory, lines, merge=merge, progress=progress, batch=batch)
     _say(_out(), f"imported {len(done)} tenants from {archive}")
+
+
+def _open_archive(archive: Path) -> IO[str]:
+    try:
+        return archive.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{archive}: no such file") from None
+    except OSError as err:
+        raise InputError(f"{archive}: cannot read: {err.strerror or err}") from None
+
+
+def _checked_header(handle: IO[str]) -> Iterator[str]:
+    """The archive's lines, its header read and checked (`read_archive`) before any other."""
+    head: list[str] = []
+    for line in handle:
+        head.append(line)
+        if line.strip():
+            break
+    read_archive(head)
+    return itertools.chain(head, handle)
 
 
 class _TenantBar:
@@ -114,7 +151,7 @@ class _TenantBar:
     def __init__(self, verb: str) -> None:
         self.verb = verb
         self.progress = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),  # tenant ids, never markup
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
@@ -122,8 +159,10 @@ class _TenantBar:
         )
         self.task: TaskID | None = None
 
-    def start(self, tenants: int) -> None:
-        self.task = self.progress.add_task(f"{self.verb} {tenants} tenants", total=tenants)
+    def start(self, tenants: int | None) -> None:
+        """`None`: how many is not known (an archive read from a pipe)."""
+        counted = "" if tenants is None else f" {tenants}"
+        self.task = self.progress.add_task(f"{self.verb}{counted} tenants", total=tenants)
 
     def advance(self, what: str) -> None:
         if self.task is not None:

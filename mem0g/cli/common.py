@@ -91,6 +91,8 @@ class _Group(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:  # stdout's reader left (`| head`): typer ends quietly, exit 1
+            raise
         except (ValueError, LLMError, StoreError, OSError) as err:
             if isinstance(ctx.obj, _State) and ctx.obj.debug:
                 raise
@@ -147,6 +149,14 @@ class _State:
             self._config = MemoryConfig.load(data)
         except ValidationError as err:
             raise InputError(f"invalid config: {_reason(err)}") from err
+        if self.path is not None and self._config.graph_store.provider != "embedded":
+            # else --path was ignored, and a `reset -y` meant for it emptied the server
+            provider = self._config.graph_store.provider
+            self._config = None
+            raise InputError(
+                f"--path picks an embedded store, but the config (or "
+                f"MEM0G_GRAPH_STORE__PROVIDER) picks {provider}: give one of them"
+            )
         return self._config
 
     def memory(

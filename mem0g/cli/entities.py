@@ -117,7 +117,7 @@ def show(
         table.add_row("name", Text(entity.name))
         table.add_row("type", Text(entity.type))
         table.add_row("aliases", Text(", ".join(entity.aliases)))
-        table.add_row("tenant", _describe(entity.tenant.model_dump()))
+        table.add_row("tenant", Text(_describe(entity.tenant.model_dump())))
         _out().print(table)
     if relations:
         rels = Table("id", "source", "relation", "destination", "invalid at", title="relations")
