@@ -134,6 +134,10 @@ def test_an_update_dates_the_new_text_by_the_episode_that_said_it(make_memory) -
     assert hit.text_said_at.month == 9 and hit.said_at.month == 5
     m.update(veggie_id, "Alice is vegan and likes tea", user_id="alice")  # by hand: no episode
     assert len(m.get(veggie_id, user_id="alice").provenance) == 2
+    m.close()
+    reopened = make_memory(**FACTS_ONLY)  # the same store: what was written, not what was held
+    stored = reopened.get(veggie_id, user_id="alice")
+    assert [p.episode_id for p in stored.provenance] == episodes
 
 
 def test_unknown_ids_are_ignored_and_the_fact_added(make_memory, caplog) -> None:

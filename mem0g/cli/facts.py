@@ -77,7 +77,7 @@ def search(
     if result.facts:
         facts = Table("score", "id", "fact", "said", title="facts")
         for f in result.facts:
-            facts.add_row(f"{f.score:.3f}", f.id, Text(f.text), _when(f.said_at))
+            facts.add_row(f"{f.score:.3f}", f.id, Text(f.text), _when(f.text_said_at))
         _out().print(_keep_ids(facts))
     elif paths.facts:
         _say(_err(), f"no facts found for {_describe(ids)}")

@@ -71,7 +71,7 @@ _MUTABLE: dict[str, tuple[str, ...]] = {
         "provenance",
         "updated_at",
     ),
-    "facts": ("text", "embedding", "updated_at"),
+    "facts": ("text", "embedding", "updated_at", "provenance"),  # an update adds its episode
     "summaries": ("text", "messages_covered", "updated_at"),
 }
 
