@@ -206,3 +206,19 @@ def test_client_delete_all_needs_the_same_confirmation(tmp_path, llm_server, has
             assert memory.stats(user_id="alice").facts == 0
     finally:
         memory.close()
+
+
+def test_an_empty_id_is_not_redirected_onto_the_collection(api) -> None:
+    """`/v1/memories/` (an id left empty by the caller's code) is no route. Redirected to
+    `/v1/memories` (Starlette's trailing-slash redirect: a 307 keeps the method), a client
+    that follows redirects (requests does by default) turned `DELETE /v1/memories/{id}` into
+    `delete_all` of the tenant."""
+    memory = api.memory
+    memory.add("alice's note", user_id="alice", infer=False)
+    for method in ("GET", "PUT", "DELETE"):
+        r = api.request(method, "/v1/memories/", params={"user_id": "alice"},
+                        json={"text": "x", "user_id": "alice"} if method == "PUT" else None,
+                        follow_redirects=True)  # fmt: skip
+        _problem(r, 404)
+    assert [f.text for f in memory.get_all(user_id="alice").facts] == ["alice's note"]
+    _problem(api.get("/v1/entities/", params={"user_id": "alice"}, follow_redirects=True), 404)
