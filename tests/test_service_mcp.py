@@ -168,3 +168,44 @@ def test_an_open_mcp_server_on_any_loopback_address_answers_no_rebound_page(
     finally:
         memory.close()
     assert transport_security("0.0.0.0") is None  # beyond loopback: a keys file is required
+
+
+def _in_process(memory: Any, check: Any, **build: Any) -> None:
+    """Run `check(client)` against `build_mcp(memory, **build)` through the SDK's client."""
+
+    async def main() -> None:
+        async with Client(build_mcp(memory, **build)) as client:
+            await check(client)
+
+    anyio.run(main)
+
+
+def test_search_and_context_take_reference_time_as_memory_does(
+    tmp_path, llm_server, hashing
+) -> None:
+    """`reference_time` is the "now" of "last year" in `Memory.search`/`context` and REST;
+    the MCP tools took no such argument (an unknown one is dropped by the SDK), so the same
+    question was read against today."""
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    memory.add("Alice works at Acme", user_id="alice", infer=False, timestamp="2023-05-01")
+    question = {"query": "what did Alice do last year", "user_id": "alice"}
+
+    async def check(client: Client) -> None:
+        for ref, boosted in [("2024-03-01T00:00:00Z", True), ("2026-03-01T00:00:00Z", False)]:
+            hits = await client.call_tool("search_memory", {**question, "reference_time": ref})
+            assert not hits.is_error, hits.content
+            same = memory.search(**question, reference_time=ref).model_dump(mode="json")
+            assert hits.structured_content == same
+            assert ("time" in same["facts"][0]["sources"]) is boosted
+            text = await client.call_tool("get_context", {**question, "reference_time": ref})
+            assert text.structured_content["result"] == memory.context(
+                **question, reference_time=ref
+            )
+        for tool in ("search_memory", "get_context"):
+            bad = await client.call_tool(tool, {**question, "reference_time": "soon"})
+            assert bad.is_error and "'soon'" in bad.content[0].text, bad.content
+
+    try:
+        _in_process(memory, check)
+    finally:
+        memory.close()

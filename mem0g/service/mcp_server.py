@@ -1,10 +1,10 @@
 """`mem0g mcp`: the Model Context Protocol door (official `mcp` SDK), over stdio or
 streamable HTTP, onto one `Memory`.
 
-Tools: add_memory, search_memory (as_of, include_invalid), get_entity (the entity, its edges
-over time and its merge history), list_entities, delete_memory (a fact, by id), get_context
-(the answer-prompt block). Resources: `mem0g://graph/{user_id}`, a user's graph export (the
-JSON dump, history included), and `mem0g://graph` for the configured tenant.
+Tools: add_memory, search_memory (as_of, include_invalid, reference_time), get_entity (the
+entity, its edges over time and its merge history), list_entities, delete_memory (a fact, by
+id), get_context (the answer-prompt block). Resources: `mem0g://graph/{user_id}`, a user's
+graph export (the JSON dump, history included), and `mem0g://graph` for the configured tenant.
 
 The tenant of a call is what it names, else the server's configured one (`--user/--agent/
 --run`); either way it must be within the caller's key, checked exactly as the REST service
@@ -171,13 +171,16 @@ def build_mcp(
         limit: int = 10,
         as_of: str | None = None,
         include_invalid: bool = False,
+        reference_time: str | None = None,
         ctx: Context | None = None,
     ) -> SearchResult:
         """Relations and facts relevant to `query`, best first. `as_of` (ISO date): the graph
-        as it was then; `include_invalid`: contradicted (ended) relations too."""
+        as it was then; `include_invalid`: contradicted (ended) relations too;
+        `reference_time` (ISO date, default now): the "now" of "last year" in the query."""
         ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         return await run(memory.search, query, **ids, limit=limit, as_of=as_of,
-                         include_invalid=include_invalid)  # fmt: skip
+                         include_invalid=include_invalid,
+                         reference_time=reference_time)  # fmt: skip
 
     @server.tool()
     async def get_context(
@@ -188,13 +191,15 @@ def build_mcp(
         limit: int = 10,
         max_tokens: int = 1000,
         as_of: str | None = None,
+        reference_time: str | None = None,
         ctx: Context | None = None,
     ) -> str:
         """The memory block for an answer prompt: "Memories for user X" and "Relations for
-        user X", timestamped, within `max_tokens`."""
+        user X", timestamped, within `max_tokens`; `as_of` and `reference_time` as in
+        search_memory."""
         ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         return await run(memory.context, query, **ids, limit=limit, max_tokens=max_tokens,
-                         as_of=as_of)  # fmt: skip
+                         as_of=as_of, reference_time=reference_time)  # fmt: skip
 
     @server.tool()
     async def list_entities(
