@@ -209,3 +209,42 @@ def test_search_and_context_take_reference_time_as_memory_does(
         _in_process(memory, check)
     finally:
         memory.close()
+
+
+def test_tools_keep_the_service_limits(tmp_path, llm_server, hashing) -> None:
+    """The request limits REST checks (`Limits`: `max_limit` 100, query length, messages per
+    add; `max_tokens` up to 100,000) bound the MCP tools too, stated in their schemas: over
+    MCP a key could ask a search for 100,000,000 results (`validation.MAX_LIMIT`)."""
+    from mem0g.service.settings import Limits
+
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    memory.add("a note", user_id="alice", infer=False)
+    many = [{"content": f"note {i}"} for i in range(4)]
+    over = [("search_memory", {"query": "note", "limit": 21}),
+            ("get_context", {"query": "note", "limit": 21}),
+            ("search_memory", {"query": "n" * 51}),
+            ("get_context", {"query": "note", "max_tokens": 100_001}),
+            ("add_memory", {"messages": many, "infer": False})]  # fmt: skip
+
+    async def configured(client: Client) -> None:
+        tools = {t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools}
+        assert tools["search_memory"]["limit"]["maximum"] == 20
+        for tool, args in over:
+            refused = await client.call_tool(tool, {"user_id": "alice", **args})
+            assert refused.is_error, (tool, refused.content)
+        ok = await client.call_tool("search_memory", {"user_id": "alice", "query": "note",
+                                                      "limit": 20})  # fmt: skip
+        assert not ok.is_error and len(ok.structured_content["facts"]) == 1
+
+    async def default(client: Client) -> None:
+        big = await client.call_tool("search_memory", {"user_id": "alice", "query": "note",
+                                                       "limit": 101})  # fmt: skip
+        assert big.is_error and "100" in big.content[0].text, big.content
+
+    try:
+        limits = Limits(max_limit=20, max_query_chars=50, max_messages=3)
+        _in_process(memory, configured, limits=limits)
+        _in_process(memory, default)
+        assert memory.stats(user_id="alice").episodes == 1
+    finally:
+        memory.close()

@@ -19,12 +19,13 @@ checks it (scope, then tenant grant, before anything is touched). Who the caller
 - over stdio, the one local client that launched us: the key is `--api-key`;
 - no keys file: open (every call an admin), and HTTP binds loopback only.
 Tool handlers run `Memory` on worker threads, so one slow add does not stall other requests.
+Arguments are bounded by the service's `Limits`, as REST's are, and the tools' schemas say so.
+(No `from __future__ import annotations`: the SDK reads the tools' annotations, which are
+built from the limits inside `build_mcp`, with `eval_str`, where a closure's names are unseen.)
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -40,7 +41,7 @@ from mem0g import export
 from mem0g.llm.client import LLMError
 from mem0g.memory import Memory
 from mem0g.service.auth import OPEN, Keyring, Principal, Scope, hash_key
-from mem0g.service.settings import is_loopback
+from mem0g.service.settings import Limits, is_loopback
 from mem0g.types import AddResult, Entity, EntityEvent, FactResult, Relation, SearchResult, Tenant
 
 INSTRUCTIONS = (
@@ -98,9 +99,16 @@ def build_mcp(
     user_id: str | None = None,
     agent_id: str | None = None,
     run_id: str | None = None,
+    limits: Limits | None = None,
 ) -> MCPServer:
     """The MCP server. `keys` (a loaded keys file): each HTTP request is authenticated by its
-    own bearer key and `principal` is ignored; else every call is `principal` (stdio)."""
+    own bearer key and `principal` is ignored; else every call is `principal` (stdio).
+    `limits`: the request bounds (default: the service's defaults, as `mem0g serve`'s)."""
+    limits = limits or Limits()
+    Query = Annotated[str, Field(min_length=1, max_length=limits.max_query_chars)]
+    Limit = Annotated[int, Field(ge=1, le=limits.max_limit)]
+    Tokens = Annotated[int, Field(ge=1, le=100_000)]  # as REST's max_tokens
+    Messages = str | Annotated[list[MessageIn], Field(min_length=1, max_length=limits.max_messages)]
     defaults = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
     ring = keys if keys is not None and keys.configured else None  # per-request keys
     server = MCPServer(
@@ -148,7 +156,7 @@ def build_mcp(
 
     @server.tool()
     async def add_memory(
-        messages: str | list[MessageIn],
+        messages: Messages,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
@@ -164,11 +172,11 @@ def build_mcp(
 
     @server.tool()
     async def search_memory(
-        query: str,
+        query: Query,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 10,
+        limit: Limit = 10,
         as_of: str | None = None,
         include_invalid: bool = False,
         reference_time: str | None = None,
@@ -184,12 +192,12 @@ def build_mcp(
 
     @server.tool()
     async def get_context(
-        query: str,
+        query: Query,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 10,
-        max_tokens: int = 1000,
+        limit: Limit = 10,
+        max_tokens: Tokens = 1000,
         as_of: str | None = None,
         reference_time: str | None = None,
         ctx: Context | None = None,
