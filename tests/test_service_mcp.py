@@ -248,3 +248,29 @@ def test_tools_keep_the_service_limits(tmp_path, llm_server, hashing) -> None:
         assert memory.stats(user_id="alice").episodes == 1
     finally:
         memory.close()
+
+
+def test_an_empty_id_is_refused_not_read_as_the_configured_tenant(
+    tmp_path, llm_server, hashing
+) -> None:
+    """`user_id=""` is a bad id (`Memory` and REST refuse it), not "no id": read as none, the
+    call went to the server's configured tenant, so a client whose user id came out empty
+    wrote into and read the configured user's memory."""
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    memory.add("alice's locker code is 4521", user_id="alice", infer=False)
+
+    async def check(client: Client) -> None:
+        for tool, args in [("add_memory", {"messages": "bob's note", "infer": False}),
+                           ("search_memory", {"query": "locker code"}),
+                           ("list_entities", {})]:  # fmt: skip
+            for ids in ({"user_id": ""}, {"agent_id": ""}, {"user_id": "", "run_id": ""}):
+                refused = await client.call_tool(tool, {**args, **ids})
+                assert refused.is_error and "empty" in refused.content[0].text, (tool, ids)
+
+    try:
+        _in_process(memory, check, user_id="alice")
+        assert [f.text for f in memory.get_all(user_id="alice").facts] == [
+            "alice's locker code is 4521"
+        ]
+    finally:
+        memory.close()

@@ -37,7 +37,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field
 
-from mem0g import export
+from mem0g import export, validation
 from mem0g.llm.client import LLMError
 from mem0g.memory import Memory
 from mem0g.service.auth import OPEN, Keyring, Principal, Scope, hash_key
@@ -133,12 +133,17 @@ def build_mcp(
     def scope(
         scope: Scope, given: dict[str, str | None], ctx: Context | None = None
     ) -> dict[str, str | None]:
-        """The call's ids, else the configured ones; refused outside the key's grant."""
+        """The call's ids, else the configured ones; refused outside the key's grant. An
+        empty id is a bad id (as in `Memory` and REST), not "none": else a client whose id
+        came out empty would reach the configured tenant."""
         principal = caller(ctx)
-        ids = given if any(given.values()) else defaults
-        if not any(ids.values()):
+        ids = given if any(v is not None for v in given.values()) else defaults
+        if all(v is None for v in ids.values()):
             raise ToolError("name a tenant: user_id, agent_id or run_id (none is configured)")
-        tenant = Tenant(**ids)
+        try:
+            tenant = validation.tenant(memory.config.limits, **ids)
+        except ValueError as err:
+            raise ToolError(" ".join(str(err).split())) from err
         if not principal.has(scope):
             raise ToolError(f"forbidden: key {principal.name!r} lacks the {scope!r} scope")
         if not principal.reaches(tenant):
