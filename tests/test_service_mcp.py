@@ -274,3 +274,33 @@ def test_an_empty_id_is_refused_not_read_as_the_configured_tenant(
         ]
     finally:
         memory.close()
+
+
+def test_a_store_failure_is_a_tool_error_that_says_so(tmp_path, llm_server, hashing) -> None:
+    """A store that cannot answer is REST's 503 with the store's one-line reason; over MCP it
+    was a crash ("Error executing tool search_memory", the reason left in the server log)."""
+    from mem0g.stores.base import PlanConflict, StoreError
+
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError("the graph store is unavailable: connection refused")
+
+    def raced(*args: Any, **kwargs: Any) -> Any:
+        raise PlanConflict("another writer changed the tenant; nothing was written")
+
+    memory.search = down  # type: ignore[method-assign]
+    memory.delete = raced  # type: ignore[method-assign]
+
+    async def check(client: Client) -> None:
+        for tool, args, reason in [
+            ("search_memory", {"query": "q"}, "connection refused"),
+            ("delete_memory", {"memory_id": "f1"}, "another writer"),
+        ]:
+            failed = await client.call_tool(tool, {"user_id": "alice", **args})
+            assert failed.is_error and reason in failed.content[0].text, failed.content
+
+    try:
+        _in_process(memory, check)
+    finally:
+        memory.close()

@@ -42,6 +42,7 @@ from mem0g.llm.client import LLMError
 from mem0g.memory import Memory
 from mem0g.service.auth import OPEN, Keyring, Principal, Scope, hash_key
 from mem0g.service.settings import Limits, is_loopback
+from mem0g.stores.base import StoreError
 from mem0g.types import AddResult, Entity, EntityEvent, FactResult, Relation, SearchResult, Tenant
 
 INSTRUCTIONS = (
@@ -151,11 +152,13 @@ def build_mcp(
         return ids
 
     async def run(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        """`fn` on a worker thread; expected failures become the tool's error text (an
-        unexpected one stays a crash: logged with its traceback, a generic message sent)."""
+        """`fn` on a worker thread; expected failures become the tool's error text, as REST
+        gives them a status and detail (a store that cannot answer: its one-line reason, as
+        REST's 503). An unexpected one stays a crash: logged with its traceback, a generic
+        message sent."""
         try:
             return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
-        except (ValueError, LookupError, LLMError) as err:
+        except (ValueError, LookupError, LLMError, StoreError) as err:
             text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
             raise ToolError(" ".join(text.split())) from err
 
