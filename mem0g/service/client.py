@@ -74,6 +74,12 @@ class Unavailable(APIError, RuntimeError):
     """The service could not take the request now (queue full, shutting down, store down)."""
 
 
+class Conflict(APIError, RuntimeError):
+    """Another writer changed the tenant every time the write was planned (409): nothing
+    was written; a `RuntimeError`, as `Memory`'s `PlanConflict`, so it is retried, not
+    taken for bad input."""
+
+
 def _error(response: httpx.Response) -> APIError:
     try:
         body = response.json()
@@ -82,8 +88,10 @@ def _error(response: httpx.Response) -> APIError:
         detail = response.text[:500]
     status = response.status_code
     kind: type[APIError] = APIError
-    if status in (400, 409, 413, 422):
+    if status in (400, 413, 422):
         kind = BadRequest
+    elif status == 409:
+        kind = Conflict
     elif status == 404:
         kind = NotFound
     elif status in (401, 403):
