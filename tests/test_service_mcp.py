@@ -19,7 +19,7 @@ from mem0g.service.auth import Keyring
 from mem0g.service.mcp_server import build_mcp
 
 TOOLS = {"add_memory", "search_memory", "get_entity", "list_entities", "delete_memory",
-         "get_context"}  # fmt: skip
+         "get_context", "get_memory", "update_memory", "memory_history"}  # fmt: skip
 
 
 async def exercise(client: Client, *, tenant_in_calls: bool) -> None:
@@ -49,8 +49,16 @@ async def exercise(client: Client, *, tenant_in_calls: bool) -> None:
     assert [(r["source"], r["relation"]) for r in view["relations"]] == [("Alice", "lives_in")]
     context = (await call("get_context", query="where does alice live"))["result"]
     assert "Alice -- lives_in --> Paris" in context
-    deleted = await call("delete_memory", memory_id=note["facts"][0]["id"])
+    note_id = note["facts"][0]["id"]
+    assert (await call("get_memory", memory_id=note_id))["text"] == "my locker code is 4521"
+    fixed = await call("update_memory", memory_id=note_id, text="my locker code is 9999")
+    assert fixed["previous_text"] == "my locker code is 4521"
+    deleted = await call("delete_memory", memory_id=note_id)
     assert deleted["event"] == "DELETE"
+    events = (await call("memory_history", memory_id=note_id))["result"]
+    assert [e["event"] for e in events] == ["ADD", "UPDATE", "DELETE"]
+    gone = await client.call_tool("get_memory", {**ids, "memory_id": note_id})
+    assert gone.is_error and "no fact" in gone.content[0].text
     missing = await client.call_tool("get_entity", {**ids, "entity_id": "nope"})
     assert missing.is_error
     resource = await client.read_resource("mem0g://graph/alice")

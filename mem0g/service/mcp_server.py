@@ -2,9 +2,10 @@
 streamable HTTP, onto one `Memory`.
 
 Tools: add_memory, search_memory (as_of, include_invalid, reference_time), get_entity (the
-entity, its edges over time and its merge history), list_entities, delete_memory (a fact, by
-id), get_context (the answer-prompt block). Resources: `mem0g://graph/{user_id}`, a user's
-graph export (the JSON dump, history included), and `mem0g://graph` for the configured tenant.
+entity, its edges over time and its merge history), list_entities, get_memory /
+update_memory / delete_memory / memory_history (a fact, by id), get_context (the
+answer-prompt block). Resources: `mem0g://graph/{user_id}`, a user's graph export (the JSON
+dump, history included), and `mem0g://graph` for the configured tenant.
 
 The tenant of a call is what it names, else the server's configured one (`--user/--agent/
 --run`); either way it must be within the caller's key, checked exactly as the REST service
@@ -43,7 +44,17 @@ from mem0g.memory import Memory
 from mem0g.service.auth import OPEN, Keyring, Principal, Scope, hash_key
 from mem0g.service.settings import Limits, is_loopback
 from mem0g.stores.base import StoreError
-from mem0g.types import AddResult, Entity, EntityEvent, FactResult, Relation, SearchResult, Tenant
+from mem0g.types import (
+    AddResult,
+    Entity,
+    EntityEvent,
+    Fact,
+    FactEvent,
+    FactResult,
+    Relation,
+    SearchResult,
+    Tenant,
+)
 
 INSTRUCTIONS = (
     "Long-term graph memory. add_memory stores conversation turns (entities, relations and "
@@ -258,6 +269,47 @@ def build_mcp(
         """Delete one fact by id (from search_memory's facts); its history is kept."""
         ids = scope("write", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         return await run(memory.delete, memory_id, **ids)
+
+    @server.tool()
+    async def get_memory(
+        memory_id: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        ctx: Context | None = None,
+    ) -> Fact:
+        """One fact by id (from search_memory's facts); another tenant's id is unknown."""
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
+        found = await run(memory.get, memory_id, **ids)
+        if found is None:
+            raise ToolError(f"no fact {memory_id!r} for this tenant")
+        return found
+
+    @server.tool()
+    async def update_memory(
+        memory_id: str,
+        text: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        ctx: Context | None = None,
+    ) -> FactResult:
+        """Replace one fact's text (a correction); the old text stays in its history."""
+        ids = scope("write", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
+        return await run(memory.update, memory_id, text, **ids)
+
+    @server.tool()
+    async def memory_history(
+        memory_id: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        ctx: Context | None = None,
+    ) -> list[FactEvent]:
+        """Every change of one fact (ADD, UPDATE, DELETE: old and new text, who, when),
+        oldest first, kept after a delete."""
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
+        return await run(memory.history, memory_id, **ids)
 
     async def graph_of(ids: dict[str, str | None], ctx: Context | None) -> str:
         try:
