@@ -206,3 +206,55 @@ def test_client_delete_all_needs_the_same_confirmation(tmp_path, llm_server, has
             assert memory.stats(user_id="alice").facts == 0
     finally:
         memory.close()
+
+
+def test_an_empty_id_is_not_redirected_onto_the_collection(api) -> None:
+    """`/v1/memories/` (an id left empty by the caller's code) is no route. Redirected to
+    `/v1/memories` (Starlette's trailing-slash redirect: a 307 keeps the method), a client
+    that follows redirects (requests does by default) turned `DELETE /v1/memories/{id}` into
+    `delete_all` of the tenant."""
+    memory = api.memory
+    memory.add("alice's note", user_id="alice", infer=False)
+    for method in ("GET", "PUT", "DELETE"):
+        r = api.request(method, "/v1/memories/", params={"user_id": "alice"},
+                        json={"text": "x", "user_id": "alice"} if method == "PUT" else None,
+                        follow_redirects=True)  # fmt: skip
+        _problem(r, 404)
+    assert [f.text for f in memory.get_all(user_id="alice").facts] == ["alice's note"]
+    _problem(api.get("/v1/entities/", params={"user_id": "alice"}, follow_redirects=True), 404)
+
+
+def test_client_errors_are_the_families_memory_raises(tmp_path, llm_server, hashing) -> None:
+    """Each failure of `Memory` comes out of `Client` as the same family, with the request
+    id: a write that lost to another writer every time (`PlanConflict`, REST 409) is a
+    `RuntimeError` as in `Memory`, not a `ValueError` (bad input, which a caller must not
+    retry, while a conflict is worth retrying)."""
+    from service_support import live_server
+
+    from mem0g import Client
+    from mem0g.llm.client import LLMError
+    from mem0g.stores.base import PlanConflict, StoreError
+
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    raised: list[BaseException] = []
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise raised[-1]
+
+    memory.add = failing  # type: ignore[method-assign]
+    cases = [(PlanConflict("the tenant changed meanwhile"), RuntimeError, ValueError),
+             (StoreError("the store is unavailable"), RuntimeError, ValueError),
+             (ValueError("messages is empty"), ValueError, RuntimeError),
+             (KeyError("no fact 'x' for this tenant"), LookupError, ValueError),
+             (LLMError("upstream 500"), LLMError, ValueError)]  # fmt: skip
+    try:
+        with live_server(create_app(memory)) as base, Client(base) as client:
+            for error, family, not_family in cases:
+                raised.append(error)
+                with pytest.raises(family) as caught:
+                    client.add("a note", user_id="alice", infer=False)
+                assert not isinstance(caught.value, not_family), (error, caught.value)
+                assert len(caught.value.request_id) == 32, caught.value  # type: ignore[attr-defined]
+                assert isinstance(error, family)  # what `Memory` itself raised
+    finally:
+        memory.close()

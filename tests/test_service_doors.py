@@ -131,6 +131,22 @@ def test_fact_lifecycle_by_id(door) -> None:
         door.update(fact_id, "again", user_id="alice")
 
 
+def test_an_id_is_one_id_not_a_part_of_a_url(door) -> None:
+    """An id with URL syntax in it names no record, through every door: the clients send it
+    as one path segment (a "#" once cut it, so `get("<id>#x")` answered the fact "<id>")."""
+    added = door.add("my locker code is 4521", user_id="alice", infer=False)
+    fact_id = added.facts[0].id
+    for odd in (f"{fact_id}#x", f"{fact_id}?user_id=alice", f"{fact_id}%23"):
+        assert door.get(odd, user_id="alice") is None, odd
+        assert door.history(odd, user_id="alice") == [], odd
+    assert door.get("", user_id="alice") is None
+    alice = door.list_entities(user_id="alice")
+    assert door.get_entity(f"{fact_id}#x", user_id="alice") is None and alice == []
+    with pytest.raises(LookupError):
+        door.delete(f"{fact_id}#x", user_id="alice")
+    assert door.get(fact_id, user_id="alice").text == "my locker code is 4521"
+
+
 def test_tenants_do_not_see_each_other(door) -> None:
     door.add("I moved to Paris", user_id="alice", timestamp=T1)
     door.add("Bob likes tea", user_id="bob")

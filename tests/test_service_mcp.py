@@ -19,7 +19,7 @@ from mem0g.service.auth import Keyring
 from mem0g.service.mcp_server import build_mcp
 
 TOOLS = {"add_memory", "search_memory", "get_entity", "list_entities", "delete_memory",
-         "get_context"}  # fmt: skip
+         "get_context", "get_memory", "update_memory", "memory_history"}  # fmt: skip
 
 
 async def exercise(client: Client, *, tenant_in_calls: bool) -> None:
@@ -49,8 +49,16 @@ async def exercise(client: Client, *, tenant_in_calls: bool) -> None:
     assert [(r["source"], r["relation"]) for r in view["relations"]] == [("Alice", "lives_in")]
     context = (await call("get_context", query="where does alice live"))["result"]
     assert "Alice -- lives_in --> Paris" in context
-    deleted = await call("delete_memory", memory_id=note["facts"][0]["id"])
+    note_id = note["facts"][0]["id"]
+    assert (await call("get_memory", memory_id=note_id))["text"] == "my locker code is 4521"
+    fixed = await call("update_memory", memory_id=note_id, text="my locker code is 9999")
+    assert fixed["previous_text"] == "my locker code is 4521"
+    deleted = await call("delete_memory", memory_id=note_id)
     assert deleted["event"] == "DELETE"
+    events = (await call("memory_history", memory_id=note_id))["result"]
+    assert [e["event"] for e in events] == ["ADD", "UPDATE", "DELETE"]
+    gone = await client.call_tool("get_memory", {**ids, "memory_id": note_id})
+    assert gone.is_error and "no fact" in gone.content[0].text
     missing = await client.call_tool("get_entity", {**ids, "entity_id": "nope"})
     assert missing.is_error
     resource = await client.read_resource("mem0g://graph/alice")
@@ -168,3 +176,139 @@ def test_an_open_mcp_server_on_any_loopback_address_answers_no_rebound_page(
     finally:
         memory.close()
     assert transport_security("0.0.0.0") is None  # beyond loopback: a keys file is required
+
+
+def _in_process(memory: Any, check: Any, **build: Any) -> None:
+    """Run `check(client)` against `build_mcp(memory, **build)` through the SDK's client."""
+
+    async def main() -> None:
+        async with Client(build_mcp(memory, **build)) as client:
+            await check(client)
+
+    anyio.run(main)
+
+
+def test_search_and_context_take_reference_time_as_memory_does(
+    tmp_path, llm_server, hashing
+) -> None:
+    """`reference_time` is the "now" of "last year" in `Memory.search`/`context` and REST;
+    the MCP tools took no such argument (an unknown one is dropped by the SDK), so the same
+    question was read against today."""
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    memory.add("Alice works at Acme", user_id="alice", infer=False, timestamp="2023-05-01")
+    question = {"query": "what did Alice do last year", "user_id": "alice"}
+
+    async def check(client: Client) -> None:
+        for ref, boosted in [("2024-03-01T00:00:00Z", True), ("2026-03-01T00:00:00Z", False)]:
+            hits = await client.call_tool("search_memory", {**question, "reference_time": ref})
+            assert not hits.is_error, hits.content
+            same = memory.search(**question, reference_time=ref).model_dump(mode="json")
+            assert hits.structured_content == same
+            assert ("time" in same["facts"][0]["sources"]) is boosted
+            text = await client.call_tool("get_context", {**question, "reference_time": ref})
+            assert text.structured_content["result"] == memory.context(
+                **question, reference_time=ref
+            )
+        for tool in ("search_memory", "get_context"):
+            bad = await client.call_tool(tool, {**question, "reference_time": "soon"})
+            assert bad.is_error and "'soon'" in bad.content[0].text, bad.content
+
+    try:
+        _in_process(memory, check)
+    finally:
+        memory.close()
+
+
+def test_tools_keep_the_service_limits(tmp_path, llm_server, hashing) -> None:
+    """The request limits REST checks (`Limits`: `max_limit` 100, query length, messages per
+    add; `max_tokens` up to 100,000) bound the MCP tools too, stated in their schemas: over
+    MCP a key could ask a search for 100,000,000 results (`validation.MAX_LIMIT`)."""
+    from mem0g.service.settings import Limits
+
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    memory.add("a note", user_id="alice", infer=False)
+    many = [{"content": f"note {i}"} for i in range(4)]
+    over = [("search_memory", {"query": "note", "limit": 21}),
+            ("get_context", {"query": "note", "limit": 21}),
+            ("search_memory", {"query": "n" * 51}),
+            ("get_context", {"query": "note", "max_tokens": 100_001}),
+            ("add_memory", {"messages": many, "infer": False})]  # fmt: skip
+
+    async def configured(client: Client) -> None:
+        tools = {t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools}
+        assert tools["search_memory"]["limit"]["maximum"] == 20
+        for tool, args in over:
+            refused = await client.call_tool(tool, {"user_id": "alice", **args})
+            assert refused.is_error, (tool, refused.content)
+        ok = await client.call_tool("search_memory", {"user_id": "alice", "query": "note",
+                                                      "limit": 20})  # fmt: skip
+        assert not ok.is_error and len(ok.structured_content["facts"]) == 1
+
+    async def default(client: Client) -> None:
+        big = await client.call_tool("search_memory", {"user_id": "alice", "query": "note",
+                                                       "limit": 101})  # fmt: skip
+        assert big.is_error and "100" in big.content[0].text, big.content
+
+    try:
+        limits = Limits(max_limit=20, max_query_chars=50, max_messages=3)
+        _in_process(memory, configured, limits=limits)
+        _in_process(memory, default)
+        assert memory.stats(user_id="alice").episodes == 1
+    finally:
+        memory.close()
+
+
+def test_an_empty_id_is_refused_not_read_as_the_configured_tenant(
+    tmp_path, llm_server, hashing
+) -> None:
+    """`user_id=""` is a bad id (`Memory` and REST refuse it), not "no id": read as none, the
+    call went to the server's configured tenant, so a client whose user id came out empty
+    wrote into and read the configured user's memory."""
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+    memory.add("alice's locker code is 4521", user_id="alice", infer=False)
+
+    async def check(client: Client) -> None:
+        for tool, args in [("add_memory", {"messages": "bob's note", "infer": False}),
+                           ("search_memory", {"query": "locker code"}),
+                           ("list_entities", {})]:  # fmt: skip
+            for ids in ({"user_id": ""}, {"agent_id": ""}, {"user_id": "", "run_id": ""}):
+                refused = await client.call_tool(tool, {**args, **ids})
+                assert refused.is_error and "empty" in refused.content[0].text, (tool, ids)
+
+    try:
+        _in_process(memory, check, user_id="alice")
+        assert [f.text for f in memory.get_all(user_id="alice").facts] == [
+            "alice's locker code is 4521"
+        ]
+    finally:
+        memory.close()
+
+
+def test_a_store_failure_is_a_tool_error_that_says_so(tmp_path, llm_server, hashing) -> None:
+    """A store that cannot answer is REST's 503 with the store's one-line reason; over MCP it
+    was a crash ("Error executing tool search_memory", the reason left in the server log)."""
+    from mem0g.stores.base import PlanConflict, StoreError
+
+    memory = service_memory(tmp_path / "store", llm_server, hashing)
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError("the graph store is unavailable: connection refused")
+
+    def raced(*args: Any, **kwargs: Any) -> Any:
+        raise PlanConflict("another writer changed the tenant; nothing was written")
+
+    memory.search = down  # type: ignore[method-assign]
+    memory.delete = raced  # type: ignore[method-assign]
+
+    async def check(client: Client) -> None:
+        for tool, args, reason in [
+            ("search_memory", {"query": "q"}, "connection refused"),
+            ("delete_memory", {"memory_id": "f1"}, "another writer"),
+        ]:
+            failed = await client.call_tool(tool, {"user_id": "alice", **args})
+            assert failed.is_error and reason in failed.content[0].text, failed.content
+
+    try:
+        _in_process(memory, check)
+    finally:
+        memory.close()

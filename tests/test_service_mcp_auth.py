@@ -31,7 +31,8 @@ TENANTS: dict[str, dict[str, str]] = {
     "agent bot": {"agent_id": "bot"},  # every user's bot: wider than any user grant
 }
 TOOLS = {"add_memory": "write", "delete_memory": "write", "search_memory": "read",
-         "get_context": "read", "list_entities": "read", "get_entity": "read"}  # fmt: skip
+         "get_context": "read", "list_entities": "read", "get_entity": "read",
+         "get_memory": "read", "update_memory": "write", "memory_history": "read"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +86,9 @@ def _args(tool: str, door: dict[str, Any]) -> dict[str, Any]:
         "get_context": {"query": "note"},
         "list_entities": {},
         "get_entity": {"entity_id": door["bob_entity"]},
+        "get_memory": {"memory_id": door["bob_fact"]},
+        "update_memory": {"memory_id": door["bob_fact"], "text": "changed"},
+        "memory_history": {"memory_id": door["bob_fact"]},
     }[tool]
 
 
@@ -116,8 +120,11 @@ def test_every_key_x_tenant_x_tool(door, key: str) -> None:
                     elif ids.get("user_id") != "bob" or ids.get("agent_id"):
                         # bob's fact and entity are not this tenant's: not found, not touched
                         assert after == before, where
-                        if tool in ("delete_memory", "get_entity"):
+                        if tool in ("delete_memory", "get_entity", "get_memory",
+                                    "update_memory"):  # fmt: skip
                             assert result.is_error, (where, text)
+                        if tool == "memory_history":
+                            assert result.structured_content["result"] == [], where
                 # the graph resources: a user's export, refused outside the grant
                 user = ids.get("user_id")
                 if not ids:  # mem0g://graph: the configured tenant (alice)

@@ -70,6 +70,9 @@ def create_app(
         version=__version__,
         description="Graph-native long-term memory for AI agents. Endpoints mirror `Memory`.",
         lifespan=lifespan,
+        # no trailing-slash redirects: `DELETE /v1/memories/` (an id left empty) redirected
+        # to `/v1/memories` would be a delete_all for a client that follows redirects
+        redirect_slashes=False,
     )
     app.state.memory, app.state.jobs, app.state.keys = memory, jobs, keys
     errors.install(app)

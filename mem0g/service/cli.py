@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
         try:
             server = build_mcp(
                 memory, principal=principal, keys=per_request,
-                user_id=user, agent_id=agent, run_id=run,
+                user_id=user, agent_id=agent, run_id=run, limits=settings.limits,
             )  # fmt: skip
             if settings.gc_freeze:  # as `serve` does at startup (app.freeze_startup_heap)
                 freeze_startup_heap()

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 from pydantic import TypeAdapter
@@ -73,6 +74,12 @@ class Unavailable(APIError, RuntimeError):
     """The service could not take the request now (queue full, shutting down, store down)."""
 
 
+class Conflict(APIError, RuntimeError):
+    """Another writer changed the tenant every time the write was planned (409): nothing
+    was written; a `RuntimeError`, as `Memory`'s `PlanConflict`, so it is retried, not
+    taken for bad input."""
+
+
 def _error(response: httpx.Response) -> APIError:
     try:
         body = response.json()
@@ -81,8 +88,10 @@ def _error(response: httpx.Response) -> APIError:
         detail = response.text[:500]
     status = response.status_code
     kind: type[APIError] = APIError
-    if status in (400, 409, 413, 422):
+    if status in (400, 413, 422):
         kind = BadRequest
+    elif status == 409:
+        kind = Conflict
     elif status == 404:
         kind = NotFound
     elif status in (401, 403):
@@ -114,6 +123,12 @@ def _model(kind: Any) -> Callable[[httpx.Response], Any]:
 def _ids(user_id: str | None, agent_id: str | None, run_id: str | None) -> dict[str, str]:
     ids = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
     return {k: v for k, v in ids.items() if v is not None}
+
+
+def _seg(value: str) -> str:
+    """An id as one path segment: "#", "?" or "/" in it are the id's, not the URL's (a "#"
+    cut unescaped, and `delete("<id>#x")` deleted the fact "<id>")."""
+    return quote(value, safe="")
 
 
 def _time(value: datetime | str | None) -> str | None:
@@ -191,7 +206,9 @@ class _Methods:
         )
 
     def job(self, job_id: str) -> Job | None:
-        return self._send(_Call("GET", f"/v1/jobs/{job_id}", parse=_model(Job), none_on_404=True))
+        return self._send(
+            _Call("GET", f"/v1/jobs/{_seg(job_id)}", parse=_model(Job), none_on_404=True)
+        )
 
     def search(
         self,
@@ -272,7 +289,9 @@ class _Methods:
         )
 
     def _fact(self, method: str, fact_id: str, ids: dict[str, str], **kw: Any) -> _Call:
-        return _Call(method, f"/v1/memories/{fact_id}", params=ids if method != "PUT" else {}, **kw)
+        return _Call(
+            method, f"/v1/memories/{_seg(fact_id)}", params=ids if method != "PUT" else {}, **kw
+        )
 
     def get(
         self,
@@ -319,7 +338,9 @@ class _Methods:
         run_id: str | None = None,
     ) -> list[FactEvent]:
         return self._get(
-            f"/v1/memories/{fact_id}/history", _ids(user_id, agent_id, run_id), list[FactEvent]
+            f"/v1/memories/{_seg(fact_id)}/history",
+            _ids(user_id, agent_id, run_id),
+            list[FactEvent],
         )
 
     def episodes(
@@ -348,7 +369,10 @@ class _Methods:
         run_id: str | None = None,
     ) -> Entity | None:
         return self._get(
-            f"/v1/entities/{entity_id}", _ids(user_id, agent_id, run_id), Entity, none_on_404=True
+            f"/v1/entities/{_seg(entity_id)}",
+            _ids(user_id, agent_id, run_id),
+            Entity,
+            none_on_404=True,
         )
 
     def entity_relations(
@@ -361,7 +385,7 @@ class _Methods:
         include_invalid: bool = False,
     ) -> list[Relation]:
         params = {**_ids(user_id, agent_id, run_id), "include_invalid": include_invalid}
-        return self._get(f"/v1/entities/{entity_id}/relations", params, list[Relation])
+        return self._get(f"/v1/entities/{_seg(entity_id)}/relations", params, list[Relation])
 
     def entity_history(
         self,
@@ -372,7 +396,9 @@ class _Methods:
         run_id: str | None = None,
     ) -> list[EntityEvent]:
         return self._get(
-            f"/v1/entities/{entity_id}/history", _ids(user_id, agent_id, run_id), list[EntityEvent]
+            f"/v1/entities/{_seg(entity_id)}/history",
+            _ids(user_id, agent_id, run_id),
+            list[EntityEvent],
         )
 
     def merge_entities(

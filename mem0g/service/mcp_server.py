@@ -1,10 +1,11 @@
 """`mem0g mcp`: the Model Context Protocol door (official `mcp` SDK), over stdio or
 streamable HTTP, onto one `Memory`.
 
-Tools: add_memory, search_memory (as_of, include_invalid), get_entity (the entity, its edges
-over time and its merge history), list_entities, delete_memory (a fact, by id), get_context
-(the answer-prompt block). Resources: `mem0g://graph/{user_id}`, a user's graph export (the
-JSON dump, history included), and `mem0g://graph` for the configured tenant.
+Tools: add_memory, search_memory (as_of, include_invalid, reference_time), get_entity (the
+entity, its edges over time and its merge history), list_entities, get_memory /
+update_memory / delete_memory / memory_history (a fact, by id), get_context (the
+answer-prompt block). Resources: `mem0g://graph/{user_id}`, a user's graph export (the JSON
+dump, history included), and `mem0g://graph` for the configured tenant.
 
 The tenant of a call is what it names, else the server's configured one (`--user/--agent/
 --run`); either way it must be within the caller's key, checked exactly as the REST service
@@ -19,12 +20,13 @@ checks it (scope, then tenant grant, before anything is touched). Who the caller
 - over stdio, the one local client that launched us: the key is `--api-key`;
 - no keys file: open (every call an admin), and HTTP binds loopback only.
 Tool handlers run `Memory` on worker threads, so one slow add does not stall other requests.
+Arguments are bounded by the service's `Limits`, as REST's are, and the tools' schemas say so.
+(No `from __future__ import annotations`: the SDK reads the tools' annotations, which are
+built from the limits inside `build_mcp`, with `eval_str`, where a closure's names are unseen.)
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -36,12 +38,23 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field
 
-from mem0g import export
+from mem0g import export, validation
 from mem0g.llm.client import LLMError
 from mem0g.memory import Memory
 from mem0g.service.auth import OPEN, Keyring, Principal, Scope, hash_key
-from mem0g.service.settings import is_loopback
-from mem0g.types import AddResult, Entity, EntityEvent, FactResult, Relation, SearchResult, Tenant
+from mem0g.service.settings import Limits, is_loopback
+from mem0g.stores.base import StoreError
+from mem0g.types import (
+    AddResult,
+    Entity,
+    EntityEvent,
+    Fact,
+    FactEvent,
+    FactResult,
+    Relation,
+    SearchResult,
+    Tenant,
+)
 
 INSTRUCTIONS = (
     "Long-term graph memory. add_memory stores conversation turns (entities, relations and "
@@ -98,9 +111,16 @@ def build_mcp(
     user_id: str | None = None,
     agent_id: str | None = None,
     run_id: str | None = None,
+    limits: Limits | None = None,
 ) -> MCPServer:
     """The MCP server. `keys` (a loaded keys file): each HTTP request is authenticated by its
-    own bearer key and `principal` is ignored; else every call is `principal` (stdio)."""
+    own bearer key and `principal` is ignored; else every call is `principal` (stdio).
+    `limits`: the request bounds (default: the service's defaults, as `mem0g serve`'s)."""
+    limits = limits or Limits()
+    Query = Annotated[str, Field(min_length=1, max_length=limits.max_query_chars)]
+    Limit = Annotated[int, Field(ge=1, le=limits.max_limit)]
+    Tokens = Annotated[int, Field(ge=1, le=100_000)]  # as REST's max_tokens
+    Messages = str | Annotated[list[MessageIn], Field(min_length=1, max_length=limits.max_messages)]
     defaults = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
     ring = keys if keys is not None and keys.configured else None  # per-request keys
     server = MCPServer(
@@ -125,12 +145,17 @@ def build_mcp(
     def scope(
         scope: Scope, given: dict[str, str | None], ctx: Context | None = None
     ) -> dict[str, str | None]:
-        """The call's ids, else the configured ones; refused outside the key's grant."""
+        """The call's ids, else the configured ones; refused outside the key's grant. An
+        empty id is a bad id (as in `Memory` and REST), not "none": else a client whose id
+        came out empty would reach the configured tenant."""
         principal = caller(ctx)
-        ids = given if any(given.values()) else defaults
-        if not any(ids.values()):
+        ids = given if any(v is not None for v in given.values()) else defaults
+        if all(v is None for v in ids.values()):
             raise ToolError("name a tenant: user_id, agent_id or run_id (none is configured)")
-        tenant = Tenant(**ids)
+        try:
+            tenant = validation.tenant(memory.config.limits, **ids)
+        except ValueError as err:
+            raise ToolError(" ".join(str(err).split())) from err
         if not principal.has(scope):
             raise ToolError(f"forbidden: key {principal.name!r} lacks the {scope!r} scope")
         if not principal.reaches(tenant):
@@ -138,17 +163,19 @@ def build_mcp(
         return ids
 
     async def run(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        """`fn` on a worker thread; expected failures become the tool's error text (an
-        unexpected one stays a crash: logged with its traceback, a generic message sent)."""
+        """`fn` on a worker thread; expected failures become the tool's error text, as REST
+        gives them a status and detail (a store that cannot answer: its one-line reason, as
+        REST's 503). An unexpected one stays a crash: logged with its traceback, a generic
+        message sent."""
         try:
             return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
-        except (ValueError, LookupError, LLMError) as err:
+        except (ValueError, LookupError, LLMError, StoreError) as err:
             text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
             raise ToolError(" ".join(text.split())) from err
 
     @server.tool()
     async def add_memory(
-        messages: str | list[MessageIn],
+        messages: Messages,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
@@ -164,37 +191,42 @@ def build_mcp(
 
     @server.tool()
     async def search_memory(
-        query: str,
+        query: Query,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 10,
+        limit: Limit = 10,
         as_of: str | None = None,
         include_invalid: bool = False,
+        reference_time: str | None = None,
         ctx: Context | None = None,
     ) -> SearchResult:
         """Relations and facts relevant to `query`, best first. `as_of` (ISO date): the graph
-        as it was then; `include_invalid`: contradicted (ended) relations too."""
+        as it was then; `include_invalid`: contradicted (ended) relations too;
+        `reference_time` (ISO date, default now): the "now" of "last year" in the query."""
         ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         return await run(memory.search, query, **ids, limit=limit, as_of=as_of,
-                         include_invalid=include_invalid)  # fmt: skip
+                         include_invalid=include_invalid,
+                         reference_time=reference_time)  # fmt: skip
 
     @server.tool()
     async def get_context(
-        query: str,
+        query: Query,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 10,
-        max_tokens: int = 1000,
+        limit: Limit = 10,
+        max_tokens: Tokens = 1000,
         as_of: str | None = None,
+        reference_time: str | None = None,
         ctx: Context | None = None,
     ) -> str:
         """The memory block for an answer prompt: "Memories for user X" and "Relations for
-        user X", timestamped, within `max_tokens`."""
+        user X", timestamped, within `max_tokens`; `as_of` and `reference_time` as in
+        search_memory."""
         ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         return await run(memory.context, query, **ids, limit=limit, max_tokens=max_tokens,
-                         as_of=as_of)  # fmt: skip
+                         as_of=as_of, reference_time=reference_time)  # fmt: skip
 
     @server.tool()
     async def list_entities(
@@ -237,6 +269,47 @@ def build_mcp(
         """Delete one fact by id (from search_memory's facts); its history is kept."""
         ids = scope("write", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
         return await run(memory.delete, memory_id, **ids)
+
+    @server.tool()
+    async def get_memory(
+        memory_id: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        ctx: Context | None = None,
+    ) -> Fact:
+        """One fact by id (from search_memory's facts); another tenant's id is unknown."""
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
+        found = await run(memory.get, memory_id, **ids)
+        if found is None:
+            raise ToolError(f"no fact {memory_id!r} for this tenant")
+        return found
+
+    @server.tool()
+    async def update_memory(
+        memory_id: str,
+        text: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        ctx: Context | None = None,
+    ) -> FactResult:
+        """Replace one fact's text (a correction); the old text stays in its history."""
+        ids = scope("write", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
+        return await run(memory.update, memory_id, text, **ids)
+
+    @server.tool()
+    async def memory_history(
+        memory_id: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        ctx: Context | None = None,
+    ) -> list[FactEvent]:
+        """Every change of one fact (ADD, UPDATE, DELETE: old and new text, who, when),
+        oldest first, kept after a delete."""
+        ids = scope("read", {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, ctx)
+        return await run(memory.history, memory_id, **ids)
 
     async def graph_of(ids: dict[str, str | None], ctx: Context | None) -> str:
         try:
