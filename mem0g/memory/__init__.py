@@ -24,6 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from pydantic import ValidationError
+
 from mem0g import validation
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder, make_embedder
@@ -82,10 +84,28 @@ def parse_messages(messages: MessagesIn) -> list[Message]:
             "messages must be a string, a message dict or a list of them, not "
             f"{type(messages).__name__}"
         )
-    parsed = [m if isinstance(m, Message) else Message.model_validate(m) for m in items]
+    parsed = [_message(i, m) for i, m in enumerate(items)]
     if not parsed:
         raise ValueError("no messages to add")
     return parsed
+
+
+def _message(index: int, item: Any) -> Message:
+    """One message, or a one-line ValueError naming its index in the list and the field:
+    pydantic's report named neither, so in a long list the bad message had to be searched."""
+    if isinstance(item, Message):
+        return item
+    if not isinstance(item, Mapping):
+        raise ValueError(
+            f"message {index} must be a message dict or a Message, not {type(item).__name__}"
+        )
+    try:
+        return Message.model_validate(item)
+    except ValidationError as err:
+        reasons = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in err.errors()
+        )
+        raise ValueError(f"message {index}: {reasons}") from None
 
 
 def _validity(as_of: datetime | str | None, include_invalid: bool) -> Validity:

@@ -1,0 +1,44 @@
+"""What `Memory.add` accepts and what of it reaches the LLM: a bad message in a list is a
+ValueError naming its index, raised before any LLM call, and nothing is stored; good input
+in the common shapes works. The LLM is the scripted TEST DOUBLE server (its recorded
+requests are what reached it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mem0g.testing.script import turn
+
+T1 = "2023-05-08T13:56:00"
+LONDON = turn(
+    "I live in London",
+    [("Alice", "person"), ("London", "city")],
+    [("Alice", "lives_in", "London")],
+    facts=["Lives in London"],
+)
+
+
+def _sent(llm_server, task: str = "extract_entities") -> list[dict]:
+    return [r.payload["messages"] for r in llm_server.requests if r.task == task]
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ({"role": "user"}, r"message 1: content: field required"),
+        ({"role": "user", "content": 5}, r"message 1: content: input should be a valid string"),
+        ({"role": "user", "content": "x", "name": 7}, r"message 1: name: input should be"),
+        ({"content": "x", "timestamp": "soon"}, r"message 1: timestamp: .*ISO-8601.*'soon'"),
+        ("I live in Paris", r"message 1 must be a message dict or a Message, not str"),
+    ],
+)
+def test_a_bad_message_in_a_list_is_named_by_its_index(
+    make_memory, llm_server, bad, reason
+) -> None:
+    """pydantic's multi-line report named neither the message nor its place in the list."""
+    m = make_memory(memory={"facts": True})
+    good = {"role": "user", "content": "I live in London"}
+    with pytest.raises(ValueError, match=f"(?is)^{reason}"):
+        m.add([good, bad, good], user_id="alice")
+    assert llm_server.requests == []
+    assert m.stats().episodes == 0
