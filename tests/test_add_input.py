@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from mem0g.testing.script import turn
+from mem0g.types import Message
 
 T1 = "2023-05-08T13:56:00"
 LONDON = turn(
@@ -42,3 +43,16 @@ def test_a_bad_message_in_a_list_is_named_by_its_index(
         m.add([good, bad, good], user_id="alice")
     assert llm_server.requests == []
     assert m.stats().episodes == 0
+
+
+def test_the_callers_message_objects_are_not_changed(make_memory, llm_server) -> None:
+    """`add` filled in a Message's missing name and time on the caller's own object: the
+    same list added again for another user told the LLM that the first user said it (the
+    "I" of the second add resolved to "alice"), at the first add's time."""
+    m = make_memory(LONDON)
+    said = [Message(content="I live in London")]
+    m.add(said, user_id="alice", timestamp=T1)
+    assert said == [Message(content="I live in London")]
+    m.add(said, user_id="bob", timestamp="2024-01-01T00:00:00Z")
+    second = _sent(llm_server)[-1]
+    assert [(s["name"], s["timestamp"]) for s in second] == [("bob", "2024-01-01T00:00:00+00:00")]

@@ -93,8 +93,8 @@ def parse_messages(messages: MessagesIn) -> list[Message]:
 def _message(index: int, item: Any) -> Message:
     """One message, or a one-line ValueError naming its index in the list and the field:
     pydantic's report named neither, so in a long list the bad message had to be searched."""
-    if isinstance(item, Message):
-        return item
+    if isinstance(item, Message):  # a copy: `add` fills in its name and time
+        return item.model_copy()
     if not isinstance(item, Mapping):
         raise ValueError(
             f"message {index} must be a message dict or a Message, not {type(item).__name__}"
