@@ -63,10 +63,18 @@ def tenant(
     return found
 
 
+MAX_ROLE_CHARS = 64
+"""The longest role ("user", "assistant", "tool", ...) an add takes, as the service's. A
+message's role is stored with it and sent to the LLM with every later add of its tenant
+(the recent messages), so an unchecked one (a lone surrogate, a megabyte) broke them all."""
+
+
 def messages(limits: LimitsConfig, parsed: list[Message], *, as_facts: bool) -> None:
-    """Every message's content within bounds (`as_facts`: each becomes a fact verbatim)."""
+    """Every message's content, role and name within bounds (`as_facts`: each becomes a fact
+    verbatim)."""
     limit = min(limits.max_message_chars, limits.max_fact_chars if as_facts else 10**12)
     for i, message in enumerate(parsed):
         text(message.content, f"message {i}'s content", limit)
+        text(message.role, f"message {i}'s role", MAX_ROLE_CHARS)
         if message.name is not None:
             text(message.name, f"message {i}'s name", limits.max_name_chars)

@@ -56,3 +56,29 @@ def test_the_callers_message_objects_are_not_changed(make_memory, llm_server) ->
     m.add(said, user_id="bob", timestamp="2024-01-01T00:00:00Z")
     second = _sent(llm_server)[-1]
     assert [(s["name"], s["timestamp"]) for s in second] == [("bob", "2024-01-01T00:00:00+00:00")]
+
+
+@pytest.mark.parametrize(
+    ("role", "reason"),
+    [
+        ("\ud800", "message 1's role is not valid Unicode: a lone surrogate at character 0"),
+        ("  ", "message 1's role is empty"),
+        ("r" * 65, "message 1's role is 65 characters long; at most 64 are allowed"),
+    ],
+)
+@pytest.mark.parametrize("infer", [True, False])
+def test_a_role_is_checked_as_content_and_names_are(
+    make_memory, llm_server, role, reason, infer
+) -> None:
+    """The role was not checked: a lone surrogate failed an inferring add with pydantic's
+    serialisation error, and an import (infer=False) stored it, after which every add of the
+    tenant failed (its recent messages go to the LLM); a blank or huge role went to the LLM
+    with every later add. The service takes roles of up to 64 characters; so does `add`."""
+    m = make_memory(LONDON)
+    bad = [{"content": "I live in London"}, {"role": role, "content": "I live in London"}]
+    with pytest.raises(ValueError, match=reason):
+        m.add(bad, user_id="alice", infer=infer)
+    assert llm_server.requests == []
+    assert m.stats().episodes == 0
+    m.add("I live in London", user_id="alice", timestamp=T1)  # the tenant still works
+    assert m.stats().relations == 1
