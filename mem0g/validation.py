@@ -72,9 +72,15 @@ message's role is stored with it and sent to the LLM with every later add of its
 def messages(limits: LimitsConfig, parsed: list[Message], *, as_facts: bool) -> None:
     """Every message's content, role and name within bounds (`as_facts`: each becomes a fact
     verbatim)."""
+    for i, found in enumerate(parsed):
+        message(limits, found, f"message {i}", as_facts=as_facts)
+
+
+def message(limits: LimitsConfig, found: Message, what: str, *, as_facts: bool) -> None:
+    """One message's content, role and name within bounds; `what` names it in the error
+    ("message 2", or "line 7" of a file `mem0g add --file` checks before its first add)."""
     limit = min(limits.max_message_chars, limits.max_fact_chars if as_facts else 10**12)
-    for i, message in enumerate(parsed):
-        text(message.content, f"message {i}'s content", limit)
-        text(message.role, f"message {i}'s role", MAX_ROLE_CHARS)
-        if message.name is not None:
-            text(message.name, f"message {i}'s name", limits.max_name_chars)
+    text(found.content, f"{what}'s content", limit)
+    text(found.role, f"{what}'s role", MAX_ROLE_CHARS)
+    if found.name is not None:
+        text(found.name, f"{what}'s name", limits.max_name_chars)

@@ -354,6 +354,30 @@ def test_add_jsonl_messages_and_episodes(cli: Cli, tmp_path: Path) -> None:
             '{"content": "Alice lives in Paris"}\n{"messages": [{"content": "x"}]}\n',
             "one form per file",
         ),
+        # the limits too, before the first add (episode 1 was stored, then episode 2 failed)
+        (
+            "long.jsonl",
+            '{"messages": [{"content": "Alice lives in Paris"}]}\n'
+            f'{{"messages": [{{"content": "{"x" * 32_001}"}}]}}\n',
+            "line 2, message 1's content is 32001 characters long; at most 32000",
+        ),
+        (
+            "surrogate.json",
+            '[{"content": "Alice lives in Paris"}, {"content": "ok"}, {"content": "a \\ud800"}]',
+            "item 3's content is not valid Unicode",
+        ),
+        (
+            "longname.json",
+            '[{"content": "Alice lives in Paris"}, {"content": "ok"}, '
+            f'{{"content": "hi", "name": "{"N" * 300}"}}]',
+            "item 3's name is 300 characters long",
+        ),
+        (
+            "role.json",
+            '[{"content": "Alice lives in Paris"}, {"content": "ok"}, '
+            '{"content": "hi", "role": ""}]',
+            "item 3's role is empty",
+        ),
     ],
 )
 def test_add_bad_file_stores_nothing(

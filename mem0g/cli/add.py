@@ -30,7 +30,7 @@ from mem0g.cli.common import (
     _when,
     app,
 )
-from mem0g.cli.inputs import EpisodeInput, _message, read_episodes
+from mem0g.cli.inputs import Checks, EpisodeInput, _message, read_episodes
 from mem0g.llm.client import LLMClient, LLMError
 from mem0g.types import AddResult, Event, Usage
 
@@ -125,12 +125,13 @@ def add(
     if (text is None) == (file is None):
         _fail("give either TEXT or --file FILE")
     default_time = _parse_time(timestamp, "--timestamp")
-    if file is not None:
-        episodes = read_episodes(file, batch=batch, timestamp=default_time)
-    else:
-        message = _message({"role": role, "content": text}, "TEXT")
-        episodes = [EpisodeInput([message], default_time, "TEXT")]
     state = _state(ctx)
+    checks = Checks(state.config().limits, as_facts=not infer)
+    if file is not None:
+        episodes = read_episodes(file, batch=batch, timestamp=default_time, checks=checks)
+    else:
+        message = _message({"role": role, "content": text}, "TEXT", checks)
+        episodes = [EpisodeInput([message], default_time, "TEXT")]
     results: list[AddResult] = []
     failure: tuple[int, EpisodeInput, Exception] | None = None
     # --no-infer must not reach the LLM at all, not even for a background summary refresh.

@@ -11,7 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mem0g import validation
 from mem0g.cli.common import InputError, _json_error, _parse_time, _read_text, _reason
+from mem0g.config import LimitsConfig
 from mem0g.types import Message
 
 # ---------------------------------------------------------------- input files
@@ -26,7 +28,16 @@ class EpisodeInput:
     where: str
 
 
-def _message(obj: Any, where: str) -> Message:
+@dataclass(frozen=True)
+class Checks:
+    """What every message must also pass (`Memory.add`'s limits), checked with the file so
+    that a message over them stops the command before the first add, not midway."""
+
+    limits: LimitsConfig
+    as_facts: bool = False  # --no-infer: each message becomes a fact
+
+
+def _message(obj: Any, where: str, checks: Checks | None = None) -> Message:
     if not isinstance(obj, dict):
         raise InputError(f"{where}: a message must be a JSON object, got {type(obj).__name__}")
     if not isinstance(obj.get("content"), str) or not obj["content"].strip():
@@ -35,24 +46,32 @@ def _message(obj: Any, where: str) -> Message:
     if data.get("timestamp") is not None:
         data["timestamp"] = _parse_time(data["timestamp"], f"{where}: timestamp")
     try:
-        return Message.model_validate(data)
+        message = Message.model_validate(data)
+        if checks is not None:
+            validation.message(checks.limits, message, where, as_facts=checks.as_facts)
     except ValidationError as err:
         raise InputError(f"{where}: {_reason(err)}") from None
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    return message
 
 
-def _episode(obj: dict[str, Any], where: str, default: datetime | None) -> EpisodeInput:
+def _episode(
+    obj: dict[str, Any], where: str, default: datetime | None, checks: Checks | None
+) -> EpisodeInput:
     messages = obj.get("messages")
     if not isinstance(messages, list) or not messages:
         raise InputError(f"{where}: 'messages' must be a non-empty list")
-    parsed = [_message(m, f"{where}, message {i}") for i, m in enumerate(messages, 1)]
+    parsed = [_message(m, f"{where}, message {i}", checks) for i, m in enumerate(messages, 1)]
     own = _parse_time(obj.get("timestamp"), f"{where}: timestamp")
     return EpisodeInput(parsed, own or parsed[0].timestamp or default, where)
 
 
 def read_episodes(
-    path: Path, *, batch: int = 2, timestamp: datetime | None = None
+    path: Path, *, batch: int = 2, timestamp: datetime | None = None, checks: Checks | None = None
 ) -> list[EpisodeInput]:
-    """Parse and validate a whole JSON/JSONL file before anything is added.
+    """Parse and validate a whole JSON/JSONL file before anything is added (`checks`: also
+    the limits `Memory.add` applies).
 
     Plain messages are grouped `batch` at a time (2 = one user/assistant exchange); objects
     with a "messages" list are one episode each. An episode's time is its own "timestamp",
@@ -95,14 +114,14 @@ def read_episodes(
     is_episode = [isinstance(obj, dict) and "messages" in obj for _, obj in items]
     try:
         if all(is_episode):
-            return [_episode(obj, where, timestamp) for where, obj in items]
+            return [_episode(obj, where, timestamp, checks) for where, obj in items]
         if any(is_episode):
             where = items[is_episode.index(True)][0]
             raise InputError(
                 f'{where}: an {{"messages": [...]}} episode among plain messages; '
                 "use one form per file"
             )
-        messages = [_message(obj, where) for where, obj in items]
+        messages = [_message(obj, where, checks) for where, obj in items]
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
     episodes = []
