@@ -156,6 +156,29 @@ class Message(BaseModel):
             to_utc(value)
         return value
 
+    @field_validator("content", mode="before")
+    @classmethod
+    def _text_parts(cls, value: Any) -> Any:
+        """OpenAI's content parts (`[{"type": "text", "text": ...}]`) are read as their texts,
+        one per line. Any other part (an image) is refused, not dropped: mem0g reads text only."""
+        if not isinstance(value, list):
+            return value
+        if not value:
+            raise ValueError("a list of content parts with no parts")
+        texts = []
+        for i, part in enumerate(value):
+            if not isinstance(part, dict):
+                raise ValueError(f"content part {i} must be a dict, not {type(part).__name__}")
+            if part.get("type") != "text":
+                raise ValueError(
+                    f"content part {i} is of type {part.get('type')!r}; only text parts are read "
+                    '({"type": "text", "text": ...}): send the text, or describe the image in it'
+                )
+            if not isinstance(part.get("text"), str):
+                raise ValueError(f"content part {i} has no 'text' string")
+            texts.append(part["text"])
+        return "\n".join(texts)
+
     @field_validator("content")
     @classmethod
     def _not_blank(cls, value: str) -> str:

@@ -82,3 +82,41 @@ def test_a_role_is_checked_as_content_and_names_are(
     assert m.stats().episodes == 0
     m.add("I live in London", user_id="alice", timestamp=T1)  # the tenant still works
     assert m.stats().relations == 1
+
+
+def test_openai_multi_part_text_content_is_read(make_memory, llm_server) -> None:
+    """OpenAI's content parts (`[{"type": "text", "text": ...}]`, what its SDK and many chat
+    UIs send) were refused as "Input should be a valid string"; their text is the message."""
+    m = make_memory(LONDON)
+    parts = [{"type": "text", "text": "Hello."}, {"type": "text", "text": "I live in London"}]
+    m.add([{"role": "user", "content": parts}], user_id="alice", timestamp=T1)
+    assert _sent(llm_server) == [
+        [{"role": "user", "name": "alice", "content": "Hello.\nI live in London",
+          "timestamp": "2023-05-08T13:56:00+00:00"}]
+    ]  # fmt: skip
+    assert m.stats().relations == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (
+            [{"type": "text", "text": "I live in London"}, {"type": "image_url", "image_url": {}}],
+            r"message 0: content: .*part 1 is of type 'image_url'; only text parts are read",
+        ),
+        ([], r"message 0: content: .*no parts"),
+        ([{"type": "text", "text": "  "}], r"message 0: content: .*content is empty"),
+        ([{"type": "text"}], r"message 0: content: .*part 0 .*'text' string"),
+        (["I live in London"], r"message 0: content: .*part 0 .*not str"),
+    ],
+)
+def test_multi_part_content_other_than_text_is_refused(
+    make_memory, llm_server, content, reason
+) -> None:
+    """mem0g reads no images (mem0 describes them with a vision model): an image part is a
+    clear error, not dropped in silence, and nothing is stored."""
+    m = make_memory(LONDON)
+    with pytest.raises(ValueError, match=reason):
+        m.add([{"role": "user", "content": content}], user_id="alice")
+    assert llm_server.requests == []
+    assert m.stats().episodes == 0

@@ -325,6 +325,24 @@ def test_add_jsonl_messages_and_episodes(cli: Cli, tmp_path: Path) -> None:
     assert (hit["relation"], hit["valid_from"]) == ("likes", "2023-05-01T00:00:00Z")
 
 
+def test_add_file_reads_openai_text_parts(cli: Cli, tmp_path: Path) -> None:
+    """A message's content may be OpenAI's text parts, as `Memory.add` takes it; an image
+    part is refused with its line, before the first add."""
+    parts = [{"type": "text", "text": "Hi!"}, {"type": "text", "text": "Bob likes jazz"}]
+    path = _write(tmp_path / "parts.jsonl", [{"role": "user", "content": parts}], lines=True)
+    result = cli("add", "-f", str(path), "-u", "bob")
+    assert result.exit_code == 0, result.output
+    assert cli.json("search", "Bob jazz", "-u", "bob")["relations"][0]["relation"] == "likes"
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+    path = _write(tmp_path / "image.jsonl", [{"content": parts}, {"content": [image]}], lines=True)
+    result = cli("add", "-f", str(path), "-u", "carol", "--batch", "1")
+    assert result.exit_code == 2, result.output
+    assert "line 2: content: Value error, content part 0 is of type 'image_url'" in (
+        _error_line(result)
+    )
+    assert cli.stats("-u", "carol")["episodes"] == 0
+
+
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [

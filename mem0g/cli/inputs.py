@@ -40,8 +40,9 @@ class Checks:
 def _message(obj: Any, where: str, checks: Checks | None = None) -> Message:
     if not isinstance(obj, dict):
         raise InputError(f"{where}: a message must be a JSON object, got {type(obj).__name__}")
-    if not isinstance(obj.get("content"), str) or not obj["content"].strip():
-        raise InputError(f"{where}: message without content")
+    content = obj.get("content")
+    if not (isinstance(content, list) or (isinstance(content, str) and content.strip())):
+        raise InputError(f"{where}: message without content")  # a list: text parts (Message)
     data = dict(obj)
     if data.get("timestamp") is not None:
         data["timestamp"] = _parse_time(data["timestamp"], f"{where}: timestamp")

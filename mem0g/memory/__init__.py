@@ -226,6 +226,9 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
     ) -> AddResult:
         """Extract, resolve and apply one episode; all of it is written or none of it.
 
+        `messages` is a string, a message dict or a list of them: `{role, content, name,
+        timestamp}`, `content` a string or OpenAI's text parts (`[{"type": "text", ...}]`).
+
         The episode's time (which relative dates resolve against, and the conversation time
         of its facts and edges) is `timestamp`, else its first message's, else now, as for
         `mem0g add --file`.
