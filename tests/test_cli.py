@@ -1336,6 +1336,21 @@ def test_the_shipped_add_file_examples_parse(example: str, episodes: int) -> Non
     assert [len(e.messages) for e in parsed] == [2, 2]
 
 
+def test_json_lines_are_split_at_newlines_only(tmp_path: Path) -> None:
+    """JSON keeps U+2028, U+2029 and U+0085 unescaped inside strings (json.dumps with
+    ensure_ascii=False writes them so), but `str.splitlines` also breaks lines there: a
+    valid file failed as "line 1: invalid JSON: Unterminated string"."""
+    from mem0g.cli import read_episodes
+
+    said = ["one\u2028two", "three\u2029four", "five\x85six"]
+    path = tmp_path / "chat.jsonl"
+    lines = [json.dumps({"content": c}, ensure_ascii=False) for c in said]
+    path.write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+    episodes = read_episodes(path, batch=1)
+    assert [e.messages[0].content for e in episodes] == said
+    assert [e.where for e in episodes] == ["line 1", "line 2", "line 3"]
+
+
 def test_delete_without_a_user_needs_all_users(cli: Cli) -> None:
     for user in ("alice", "bob"):
         assert cli("add", "Bob likes jazz", "-u", user, "--agent", "dj").exit_code == 0

@@ -93,7 +93,9 @@ def read_episodes(
             jsonl = True
     if jsonl:
         items = []
-        for lineno, line in enumerate(text.splitlines(), 1):
+        # "\n" alone ends a line ("\r" before it is JSON whitespace): `splitlines` also broke
+        # at U+2028, U+2029 and U+0085, which JSON keeps unescaped inside strings
+        for lineno, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:
