@@ -1351,6 +1351,20 @@ def test_json_lines_are_split_at_newlines_only(tmp_path: Path) -> None:
     assert [e.where for e in episodes] == ["line 1", "line 2", "line 3"]
 
 
+@pytest.mark.parametrize("name", ["chat.json", "chat.jsonl"])
+def test_a_file_with_a_byte_order_mark_is_read(tmp_path: Path, name: str) -> None:
+    """Windows tools (Notepad, PowerShell 5's Out-File) start UTF-8 with a byte order mark;
+    such a file failed as "invalid JSON at line 1, column 1: Unexpected UTF-8 BOM"."""
+    from mem0g.cli import read_episodes
+
+    path = tmp_path / name
+    body = [{"content": "Alice lives in Paris"}, {"content": "Bob likes jazz"}]
+    text = json.dumps(body) if name.endswith(".json") else "\n".join(map(json.dumps, body))
+    path.write_text("\ufeff" + text, encoding="utf-8")
+    episodes = read_episodes(path, batch=1)
+    assert [e.messages[0].content for e in episodes] == [m["content"] for m in body]
+
+
 def test_delete_without_a_user_needs_all_users(cli: Cli) -> None:
     for user in ("alice", "bob"):
         assert cli("add", "Bob likes jazz", "-u", user, "--agent", "dj").exit_code == 0

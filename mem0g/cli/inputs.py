@@ -78,7 +78,7 @@ def read_episodes(
     with a "messages" list are one episode each. An episode's time is its own "timestamp",
     else its first message's, else `timestamp` (--timestamp), else the time of the add.
     """
-    text = _read_text(path)
+    text = _read_text(path).removeprefix("\ufeff")  # the BOM of Windows tools' UTF-8
     if not text.strip():
         raise InputError(f"{path}: the file is empty")
 
