@@ -219,6 +219,9 @@ def resolve_updates(
             target.event = Event.NOOP
             target.duplicate_of = old  # None: the LLM named no edge, nothing is written
         elif old is not None and old.id not in claimed:
+            if op.new_index is None and _starts_after(old, reference_time):
+                log.info("resolve_updates: INVALIDATE before the edge starts, ignored: %s", op)
+                continue
             claimed.add(old.id)
             if op.new_index is None:
                 out.orphan_invalidations.append(old)
@@ -237,13 +240,18 @@ def resolve_updates(
 _RANK = {"UPDATE": 0, "INVALIDATE": 1, "NOOP": 2, "ADD": 3}
 
 
+def _starts_after(old: Relation, when: datetime) -> bool:
+    """`old` began after `when`: an episode from before an edge (a backdated add, an import of
+    old history) cannot end it, or the edge would end before it starts and be in no view."""
+    return old.valid_from is not None and when < old.valid_from
+
+
 def _supersede(
     decision: Decision, rel: Relation, old: Relation, reference_time: datetime, is_update: bool
 ) -> None:
     """Record that `old` stops being true when the new fact starts; a new fact older than
     `old` does not end it but becomes history itself (invalid from `old`'s start)."""
-    starts = rel.valid_from or reference_time
-    if old.valid_from is not None and starts < old.valid_from:
+    if _starts_after(old, rel.valid_from or reference_time):
         decision.invalid_at = old.valid_from
         return
     decision.supersedes.append(old)

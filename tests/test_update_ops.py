@@ -1,0 +1,41 @@
+"""The update resolver's operations against stored edges, end to end on both stores: what an
+awkward `resolve_updates` answer (backdated, repeated, contradicting the add itself) leaves in
+the current view and in `as_of`."""
+
+from __future__ import annotations
+
+from mem0g.testing.script import turn
+
+T1 = "2023-05-08T13:56:00"
+T2 = "2023-09-01T10:00:00"
+T3 = "2024-01-15T09:00:00"
+
+ALICE_LONDON = [("Alice", "person"), ("London", "city")]
+LONDON = turn("I live in London", ALICE_LONDON, [("Alice", "lives_in", "London")])
+
+
+def _events(result) -> list[tuple[str, str, str, str]]:
+    return [(c.event.value, c.source, c.relation, c.destination) for c in result.relations]
+
+
+def _triples(snapshot) -> set[tuple[str, str, str]]:
+    return {(r.source, r.relation, r.destination) for r in snapshot.relations}
+
+
+def test_a_backdated_invalidate_does_not_end_a_later_edge(make_memory) -> None:
+    """An episode older than an edge cannot end it: the edge got invalid_at before its
+    valid_from and vanished from the current view and from every as_of."""
+    m = make_memory(
+        turn("I live in Paris", [("Alice", "person"), ("Paris", "city")],
+             [("Alice", "lives_in", "Paris")])
+        + turn("joined Acme", [("Alice", "person"), ("Acme", "company")],
+               [("Alice", "works_at", "Acme")], [("INVALIDATE", None, "e1")])
+    )  # fmt: skip
+    m.add("I live in Paris", user_id="alice", timestamp=T2)
+    result = m.add("I joined Acme", user_id="alice", timestamp=T1)  # an import of old history
+    assert _events(result) == [("ADD", "Alice", "works_at", "Acme")]
+    now = {("Alice", "lives_in", "Paris"), ("Alice", "works_at", "Acme")}
+    assert _triples(m.get_all(user_id="alice")) == now
+    assert _triples(m.get_all(user_id="alice", as_of=T3)) == now
+    (paris,) = [r for r in m.get_all(user_id="alice").relations if r.destination == "Paris"]
+    assert paris.invalid_at is None
