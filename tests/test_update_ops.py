@@ -39,3 +39,20 @@ def test_a_backdated_invalidate_does_not_end_a_later_edge(make_memory) -> None:
     assert _triples(m.get_all(user_id="alice", as_of=T3)) == now
     (paris,) = [r for r in m.get_all(user_id="alice").relations if r.destination == "Paris"]
     assert paris.invalid_at is None
+
+
+def test_an_edge_said_twice_in_one_add_gains_one_mention(make_memory) -> None:
+    """Mentions count episodes: a triple identical to the edge and another the LLM calls its
+    duplicate, in one add, gave it two mentions and the episode twice in its provenance."""
+    m = make_memory(
+        LONDON
+        + turn("London, yes", ALICE_LONDON,
+               [("Alice", "lives_in", "London"), ("Alice", "resides_in", "London")],
+               [("NOOP", 1, "e1")])
+    )  # fmt: skip
+    first = m.add("I live in London", user_id="alice", timestamp=T1)
+    again = m.add("London, yes: I reside there", user_id="alice", timestamp=T2)
+    assert _events(again) == [("NOOP", "Alice", "lives_in", "London")]
+    (rel,) = m.get_all(user_id="alice", include_invalid=True).relations
+    assert rel.mentions == 2
+    assert [p.episode_id for p in rel.provenance] == [first.episode_id, again.episode_id]

@@ -63,9 +63,11 @@ class UpdateDecisions(BaseModel):
     def writes(self, new: list[Relation], provenance: Provenance, when: datetime) -> EdgeWrites:
         """The one place a Decision gets its meaning: a NOOP adds a mention (and provenance)
         to its duplicate; anything else stores the new edge (reported as UPDATE or ADD) and
-        ends what it supersedes when the new fact starts; each edge is ended at most once."""
+        ends what it supersedes when the new fact starts; each edge is ended at most once and
+        gains at most one mention (mentions count episodes, however often one repeats it)."""
         out = EdgeWrites()
         invalidated: set[str] = set()
+        mentioned: set[str] = set()
 
         def invalidate(old: Relation, at: datetime) -> None:
             if old.id not in invalidated:
@@ -75,8 +77,9 @@ class UpdateDecisions(BaseModel):
 
         for rel, decision in zip(new, self.decisions, strict=True):
             if decision.event == Event.NOOP:
-                if decision.duplicate_of is not None:
+                if decision.duplicate_of is not None and decision.duplicate_of.id not in mentioned:
                     dup = decision.duplicate_of
+                    mentioned.add(dup.id)
                     out.mentions.append(MentionUpdate(relation_id=dup.id, provenance=provenance))
                     out.changes.append(change(Event.NOOP, dup))
             else:
