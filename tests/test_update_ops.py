@@ -56,3 +56,26 @@ def test_an_edge_said_twice_in_one_add_gains_one_mention(make_memory) -> None:
     (rel,) = m.get_all(user_id="alice", include_invalid=True).relations
     assert rel.mentions == 2
     assert [p.episode_id for p in rel.provenance] == [first.episode_id, again.episode_id]
+
+
+def test_an_edge_the_add_restates_is_not_ended_by_it(make_memory) -> None:
+    """The LLM is not shown a triple identical to a valid edge (a NOOP without asking), so it
+    may end that edge for another triple of the same add: the add said London and left it
+    invalid, reported both as NOOP and as INVALIDATE."""
+    m = make_memory(
+        LONDON
+        + turn("Paris and London", [("Alice", "person"), ("Paris", "city"), ("London", "city")],
+               [("Alice", "lives_in", "Paris"), ("Alice", "lives_in", "London")],
+               [("INVALIDATE", 0, "e1")])
+    )  # fmt: skip
+    m.add("I live in London", user_id="alice", timestamp=T1)
+    result = m.add("I live in Paris and London", user_id="alice", timestamp=T2)
+    assert _events(result) == [
+        ("ADD", "Alice", "lives_in", "Paris"),
+        ("NOOP", "Alice", "lives_in", "London"),
+    ]
+    both = {("Alice", "lives_in", "Paris"), ("Alice", "lives_in", "London")}
+    assert _triples(m.get_all(user_id="alice")) == both
+    assert _triples(m.get_all(user_id="alice", as_of=T3)) == both
+    (london,) = [r for r in m.get_all(user_id="alice").relations if r.destination == "London"]
+    assert london.mentions == 2 and london.invalid_at is None

@@ -159,6 +159,9 @@ def resolve_updates(
             candidates[i] = found
             asked.append(i)
     out = UpdateDecisions(decisions=decisions)
+    # edges this add restates verbatim: the LLM is not shown those triples, so it may try to
+    # end such an edge for another triple; what the add says stays true
+    restated = {d.duplicate_of.id for d in decisions if d.duplicate_of is not None}
     if not asked:
         return out
 
@@ -221,6 +224,8 @@ def resolve_updates(
                 continue  # the first NOOP of a triple wins
             target.event = Event.NOOP
             target.duplicate_of = old  # None: the LLM named no edge, nothing is written
+        elif old is not None and old.id in restated:
+            log.info("resolve_updates: not ending an edge this add restates: %s", op)
         elif old is not None and old.id not in claimed:
             if op.new_index is None and _starts_after(old, reference_time):
                 log.info("resolve_updates: INVALIDATE before the edge starts, ignored: %s", op)
