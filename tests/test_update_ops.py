@@ -4,6 +4,8 @@ the current view and in `as_of`."""
 
 from __future__ import annotations
 
+import pytest
+
 from mem0g.testing.script import turn
 
 T1 = "2023-05-08T13:56:00"
@@ -79,3 +81,29 @@ def test_an_edge_the_add_restates_is_not_ended_by_it(make_memory) -> None:
     assert _triples(m.get_all(user_id="alice", as_of=T3)) == both
     (london,) = [r for r in m.get_all(user_id="alice").relations if r.destination == "London"]
     assert london.mentions == 2 and london.invalid_at is None
+
+
+@pytest.mark.parametrize("order", [("e1", "e2"), ("e2", "e1")])
+def test_an_old_fact_ends_at_the_first_newer_fact_it_contradicts(make_memory, order) -> None:
+    """A backdated triple contradicting two newer edges is history until the earlier of them
+    starts; it ended at whichever the answer named last, so in between as_of showed it."""
+    paris = [("Alice", "person"), ("Paris", "city")]
+    m = make_memory(
+        turn("in Berlin", [("Alice", "person"), ("Berlin", "city")],
+             [("Alice", "lives_in", "Berlin")])
+        + turn("in Rome", [("Alice", "person"), ("Rome", "city")],
+               [("Alice", "lives_in", "Rome")], [("ADD", 0, None)])
+        + turn("in Paris", paris, [("Alice", "lives_in", "Paris")],
+               [("INVALIDATE", 0, order[0]), ("INVALIDATE", 0, order[1])])
+    )  # fmt: skip
+    m.add("I live in Berlin", user_id="alice", timestamp=T2)
+    m.add("I live in Rome too", user_id="alice", timestamp=T3)
+    m.add("I live in Paris", user_id="alice", timestamp=T1)
+    history = m.get_all(user_id="alice", include_invalid=True).relations
+    (old,) = [r for r in history if r.destination == "Paris"]
+    assert old.invalid_at.isoformat() == "2023-09-01T10:00:00+00:00"  # Berlin's start
+    between = m.get_all(user_id="alice", as_of="2023-12-01")
+    assert _triples(between) == {("Alice", "lives_in", "Berlin")}
+    assert _triples(m.get_all(user_id="alice", as_of="2023-06-01")) == {
+        ("Alice", "lives_in", "Paris")
+    }

@@ -258,9 +258,12 @@ def _supersede(
     decision: Decision, rel: Relation, old: Relation, reference_time: datetime, is_update: bool
 ) -> None:
     """Record that `old` stops being true when the new fact starts; a new fact older than
-    `old` does not end it but becomes history itself (invalid from `old`'s start)."""
+    `old` does not end it but becomes history itself (invalid from the start of the earliest
+    such `old`, whatever the answer's order)."""
     if _starts_after(old, rel.valid_from or reference_time):
-        decision.invalid_at = old.valid_from
+        assert old.valid_from is not None  # _starts_after is False without it
+        ends = decision.invalid_at
+        decision.invalid_at = old.valid_from if ends is None else min(ends, old.valid_from)
         return
     decision.supersedes.append(old)
     if decision.event != Event.NOOP:
