@@ -63,9 +63,11 @@ class UpdateDecisions(BaseModel):
     def writes(self, new: list[Relation], provenance: Provenance, when: datetime) -> EdgeWrites:
         """The one place a Decision gets its meaning: a NOOP adds a mention (and provenance)
         to its duplicate; anything else stores the new edge (reported as UPDATE or ADD) and
-        ends what it supersedes when the new fact starts; each edge is ended at most once."""
+        ends what it supersedes when the new fact starts; each edge is ended at most once and
+        gains at most one mention (mentions count episodes, however often one repeats it)."""
         out = EdgeWrites()
         invalidated: set[str] = set()
+        mentioned: set[str] = set()
 
         def invalidate(old: Relation, at: datetime) -> None:
             if old.id not in invalidated:
@@ -75,8 +77,9 @@ class UpdateDecisions(BaseModel):
 
         for rel, decision in zip(new, self.decisions, strict=True):
             if decision.event == Event.NOOP:
-                if decision.duplicate_of is not None:
+                if decision.duplicate_of is not None and decision.duplicate_of.id not in mentioned:
                     dup = decision.duplicate_of
+                    mentioned.add(dup.id)
                     out.mentions.append(MentionUpdate(relation_id=dup.id, provenance=provenance))
                     out.changes.append(change(Event.NOOP, dup))
             else:
@@ -156,6 +159,9 @@ def resolve_updates(
             candidates[i] = found
             asked.append(i)
     out = UpdateDecisions(decisions=decisions)
+    # edges this add restates verbatim: the LLM is not shown those triples, so it may try to
+    # end such an edge for another triple; what the add says stays true
+    restated = {d.duplicate_of.id for d in decisions if d.duplicate_of is not None}
     if not asked:
         return out
 
@@ -218,7 +224,12 @@ def resolve_updates(
                 continue  # the first NOOP of a triple wins
             target.event = Event.NOOP
             target.duplicate_of = old  # None: the LLM named no edge, nothing is written
+        elif old is not None and old.id in restated:
+            log.info("resolve_updates: not ending an edge this add restates: %s", op)
         elif old is not None and old.id not in claimed:
+            if op.new_index is None and _starts_after(old, reference_time):
+                log.info("resolve_updates: INVALIDATE before the edge starts, ignored: %s", op)
+                continue
             claimed.add(old.id)
             if op.new_index is None:
                 out.orphan_invalidations.append(old)
@@ -237,14 +248,22 @@ def resolve_updates(
 _RANK = {"UPDATE": 0, "INVALIDATE": 1, "NOOP": 2, "ADD": 3}
 
 
+def _starts_after(old: Relation, when: datetime) -> bool:
+    """`old` began after `when`: an episode from before an edge (a backdated add, an import of
+    old history) cannot end it, or the edge would end before it starts and be in no view."""
+    return old.valid_from is not None and when < old.valid_from
+
+
 def _supersede(
     decision: Decision, rel: Relation, old: Relation, reference_time: datetime, is_update: bool
 ) -> None:
     """Record that `old` stops being true when the new fact starts; a new fact older than
-    `old` does not end it but becomes history itself (invalid from `old`'s start)."""
-    starts = rel.valid_from or reference_time
-    if old.valid_from is not None and starts < old.valid_from:
-        decision.invalid_at = old.valid_from
+    `old` does not end it but becomes history itself (invalid from the start of the earliest
+    such `old`, whatever the answer's order)."""
+    if _starts_after(old, rel.valid_from or reference_time):
+        assert old.valid_from is not None  # _starts_after is False without it
+        ends = decision.invalid_at
+        decision.invalid_at = old.valid_from if ends is None else min(ends, old.valid_from)
         return
     decision.supersedes.append(old)
     if decision.event != Event.NOOP:
