@@ -31,6 +31,11 @@ def update_rule(contains: str, operations: list[dict]) -> dict:
 
 LONDON = "Alice lives in London"
 VEGGIE = "Alice is vegetarian"
+NOOP_M1 = {"op": "NOOP", "new_index": 0, "existing_id": "m1"}
+
+
+def update_m1(text: str) -> dict:
+    return {"op": "UPDATE", "new_index": 0, "existing_id": "m1", "text": text}
 
 
 def _seed(make_memory, *extra, config=FACTS_ONLY):
@@ -138,6 +143,26 @@ def test_an_update_dates_the_new_text_by_the_episode_that_said_it(make_memory) -
     reopened = make_memory(**FACTS_ONLY)  # the same store: what was written, not what was held
     stored = reopened.get(veggie_id, user_id="alice")
     assert [p.episode_id for p in stored.provenance] == episodes
+
+
+def test_an_add_listed_first_does_not_override_an_update_or_noop(make_memory) -> None:
+    """An ADD of a new fact before the UPDATE (or NOOP) of the same fact stored it besides:
+    "Alice is vegan" twice, the fact and the updated one. UPDATE and NOOP win in any order."""
+    vegan = "Alice is vegan"
+    m, first = _seed(
+        make_memory,
+        facts_rule("vegan now", [vegan]),
+        update_rule("vegan", [{"op": "ADD", "new_index": 0}, update_m1(vegan)]),
+        facts_rule("in London", ["Alice is in London"]),
+        update_rule("in London", [{"op": "ADD", "new_index": 0}, NOOP_M1]),
+    )
+    veggie_id = next(r.id for r in first.facts if r.text == VEGGIE)
+    london_id = next(r.id for r in first.facts if r.text == LONDON)
+    result = m.add("vegan now", user_id="alice", timestamp=T2)
+    assert [(r.event, r.id, r.text) for r in result.facts] == [("UPDATE", veggie_id, vegan)]
+    result = m.add("in London", user_id="alice", timestamp=T2)
+    assert [(r.event, r.id) for r in result.facts] == [("NOOP", london_id)]
+    assert sorted(f.text for f in m.get_all(user_id="alice").facts) == [vegan, LONDON]
 
 
 def test_unknown_ids_are_ignored_and_the_fact_added(make_memory, caplog) -> None:

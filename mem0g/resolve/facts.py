@@ -165,15 +165,14 @@ def _ask(
         ):
             log.warning("update_memory: ignoring operation with unknown index or id: %s", op)
             continue
-        if op.op in ("ADD", "NOOP") or old is None or old.id in touched:
-            if op.op == "ADD" and op.new_index is not None and op.new_index not in handled:
-                handled.add(op.new_index)
-                planner.add(texts[op.new_index], vectors[op.new_index])
-            elif op.op == "NOOP":
+        if op.op == "ADD":  # every new fact no UPDATE or NOOP handles is added below, once
+            continue
+        if op.op == "NOOP" or old is None or old.id in touched:
+            if op.op == "NOOP":
                 handled.update([op.new_index] if op.new_index is not None else [])
                 if old is not None:
                     planner.noop(old)
-            elif op.op != "ADD":
+            else:
                 log.warning("update_memory: %s needs an unused existing_id: %s", op.op, op)
             continue
         touched.add(old.id)
