@@ -165,6 +165,52 @@ def test_an_add_listed_first_does_not_override_an_update_or_noop(make_memory) ->
     assert sorted(f.text for f in m.get_all(user_id="alice").facts) == [vegan, LONDON]
 
 
+def test_an_update_to_the_same_text_is_a_noop(make_memory) -> None:
+    """An UPDATE whose text is the fact's own (up to case and punctuation, the rule that makes
+    an extracted fact a NOOP) wrote an UPDATE event that changed nothing and dated the text by
+    this episode: now it is a NOOP, as the same text extracted would be."""
+    m, first = _seed(
+        make_memory,
+        facts_rule("no meat", ["Alice eats no meat"]),
+        update_rule("no meat", [update_m1("alice is Vegetarian.")]),
+    )
+    veggie_id = next(r.id for r in first.facts if r.text == VEGGIE)
+    before = m.get(veggie_id, user_id="alice")
+    result = m.add("no meat", user_id="alice", timestamp=T2)
+    assert [(r.event, r.id, r.text) for r in result.facts] == [("NOOP", veggie_id, VEGGIE)]
+    assert m.get(veggie_id, user_id="alice") == before
+    assert [e.event for e in m.history(veggie_id, user_id="alice")] == ["ADD"]
+
+
+def _id_of(payload: dict, text: str) -> str:
+    return next(e["id"] for e in payload["existing"] if e["text"] == text)
+
+
+def test_an_update_to_another_facts_text_deletes_the_fact(make_memory, llm_server) -> None:
+    """An UPDATE merging a fact into the text another stored fact has left two facts with
+    one text; the merged text is stored already, so the updated fact is deleted instead."""
+    cheese, both = "Alice likes cheese pizza", "Alice loves cheese and chicken pizza"
+    llm_server.add_rule(facts_rule("chicken", ["Alice loves chicken pizza"]))
+    llm_server.add_rule(
+        {
+            "task": "update_memory",
+            "response": lambda p: {
+                "operations": [
+                    {"op": "UPDATE", "new_index": 0, "existing_id": _id_of(p, cheese), "text": both}
+                ]
+            },
+        }
+    )
+    m = make_memory(**FACTS_ONLY)
+    stored = m.add([{"role": "user", "content": cheese}, {"role": "user", "content": both}],
+                   user_id="alice", timestamp=T1, infer=False)  # fmt: skip
+    cheese_id, both_id = (r.id for r in stored.facts)
+    result = m.add("I love chicken pizza", user_id="alice", timestamp=T2)
+    assert [(r.event, r.id, r.text) for r in result.facts] == [("DELETE", cheese_id, cheese)]
+    assert [(f.id, f.text) for f in m.get_all(user_id="alice").facts] == [(both_id, both)]
+    assert [e.event for e in m.history(cheese_id, user_id="alice")] == ["ADD", "DELETE"]
+
+
 def test_unknown_ids_are_ignored_and_the_fact_added(make_memory, caplog) -> None:
     m, _ = _seed(
         make_memory,

@@ -187,11 +187,32 @@ def _ask(
         if op.new_index is not None:
             handled.add(op.new_index)
         updates.append((old, text))
-    if updates:
+    # the texts the plan leaves, so that no two facts have one: an UPDATE to its own text (up
+    # to case and punctuation) changes nothing, one to a text another fact has or gets deletes
+    # the fact instead, a new fact with such a text is a NOOP of that fact
+    kept = {_norm(f.text): f for f in [*planner.plan.new_facts, *short.values()]
+            if f.id not in touched}  # fmt: skip
+    changes: list[tuple[Fact, str]] = []
+    for old, text in updates:
+        same = old if _norm(text) == _norm(old.text) else kept.get(_norm(text))
+        if same is old:
+            planner.noop(old)
+        elif same is not None:
+            planner.delete(old)
+            continue
+        else:
+            changes.append((old, text))
+        kept[_norm(text)] = old
+    if changes:
         for (old, text), vector in zip(
-            updates, embedder.embed([t for _, t in updates]), strict=True
+            changes, embedder.embed([t for _, t in changes]), strict=True
         ):
             planner.update(old, text, vector)
     for i in similar:
-        if i not in handled:
+        if i in handled:
+            continue
+        same = kept.get(_norm(texts[i]))
+        if same is not None:
+            planner.noop(same)
+        else:
             planner.add(texts[i], vectors[i])
