@@ -211,6 +211,29 @@ def test_an_update_to_another_facts_text_deletes_the_fact(make_memory, llm_serve
     assert [e.event for e in m.history(cheese_id, user_id="alice")] == ["ADD", "DELETE"]
 
 
+def test_each_fact_is_reported_once(make_memory, llm_server) -> None:
+    """A fact an answer both NOOPs and deletes (or NOOPs twice, or that an extracted fact
+    repeats while the answer deletes it) was reported more than once, as deleted and as
+    still there: `add` reports one result per fact, its change if any."""
+    m, first = _seed(make_memory, facts_rule("meat now", ["Alice eats meat now", VEGGIE]))
+    veggie_id = next(r.id for r in first.facts if r.text == VEGGIE)
+
+    def answer(payload: dict) -> dict:
+        short = _id_of(payload, VEGGIE)
+        return {"operations": [{"op": "NOOP", "existing_id": short},
+                               {"op": "DELETE", "new_index": 0, "existing_id": short},
+                               {"op": "NOOP", "existing_id": short}]}  # fmt: skip
+
+    llm_server.add_rule({"task": "update_memory", "response": answer})
+    result = m.add("meat now", user_id="alice", timestamp=T2)
+    assert llm_server.calls("update_memory") == 1
+    assert sorted((r.event, r.text) for r in result.facts) == [
+        ("ADD", "Alice eats meat now"),
+        ("DELETE", VEGGIE),
+    ]
+    assert m.get(veggie_id, user_id="alice") is None
+
+
 def test_unknown_ids_are_ignored_and_the_fact_added(make_memory, caplog) -> None:
     m, _ = _seed(
         make_memory,

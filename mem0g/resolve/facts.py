@@ -71,14 +71,22 @@ class _Planner:
         self.plan.results.append(FactResult(event="ADD", id=fact.id, text=text))
 
     def noop(self, old: Fact) -> None:
-        self.plan.results.append(FactResult(event="NOOP", id=old.id, text=old.text))
+        """A stored fact one result already reports (its change, or a NOOP) is not repeated."""
+        if all(r.id != old.id for r in self.plan.results):
+            self.plan.results.append(FactResult(event="NOOP", id=old.id, text=old.text))
+
+    def changed(self, old: Fact) -> None:
+        """A change of a fact replaces its NOOP result (a fact changes at most once)."""
+        self.plan.results = [r for r in self.plan.results if r.id != old.id]
 
     def delete(self, old: Fact) -> None:
+        self.changed(old)
         self.plan.changes.append(FactChange(fact_id=old.id, text=None))
         self.event(old.id, "DELETE", old.text, None)
         self.plan.results.append(FactResult(event="DELETE", id=old.id, text=old.text))
 
     def update(self, old: Fact, text: str, vector: np.ndarray) -> None:
+        self.changed(old)
         self.plan.changes.append(
             FactChange(fact_id=old.id, text=text, embedding=[float(x) for x in vector],
                        provenance=self.provenance)
