@@ -68,6 +68,32 @@ def test_one_answer_repeating_a_fact_adds_it_once(make_memory, llm_server) -> No
     assert llm_server.calls("update_memory") == 0
 
 
+@pytest.mark.parametrize(
+    ("said", "corrected"),
+    [
+        ("Alice's blood type is A+", "Alice's blood type is A-"),
+        ("Alice writes her games in C++", "Alice writes her games in C#"),
+        ("Alice owes Bob $50", "Alice owes Bob £50"),
+    ],
+)
+def test_a_fact_differing_only_in_symbols_is_not_a_known_fact(
+    make_memory, llm_server, said, corrected
+) -> None:
+    """The normalisation that makes an extracted fact a NOOP without asking dropped every
+    non-word character, so "A-" was "A+" and the correction was lost: only case, runs of
+    spaces and sentence punctuation at the ends are ignored now."""
+    m = make_memory(
+        [facts_rule("first", [said]), facts_rule("second", [corrected + "."]),
+         update_rule("Alice", [update_m1(corrected)])],
+        **FACTS_ONLY,
+    )  # fmt: skip
+    fact_id = m.add("first", user_id="alice", timestamp=T1).facts[0].id
+    result = m.add("second", user_id="alice", timestamp=T2)
+    assert llm_server.calls("update_memory") == 1
+    assert [(r.event, r.id, r.text) for r in result.facts] == [("UPDATE", fact_id, corrected)]
+    assert [f.text for f in m.get_all(user_id="alice").facts] == [corrected]
+
+
 def test_update_and_delete_keep_history(make_memory, llm_server) -> None:
     m, first = _seed(
         make_memory,

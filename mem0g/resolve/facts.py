@@ -31,8 +31,13 @@ class FactPlan(BaseModel):
     results: list[FactResult] = Field(default_factory=list)
 
 
+_ENDS = " .,;:!?…。！？"
+
+
 def _norm(text: str) -> str:
-    return re.sub(r"\W+", " ", text.casefold()).strip()
+    """A fact's text up to case, runs of spaces and sentence punctuation at its ends; every
+    other character counts ("A+" is not "A-", "C++" not "C#", "$50" not "£50")."""
+    return re.sub(r"\s+", " ", text.casefold()).strip(_ENDS)
 
 
 class _Planner:
