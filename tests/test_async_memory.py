@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from service_support import service_memory
 
 from mem0g import AsyncMemory, Memory
+
+
+@pytest.fixture
+def memory(tmp_path, llm_server, hashing) -> Iterator[Memory]:
+    m = service_memory(tmp_path / "store", llm_server, hashing)
+    yield m
+    m.close()
 
 
 def _gated(memory: Memory, name: str) -> tuple[threading.Event, threading.Event]:
@@ -27,10 +35,7 @@ def _gated(memory: Memory, name: str) -> tuple[threading.Event, threading.Event]
     return started, gate
 
 
-def test_a_cancelled_add_is_settled_before_the_cancel_arrives(
-    tmp_path, llm_server, hashing
-) -> None:
-    memory = service_memory(tmp_path / "store", llm_server, hashing)
+def test_a_cancelled_add_is_settled_before_the_cancel_arrives(memory: Memory) -> None:
     started, gate = _gated(memory, "add")
     m = AsyncMemory(memory=memory)
 
@@ -49,14 +54,10 @@ def test_a_cancelled_add_is_settled_before_the_cancel_arrives(
         # settled when the cancel arrived: no add is still running behind the caller
         return [f.text for f in memory.get_all(user_id="u").facts]
 
-    try:
-        assert asyncio.run(main()) == ["Ana lives in Oslo"]
-    finally:
-        memory.close()
+    assert asyncio.run(main()) == ["Ana lives in Oslo"]
 
 
-def test_a_cancelled_add_that_fails_raises_the_cancel(tmp_path, llm_server, hashing) -> None:
-    memory = service_memory(tmp_path / "store", llm_server, hashing)
+def test_a_cancelled_add_that_fails_raises_the_cancel(memory: Memory) -> None:
     started, gate = _gated(memory, "add")
     m = AsyncMemory(memory=memory)
 
@@ -68,15 +69,11 @@ def test_a_cancelled_add_that_fails_raises_the_cancel(tmp_path, llm_server, hash
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    try:
-        asyncio.run(main())
-        assert memory.get_all(user_id="u").facts == []
-    finally:
-        memory.close()
+    asyncio.run(main())
+    assert memory.get_all(user_id="u").facts == []
 
 
-def test_a_cancelled_search_returns_at_once(tmp_path, llm_server, hashing) -> None:
-    memory = service_memory(tmp_path / "store", llm_server, hashing)
+def test_a_cancelled_search_returns_at_once(memory: Memory) -> None:
     started, gate = _gated(memory, "search")
     m = AsyncMemory(memory=memory)
 
@@ -88,7 +85,4 @@ def test_a_cancelled_search_returns_at_once(tmp_path, llm_server, hashing) -> No
             await asyncio.wait_for(task, 5)  # the read's thread is still blocked
         gate.set()
 
-    try:
-        asyncio.run(main())
-    finally:
-        memory.close()
+    asyncio.run(main())
