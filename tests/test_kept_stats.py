@@ -438,3 +438,20 @@ def test_reads_racing_deletes_return_what_is_left(store: Store) -> None:
         thread.join()
     assert not errors, errors
     assert store.facts(A) == [] and seen and seen[0] >= seen[-1]
+
+
+def test_a_row_deleted_between_two_keys_of_its_projection_is_gone() -> None:
+    """Neo4j reads `.*` and then each computed key: a fact deleted in between came back with
+    its id and text but `created_at` null, and `_fact` raised a ValidationError (CI, stop 43).
+    The same holds for an edge whose end was deleted after `r {.*}` was read."""
+    from mem0g.stores.neo4j.rows import present
+
+    fact = {"id": "f1", "text": "likes tea", "tenant_key": '["a", null, null]',
+            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+    assert present(fact)
+    assert not present({**fact, "created_at": None, "updated_at": None, "provenance_at": []})
+    assert not present({"created_at": None}) and not present({}) and not present(None)
+    edge = {**fact, "source_id": "e1", "destination_id": "e2", "source_name": "a",
+            "destination_name": "b"}  # fmt: skip
+    assert present(edge)
+    assert not present({**edge, "destination_id": None, "destination_name": None})

@@ -133,11 +133,19 @@ def _id_vectors(rows: list[list[Any]]) -> tuple[list[str], list[list[float]]]:
     return [row[0] for row in rows], [row[1] for row in rows]
 
 
+_ALWAYS = ("id", "created_at")
+_ENDS = ("source_id", "destination_id", "source_name", "destination_name")
+
+
 def present(props: dict[str, Any] | None) -> bool:
     """Whether a row read back a node or edge that still exists. Reads are read-committed:
     one that a concurrent transaction deleted after the read matched it comes back without
-    its properties (no id). It is gone, as if deleted just before the read, not an error."""
-    return bool(props) and props.get("id") is not None  # type: ignore[union-attr]
+    its properties, or, deleted between two keys of the projection, with `.*` read and the
+    keys computed after it (`created_at`, an end's id) null. Either way it is gone, as if
+    deleted just before the read, not an error."""
+    if not props or any(props.get(key) is None for key in _ALWAYS):
+        return False
+    return all(props[key] is not None for key in _ENDS if key in props)
 
 
 def _entity(props: dict[str, Any]) -> Entity:

@@ -284,7 +284,7 @@ class Neo4jGraphStore(
         found: dict[str, Relation] = {}
         for row in self._read("edges_at", params):
             rel_id = row["relation"].get("id")
-            if rel_id is not None and rel_id not in found:
+            if present(row["relation"]) and rel_id not in found:
                 found[rel_id] = _relation(row["relation"])
         return list(found.values())
 
@@ -416,7 +416,8 @@ class Neo4jGraphStore(
 
     def episodes(self, scope: Tenant) -> list[Episode]:
         """The scope's episodes in the order they were written."""
-        return [_episode(row["episode"]) for row in self._read("episodes", _scope(scope))]
+        rows = self._read("episodes", _scope(scope))
+        return [_episode(row["episode"]) for row in rows if present(row["episode"])]
 
     def get_facts(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
         rows = self._read("get_facts", {**_scope(scope), "ids": list(dict.fromkeys(ids))})
@@ -464,12 +465,14 @@ class Neo4jGraphStore(
     def fact_timeline(self, scope: Tenant) -> list[tuple[FactEvent, datetime | None]]:
         """Every fact event of the scope, per fact in write order, with its episode's time."""
         rows = self._read("fact_timeline", _scope(scope))
-        return [(_fact_event(r["event"]), _py_time(r["said"])) for r in rows]
+        return [
+            (_fact_event(r["event"]), _py_time(r["said"])) for r in rows if r["event"].get("id")
+        ]
 
     def fact_history(self, scope: Tenant, fact_id: str) -> list[FactEvent]:
         """Every event of one fact in write order, also after the fact was deleted."""
         rows = self._read("fact_history", {**_scope(scope), "fact_id": fact_id})
-        return [_fact_event(row["event"]) for row in rows]
+        return [_fact_event(row["event"]) for row in rows if row["event"].get("id")]
 
     def recent_messages(self, tenant: Tenant, limit: int) -> list[Message]:
         """The last `limit` messages of the exact tenant, from at most `limit` episodes."""
