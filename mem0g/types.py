@@ -15,7 +15,7 @@ import json
 import re
 import unicodedata
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime, timezone
 from enum import Enum
 from typing import Any, Literal
@@ -137,11 +137,32 @@ class Tenant(BaseModel):
         )
 
 
+OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+"""Roles read whatever their case ("User" is "user": the user's default name depends on it)."""
+
+
+def calls_tools_only(message: Any) -> bool:
+    """An OpenAI assistant message that only calls tools: `tool_calls` (or the older
+    `function_call`) and no text (`content` None, missing or blank). It says nothing to
+    remember, so an add skips it: before, one such message failed a whole transcript."""
+    if not isinstance(message, Mapping):
+        return False
+    content = message.get("content")
+    blank = content is None or (isinstance(content, str) and not content.strip())
+    return blank and bool(message.get("tool_calls") or message.get("function_call"))
+
+
 class Message(BaseModel):
     role: str = "user"
     content: str
     name: str | None = None
     timestamp: datetime | None = None
+
+    @field_validator("role")
+    @classmethod
+    def _role_case(cls, value: str) -> str:
+        lowered = value.strip().lower()
+        return lowered if lowered in OPENAI_ROLES else value
 
     @field_validator("timestamp", mode="before")
     @classmethod

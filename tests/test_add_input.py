@@ -120,3 +120,37 @@ def test_multi_part_content_other_than_text_is_refused(
         m.add([{"role": "user", "content": content}], user_id="alice")
     assert llm_server.requests == []
     assert m.stats().episodes == 0
+
+
+def test_a_transcript_with_tool_calls_is_added_without_them(make_memory, llm_server) -> None:
+    """An OpenAI transcript holds assistant messages that only call tools (`content: None`
+    and `tool_calls`): one of them failed the whole add with "content: input should be a
+    valid string". They say nothing to remember and are skipped; the tool's answer (a
+    message with text) is kept, as every other message."""
+    m = make_memory(LONDON)
+    call = {"id": "c1", "type": "function", "function": {"name": "where", "arguments": "{}"}}
+    transcript = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "London"},
+        {"role": "user", "content": "I live in London"},
+        {"role": "assistant", "function_call": {"name": "where", "arguments": "{}"}},
+    ]
+    m.add(transcript, user_id="alice", timestamp=T1)
+    assert [[s["content"] for s in sent] for sent in _sent(llm_server)] == [
+        ["London", "I live in London"]
+    ]
+    assert m.stats().relations == 1
+    with pytest.raises(ValueError, match=r"no message with text to add \(1 tool-call messages"):
+        m.add([transcript[0]], user_id="alice")
+    with pytest.raises(ValueError, match=r"(?i)message 0: content: field required"):
+        m.add([{"role": "assistant"}], user_id="alice")  # no text and no tool call: an error
+
+
+def test_roles_are_read_whatever_their_case(make_memory, llm_server) -> None:
+    """A role "User" was another role than "user": such a message got no default name, so the LLM
+    was not told who "I" is. OpenAI's roles are read whatever their case; others stay as
+    given."""
+    m = make_memory(LONDON)
+    m.add([{"role": " User ", "content": "I live in London"}], user_id="alice", timestamp=T1)
+    assert [(s["role"], s["name"]) for s in _sent(llm_server)[0]] == [("user", "alice")]
+    assert Message(role="Narrator", content="x").role == "Narrator"

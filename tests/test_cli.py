@@ -1365,6 +1365,28 @@ def test_a_file_with_a_byte_order_mark_is_read(tmp_path: Path, name: str) -> Non
     assert [e.messages[0].content for e in episodes] == [m["content"] for m in body]
 
 
+def test_a_file_of_an_openai_transcript_skips_its_tool_calls(tmp_path: Path) -> None:
+    """An assistant message that only calls tools (`content: null`, `tool_calls`) stopped
+    the whole file as "message without content"; it is skipped, in plain lists and in
+    episodes, and a file of nothing else is refused."""
+    from mem0g.cli import InputError, read_episodes
+
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}
+    said = [{"content": "Alice lives in Paris"}, call, {"role": "tool", "content": "Paris"}]
+    plain = tmp_path / "chat.json"
+    plain.write_text(json.dumps(said), encoding="utf-8")
+    assert [[m.content for m in e.messages] for e in read_episodes(plain, batch=2)] == [
+        ["Alice lives in Paris", "Paris"]
+    ]
+    episodes = tmp_path / "episodes.jsonl"
+    episodes.write_text(json.dumps({"messages": said}), encoding="utf-8")
+    assert [m.role for m in read_episodes(episodes)[0].messages] == ["user", "tool"]
+    only = tmp_path / "only.json"
+    only.write_text(json.dumps([call]), encoding="utf-8")
+    with pytest.raises(InputError, match="no message with text"):
+        read_episodes(only)
+
+
 def test_delete_without_a_user_needs_all_users(cli: Cli) -> None:
     for user in ("alice", "bob"):
         assert cli("add", "Bob likes jazz", "-u", user, "--agent", "dj").exit_code == 0

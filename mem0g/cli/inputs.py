@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from mem0g import validation
 from mem0g.cli.common import InputError, _json_error, _parse_time, _read_text, _reason
 from mem0g.config import LimitsConfig
-from mem0g.types import Message
+from mem0g.types import Message, calls_tools_only
 
 # ---------------------------------------------------------------- input files
 
@@ -63,7 +63,13 @@ def _episode(
     messages = obj.get("messages")
     if not isinstance(messages, list) or not messages:
         raise InputError(f"{where}: 'messages' must be a non-empty list")
-    parsed = [_message(m, f"{where}, message {i}", checks) for i, m in enumerate(messages, 1)]
+    parsed = [
+        _message(m, f"{where}, message {i}", checks)
+        for i, m in enumerate(messages, 1)
+        if not calls_tools_only(m)
+    ]
+    if not parsed:
+        raise InputError(f"{where}: no message with text (only tool calls)")
     own = _parse_time(obj.get("timestamp"), f"{where}: timestamp")
     return EpisodeInput(parsed, own or parsed[0].timestamp or default, where)
 
@@ -113,6 +119,9 @@ def read_episodes(
         raise InputError(f'{path}: expected a list of messages or {{"messages": [...]}}')
     if not items:
         raise InputError(f"{path}: no messages")
+    items = [(where, obj) for where, obj in items if not calls_tools_only(obj)]
+    if not items:
+        raise InputError(f"{path}: no message with text (only tool calls)")
 
     is_episode = [isinstance(obj, dict) and "messages" in obj for _, obj in items]
     try:

@@ -61,6 +61,7 @@ from mem0g.types import (
     Usage,
     Validity,
     WritePlan,
+    calls_tools_only,
     to_aware,
     to_utc,
     utcnow,
@@ -84,9 +85,14 @@ def parse_messages(messages: MessagesIn) -> list[Message]:
             "messages must be a string, a message dict or a list of them, not "
             f"{type(messages).__name__}"
         )
-    parsed = [_message(i, m) for i, m in enumerate(items)]
+    parsed = [_message(i, m) for i, m in enumerate(items) if not calls_tools_only(m)]
     if not parsed:
-        raise ValueError("no messages to add")
+        skipped = len(items)
+        raise ValueError(
+            f"no message with text to add ({skipped} tool-call messages skipped)"
+            if skipped
+            else "no messages to add"
+        )
     return parsed
 
 
