@@ -1477,6 +1477,27 @@ def test_import_reads_an_archive_from_a_pipe(cli: Cli, tmp_path: Path) -> None:
     assert other("dump", "-u", "alice").stdout == cli("dump", "-u", "alice").stdout
 
 
+def test_a_dash_is_stdout_and_stdin(cli: Cli, tmp_path: Path, monkeypatch) -> None:
+    """`export -o -` and `dump -o -` wrote a file named "-", and `import -` and `add --file -`
+    looked for one; "-" is stdout or stdin, as in most command-line tools."""
+    monkeypatch.chdir(tmp_path)
+    assert cli("add", "Alice lives in Paris", "-u", "alice").exit_code == 0
+    text = cli("export", "--no-embeddings").stdout
+    again = cli("export", "--no-embeddings", "-o", "-").stdout
+    assert again.splitlines()[1:] == text.splitlines()[1:]  # the header holds the time
+    assert cli("dump", "-u", "alice", "-o", "-").stdout == cli("dump", "-u", "alice").stdout
+    assert not (tmp_path / "-").exists()
+    other = Cli(tmp_path / "other", cli.env)
+    imported = other("import", "-", input=text)
+    assert imported.exit_code == 0, imported.output
+    assert "imported 1 tenants from stdin" in imported.stdout
+    assert other("dump", "-u", "alice").stdout == cli("dump", "-u", "alice").stdout
+    said = json.dumps([{"content": "Bob likes jazz"}])
+    added = other("add", "--file", "-", "--no-infer", "-u", "bob", input=said)
+    assert added.exit_code == 0, added.output
+    assert other.stats("-u", "bob")["facts"] == 1
+
+
 def test_a_closed_pipe_ends_the_output_quietly(cli: Cli) -> None:
     """`mem0g export | head -1`: the reader leaving is no error to print (exit 1, as click
     does for the commands that print tables), so stderr keeps nothing but the progress."""

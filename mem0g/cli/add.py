@@ -91,7 +91,7 @@ def add(
     text: Annotated[str | None, typer.Argument(help="A message to remember.")] = None,
     file: Annotated[
         Path | None,
-        typer.Option("--file", "-f", help="JSON/JSONL file of messages or episodes."),
+        typer.Option("--file", "-f", help="JSON/JSONL file of messages or episodes (-: stdin)."),
     ] = None,
     timestamp: Annotated[
         str | None,

@@ -5,6 +5,7 @@ whole or not at all."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import sys
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from mem0g.archive import (
     replacing,
 )
 from mem0g.cli.common import (
+    STDIO,
     AgentOpt,
     InputError,
     RunOpt,
@@ -48,7 +50,8 @@ from mem0g.types import Tenant
 def export_command(
     ctx: typer.Context,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Archive file (default: stdout).")
+        Path | None,
+        typer.Option("--output", "-o", help="Archive file (default, or -: stdout)."),
     ] = None,
     user: UserOpt = None,
     agent: AgentOpt = None,
@@ -66,6 +69,7 @@ def export_command(
     summaries."""
     ids = {"user_id": user, "agent_id": agent, "run_id": run}
     scope = Tenant(**ids) if any(ids.values()) else None
+    output = None if output == STDIO else output  # "-o -" wrote a file named "-"
     err = _err()
     bar = _TenantBar("exporting")
 
@@ -87,7 +91,9 @@ def export_command(
 @app.command("import")
 def import_command(
     ctx: typer.Context,
-    archive: Annotated[Path, typer.Argument(help="An archive written by `mem0g export`.")],
+    archive: Annotated[
+        Path, typer.Argument(help="An archive written by `mem0g export` (-: stdin).")
+    ],
     merge: Annotated[
         bool,
         typer.Option(
@@ -119,12 +125,15 @@ def import_command(
     with _open_archive(archive) as handle:
         lines = _checked_header(handle)  # a refused archive makes no store
         with _state(ctx).memory(create=True) as memory, bar:
-            bar.start(_tenant_lines(archive) if archive.is_file() else None)  # a pipe reads once
+            counted = archive != STDIO and archive.is_file()  # a pipe reads once
+            bar.start(_tenant_lines(archive) if counted else None)
             done = import_archive(memory, lines, merge=merge, progress=progress, batch=batch)
-    _say(_out(), f"imported {len(done)} tenants from {archive}")
+    _say(_out(), f"imported {len(done)} tenants from {'stdin' if archive == STDIO else archive}")
 
 
 def _open_archive(archive: Path) -> IO[str]:
+    if archive == STDIO:  # "import -" looked for a file named "-"
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
     try:
         return archive.open(encoding="utf-8")
     except FileNotFoundError:

@@ -9,6 +9,7 @@ Every other module of `mem0g.cli` imports this one; it imports none of them.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +32,9 @@ from mem0g.stores import make_store
 from mem0g.stores.base import StoreError
 from mem0g.types import to_utc
 
+STDIO = Path("-")
+"""The file name that means stdout (`export -o -`, `dump -o -`) or stdin (`import -`,
+`add --file -`), as in most command-line tools."""
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 
@@ -290,6 +294,8 @@ def _unknown_fact(fact_id: str, ids: dict[str, str | None]) -> NoReturn:
 
 def _read_text(path: Path) -> str:
     try:
+        if path == STDIO:
+            return sys.stdin.buffer.read().decode("utf-8")
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None

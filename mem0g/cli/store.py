@@ -19,6 +19,7 @@ from rich.text import Text
 from mem0g import export
 from mem0g.cli.common import (
     EXIT_FAILURE,
+    STDIO,
     AgentOpt,
     JsonOpt,
     RunOpt,
@@ -63,7 +64,8 @@ def dump(
         typer.Option("--include-invalid/--current-only", help="Keep ended facts (history) or not."),
     ] = True,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", help="Write here instead of stdout (-: stdout)."),
     ] = None,
     user: UserOpt = None,
     agent: AgentOpt = None,
@@ -71,6 +73,7 @@ def dump(
 ) -> None:
     """Dump a tenant's graph (or, with no tenant given, every tenant's) as JSON, GraphML, a
     Neo4j Cypher script or Mermaid."""
+    output = None if output == STDIO else output  # "-o -" wrote a file named "-"
     ids = {"user_id": user, "agent_id": agent, "run_id": run}
     scoped = any(ids.values())
     with _state(ctx).memory(embeddings=False) as memory:
