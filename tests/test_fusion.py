@@ -263,3 +263,30 @@ def test_the_dense_preset_is_plain_vector_search(tmp_path: Path, hashing: object
         assert [f.id for f in m.search("apples", user_id="u", limit=4).facts] == want
     finally:
         m.close()
+
+
+def test_the_context_block_keeps_its_budget_and_says_what_it_cut() -> None:
+    """A section whose lines the budget all took read "- (none)", telling the caller's LLM
+    that nothing was known; a budget below the two headers returned more tokens than asked;
+    with `as_of` an edge's later end was shown ("until" a date not known then)."""
+    from mem0g.retrieve.context import BUDGET_CUT, render
+    from mem0g.types import FactHit, RelationHit, SearchResult
+
+    at = d(2023, 5, 8)
+    fact = FactHit(id="f", text="Alice went to a pottery workshop in the old town", score=1,
+                   created_at=at, updated_at=at)  # fmt: skip
+    edge = RelationHit(id="r", source="alice", relation="lives_in", destination="paris",
+                       score=1, created_at=at, valid_from=at, invalid_at=d(2023, 9, 1))  # fmt: skip
+    hits = SearchResult(query="q", facts=[fact], relations=[edge])
+    full = render(hits, "alice", 1000)
+    assert full.dropped == 0 and "(until 2023-09-01)" in full.text
+    then = render(hits, "alice", 1000, as_of=d(2023, 6, 1))
+    assert "(since 2023-05-08)" in then.text and "until" not in then.text
+    assert "(until 2023-09-01)" in render(hits, "alice", 1000, as_of=d(2023, 10, 1)).text
+    small = render(hits, "alice", 35)
+    assert small.tokens <= 35 and small.dropped == 2 and small.text.count(BUDGET_CUT) == 2
+    assert "(none)" not in small.text
+    assert "- (none)" in render(SearchResult(query="q"), "alice", 1000).text  # nothing found
+    for budget in (1, 5, 12):
+        tiny = render(hits, "alice", budget)
+        assert tiny.tokens <= budget and tiny.text == "" and tiny.dropped == 2

@@ -483,7 +483,7 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
             query, user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit, as_of=as_of,
             reference_time=reference_time,
         )  # fmt: skip
-        return render_context(hits, user_id or agent_id or run_id, max_tokens)
+        return render_context(hits, user_id or agent_id or run_id, max_tokens, to_utc(as_of))
 
     def get_everything(self, *, include_invalid: bool = True) -> GraphSnapshot:
         """All tenants' graphs in one snapshot: for operators' dumps and backups."""
