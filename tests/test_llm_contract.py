@@ -227,5 +227,8 @@ def test_an_operation_is_read_whatever_its_case_and_spacing(answer: str) -> None
     model = TASKS[answer].answer
     parsed = model.model_validate({"operations": [{"op": " noop ", "existing_id": "x"}]})
     assert parsed.operations[0].op == "NOOP"
+    for none in ("NONE", "none", "no-op", "No_Op"):  # Mem0's prompt's word for a no-op
+        said = model.model_validate({"operations": [{"op": none, "existing_id": "x"}]})
+        assert said.operations[0].op == "NOOP"
     with pytest.raises(ValidationError):  # still one of the task's own choices
         model.model_validate({"operations": [{"op": "merge"}]})

@@ -210,14 +210,22 @@ class ResolveUpdatesPayload(BaseModel):
     existing: list[ExistingTriple]
 
 
+_NOOP_WORDS = frozenset({"NONE", "NO_OP", "NO-OP", "NO OP", "NOTHING"})
+"""Mem0's own prompt calls a no-op "NONE"; models that learned it answer so."""
+
+
 class _Operation(_Answer):
     """One operation of an update answer (the graph's or the facts'): `op`, declared by each
-    with its own choices, is read whatever its case and spacing (" add" is ADD)."""
+    with its own choices, is read whatever its case and spacing (" add" is ADD), and Mem0's
+    "NONE" as NOOP (a model without structured output answering it failed the whole add)."""
 
     @field_validator("op", mode="before", check_fields=False)
     @classmethod
     def _upper(cls, value: object) -> object:
-        return value.strip().upper() if isinstance(value, str) else value
+        if not isinstance(value, str):
+            return value
+        word = value.strip().upper()
+        return "NOOP" if word in _NOOP_WORDS else word
 
 
 class UpdateOperation(_Operation):
