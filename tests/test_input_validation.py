@@ -301,3 +301,20 @@ def test_the_longest_values_the_limits_allow_are_stored(make_memory, llm_server,
     ]
     assert [f.text for f in graph.facts] == [fact]
     assert [r.destination for r in m.search(alice, **tenant).relations] == [berlin]
+
+
+def test_a_whole_store_dump_reads_tenants_that_lowered_limits_refuse(
+    make_memory, llm_server, tmp_path
+) -> None:
+    """`get_everything` (`mem0g dump` without a tenant, the service's admin reads) asked each
+    stored tenant through `get_all`, which checks ids against today's limits: an operator who
+    lowered `limits.max_id_chars` could no longer dump the store at all."""
+    m = make_memory(path=tmp_path / "s")
+    m.add("Alice lives in Paris", user_id="a" * 40, infer=False)
+    m.add("Bob likes jazz", user_id="bob", infer=False)
+    m.close()
+    lowered = make_memory(path=tmp_path / "s", limits={"max_id_chars": 10})
+    with pytest.raises(ValueError, match="user_id"):
+        lowered.get_all(user_id="a" * 40)  # asking for it is still refused
+    everything = lowered.get_everything()
+    assert sorted(f.text for f in everything.facts) == ["Alice lives in Paris", "Bob likes jazz"]

@@ -431,7 +431,9 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         as_of: datetime | str | None = None,
     ) -> GraphSnapshot:
         scope = self._tenant(user_id, agent_id, run_id)
-        validity = _validity(as_of, include_invalid)
+        return self._snapshot(scope, _validity(as_of, include_invalid))
+
+    def _snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
         snapshot = self.store.snapshot(scope, validity)
         return GraphSnapshot(
             entities=[e.model_copy(update={"embedding": None}) for e in snapshot.entities],
@@ -490,8 +492,9 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         entities: dict[str, Any] = {}
         relations: dict[str, Any] = {}
         facts: dict[str, Any] = {}
-        for tenant in self.tenants():
-            part = self.get_all(**tenant.model_dump(), include_invalid=include_invalid)
+        validity = _validity(None, include_invalid)
+        for tenant in self.tenants():  # stored tenants: not checked against today's limits
+            part = self._snapshot(tenant, validity)
             entities.update((e.id, e) for e in part.entities)
             relations.update((r.id, r) for r in part.relations)
             facts.update((f.id, f) for f in part.facts)
