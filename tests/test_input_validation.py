@@ -86,6 +86,29 @@ def test_wrong_types_are_type_errors_before_any_call(make_memory, llm_server) ->
     assert llm_server.requests == []
 
 
+def test_every_read_by_id_checks_its_id_as_the_writes_do(make_memory) -> None:
+    """update and delete refused a blank or non-string id; get, history, get_entity,
+    entity_relations, entity_history, merge and split passed it to the store (None back
+    for 5, or a driver error on Neo4j): a caller's bug answered as "not found"."""
+    m = make_memory()
+    m.add("Alice lives in Paris", user_id="alice", infer=False)
+    reads = {
+        "fact_id": [m.get, m.history],
+        "entity_id": [m.get_entity, m.entity_relations, m.entity_history],
+    }
+    for name, calls in reads.items():
+        for call in calls:
+            with pytest.raises(TypeError, match=f"{name} must be a string, not int"):
+                call(5, user_id="alice")
+            with pytest.raises(ValueError, match=f"{name} is empty"):
+                call(" ", user_id="alice")
+    with pytest.raises(ValueError, match="other_id is empty"):
+        m.merge_entities("x", "", user_id="alice")
+    with pytest.raises(TypeError, match="merge_id must be a string"):
+        m.split_entity(5, user_id="alice")
+    assert m.get("no-such-id", user_id="alice") is None  # a well-formed unknown id: None
+
+
 def test_lengths_are_bounded_before_any_call(make_memory, llm_server) -> None:
     m = make_memory(LONDON)
     m.add("I live in London", user_id="alice", timestamp=T1)

@@ -3,6 +3,7 @@ their history, the possible duplicates the resolver recorded)."""
 
 from __future__ import annotations
 
+from mem0g import validation
 from mem0g.memory.parts import MemoryPart
 from mem0g.stores.base import UnknownEntityError
 from mem0g.stores.repair import describe
@@ -37,6 +38,7 @@ class EntityMethods(MemoryPart):
         run_id: str | None = None,
     ) -> Entity | None:
         """One entity of the scope (None: unknown, merged away, or another tenant's)."""
+        validation.text(entity_id, "entity_id")
         scope = self._tenant(user_id, agent_id, run_id)
         found = self.store.get_entities(scope, [entity_id])
         return found[0].model_copy(update={"embedding": None}) if found else None
@@ -51,6 +53,7 @@ class EntityMethods(MemoryPart):
         include_invalid: bool = False,
     ) -> list[Relation]:
         """The edges at one entity (either end), without embeddings."""
+        validation.text(entity_id, "entity_id")
         scope = self._tenant(user_id, agent_id, run_id)
         validity = Validity(include_invalid=include_invalid)
         found = self.store.relations_touching(scope, [entity_id], validity)
@@ -74,6 +77,8 @@ class EntityMethods(MemoryPart):
 
         Holds keep's tenant's add lock: an add planned around `other` in this process would
         otherwise fail at its write (its plan names an entity the merge removed)."""
+        validation.text(keep_id, "keep_id")
+        validation.text(other_id, "other_id")
         scope = self._tenant(user_id, agent_id, run_id)
         found = self.store.get_entities(scope, [keep_id])
         if not found:
@@ -100,6 +105,8 @@ class EntityMethods(MemoryPart):
         if merge_id is None:
             if not (entity_id and other_id):
                 raise ValueError("give a merge id, or the kept entity's id and the other's")
+            validation.text(entity_id, "entity_id")
+            validation.text(other_id, "other_id")
             events = self.store.entity_history(scope, entity_id)
             split = {e.merge_id for e in events if e.event == "SPLIT"}
             merges = [
@@ -114,6 +121,7 @@ class EntityMethods(MemoryPart):
                     f"no merge of {other_id!r} into {entity_id!r} to split in {describe(scope)}"
                 )
             merge_id = merges[-1].id
+        validation.text(merge_id, "merge_id")
         return self.store.split_entity(scope, merge_id)
 
     def entity_history(
@@ -126,6 +134,7 @@ class EntityMethods(MemoryPart):
     ) -> list[EntityEvent]:
         """MERGE, SPLIT and RENAME events naming the entity (also one merged away), oldest
         first; a MERGE's undo record comes without embeddings."""
+        validation.text(entity_id, "entity_id")
         scope = self._tenant(user_id, agent_id, run_id)
         events = self.store.entity_history(scope, entity_id)
         for event in events:

@@ -100,6 +100,7 @@ class FactMethods(MemoryPart):
         run_id: str | None = None,
     ) -> Fact | None:
         """One fact of the tenant, or None (also for another tenant's id)."""
+        validation.text(fact_id, "fact_id")  # as update and delete: 5 or "" is a caller's bug
         scope = self._tenant(user_id, agent_id, run_id)
         found = self.store.get_facts(scope, [fact_id])
         return found[0].model_copy(update={"embedding": None}) if found else None
@@ -183,6 +184,7 @@ class FactMethods(MemoryPart):
         run_id: str | None = None,
     ) -> list[FactEvent]:
         """Every change of a fact, oldest first, including after it was deleted."""
+        validation.text(fact_id, "fact_id")
         scope = self._tenant(user_id, agent_id, run_id)
         return self.store.fact_history(scope, fact_id)
 
