@@ -571,3 +571,52 @@ def test_longmemeval_session_recall_counts_distinct_sessions() -> None:
     assert recall_at_k(sessions, ["s2"], 5) == 1.0
     assert recall_at_k(sessions, ["s2", "s3"], 2) == 0.5
     assert recall_at_k(sessions, ["s4"], 5) == 0.0
+
+
+# ---------------------------------------------------------------- review: LongMemEval's files
+
+
+def _lme_variant(tmp_path: Path, name: str, change: Any) -> Path:
+    data = json.loads(LME.read_text(encoding="utf-8"))
+    change(data)
+    path = tmp_path / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_longmemeval_oracle_sessions_are_added_in_date_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LongMemEval's oracle file lists a haystack's sessions in no order (its README says
+    so): added in the file's order, an older session came after a newer one, and the later
+    state of a fact (knowledge-update) was overwritten by the earlier one."""
+    from mem0g.memory import Memory
+
+    def shuffle(data: list[dict[str, Any]]) -> None:
+        item = data[1]  # lme-2: t-a on 1 June, t-b on 11 June
+        for key in ("haystack_session_ids", "haystack_dates", "haystack_sessions"):
+            item[key].reverse()
+
+    path = _lme_variant(tmp_path, "oracle.json", shuffle)
+    lme = load_longmemeval(path)
+    assert [s.id for s in lme.units[1].sessions] == ["t-a", "t-b"]
+    assert lme.notes == [
+        "1 haystacks list their sessions out of date order (as LongMemEval's oracle file "
+        "does); they are added in date order: lme-2"
+    ]
+    assert load_longmemeval(LME).notes == []
+
+    added: list[tuple[str, Any]] = []
+    original = Memory.add
+
+    def logged(self: Memory, messages: Any, *a: Any, **kw: Any) -> Any:
+        added.append((kw["user_id"], kw["timestamp"]))
+        return original(self, messages, *a, **kw)
+
+    monkeypatch.setattr(Memory, "add", logged)
+    run_longmemeval(
+        path, tmp_path / "r", mode="retrieval", memory_config=dead_llm(), progress=False,
+        limit_conversations=2,
+    )  # fmt: skip
+    lme2 = [when for tenant, when in added if tenant.endswith("lme-2")]
+    assert len(lme2) == 2 and lme2 == sorted(lme2)

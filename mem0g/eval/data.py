@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -363,6 +364,7 @@ def load_longmemeval(path: Path | str) -> Dataset:
     need = ("question_id", "question_type", "question", "answer", "haystack_sessions")
     digest, records = _records(path, "longmemeval", "question", need)
     units: list[Unit] = []
+    unsorted = []
     for qid, item in records:
         qtype = str(item["question_type"])
         if qtype not in LONGMEMEVAL_TYPES:
@@ -394,6 +396,11 @@ def load_longmemeval(path: Path | str) -> Dataset:
                     Turn(f"{sid}:{j}", role, role, text, str(sid), bool(t.get("has_answer")))
                 )
             sessions.append(Session(str(sid), when, turns))
+        # the oracle file lists a haystack's sessions in no order: they are added by date
+        # (a stable sort: sessions of one date keep the file's order)
+        if any(b.time < a.time for a, b in pairwise(sessions)):
+            unsorted.append(qid)
+            sessions.sort(key=lambda s: s.time)
         qdate = item.get("question_date")
         try:
             question_date = parse_longmemeval_time(qdate) if qdate else None
@@ -410,7 +417,12 @@ def load_longmemeval(path: Path | str) -> Dataset:
             abstention=qid.endswith("_abs"),
         )
         units.append(Unit(qid, sessions, [question]))
-    return Dataset("longmemeval", path, digest, units)
+    notes = []
+    if unsorted:
+        notes.append(f"{len(unsorted)} haystacks list their sessions out of date order (as "
+                     f"LongMemEval's oracle file does); they are added in date order: "
+                     f"{', '.join(unsorted[:5])}")  # fmt: skip
+    return Dataset("longmemeval", path, digest, units, notes)
 
 
 def load(benchmark: str, path: Path | str) -> Dataset:
