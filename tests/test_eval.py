@@ -620,3 +620,30 @@ def test_longmemeval_oracle_sessions_are_added_in_date_order(
     )  # fmt: skip
     lme2 = [when for tenant, when in added if tenant.endswith("lme-2")]
     assert len(lme2) == 2 and lme2 == sorted(lme2)
+
+
+def test_a_repeated_session_id_keeps_each_copy_s_date_in_full_mode(tmp_path: Path) -> None:
+    """longmemeval_s_cleaned repeats a filler session (same id, same turns, another date) in
+    some haystacks. Full mode looked a step's date up by session id, so both copies were added
+    with the later copy's date."""
+    from mem0g.eval.runner import EvalOptions, Harness
+
+    def repeat(data: list[dict[str, Any]]) -> None:
+        item = data[0]  # lme-1: s-a (1 May), s-b (10 May); s-a again on 20 May
+        item["haystack_session_ids"].append("s-a")
+        item["haystack_dates"].append("2023/05/20 (Sat) 02:21")
+        item["haystack_sessions"].append(item["haystack_sessions"][0])
+
+    path = _lme_variant(tmp_path, "repeat.json", repeat)
+    lme = load_longmemeval(path)
+    assert lme.notes == [
+        "1 sessions repeat an earlier session id of their haystack (kept, each added with its "
+        "own date)"
+    ]
+    harness = Harness(EvalOptions("longmemeval", path, tmp_path / "r", mode="full"))
+    steps = harness._whole_steps(lme.units[0])
+    assert [(sid, when.isoformat()) for sid, _, _, when in steps] == [
+        ("s-a", "2023-05-01T09:00:00+00:00"),
+        ("s-b", "2023-05-10T18:30:00+00:00"),
+        ("s-a", "2023-05-20T02:21:00+00:00"),
+    ]

@@ -364,7 +364,7 @@ def load_longmemeval(path: Path | str) -> Dataset:
     need = ("question_id", "question_type", "question", "answer", "haystack_sessions")
     digest, records = _records(path, "longmemeval", "question", need)
     units: list[Unit] = []
-    unsorted = []
+    unsorted, repeated = [], 0
     for qid, item in records:
         qtype = str(item["question_type"])
         if qtype not in LONGMEMEVAL_TYPES:
@@ -401,6 +401,9 @@ def load_longmemeval(path: Path | str) -> Dataset:
         if any(b.time < a.time for a, b in pairwise(sessions)):
             unsorted.append(qid)
             sessions.sort(key=lambda s: s.time)
+        # longmemeval_s_cleaned repeats a filler session (same id, other date) in some
+        # haystacks: both are kept, each with its own date
+        repeated += len(sessions) - len({s.id for s in sessions})
         qdate = item.get("question_date")
         try:
             question_date = parse_longmemeval_time(qdate) if qdate else None
@@ -422,6 +425,9 @@ def load_longmemeval(path: Path | str) -> Dataset:
         notes.append(f"{len(unsorted)} haystacks list their sessions out of date order (as "
                      f"LongMemEval's oracle file does); they are added in date order: "
                      f"{', '.join(unsorted[:5])}")  # fmt: skip
+    if repeated:
+        notes.append(f"{repeated} sessions repeat an earlier session id of their haystack "
+                     "(kept, each added with its own date)")  # fmt: skip
     return Dataset("longmemeval", path, digest, units, notes)
 
 

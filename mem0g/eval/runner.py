@@ -34,7 +34,15 @@ from typing import Any, TypeVar
 
 from mem0g.config import MemoryConfig
 from mem0g.eval.answering import FullMode
-from mem0g.eval.data import Dataset, EvalInputError, Unit, load, parse_categories, select
+from mem0g.eval.data import (
+    Dataset,
+    EvalInputError,
+    Session,
+    Unit,
+    load,
+    parse_categories,
+    select,
+)
 from mem0g.eval.llm import (
     CachingOpenAI,
     CallCounter,
@@ -107,13 +115,14 @@ class _Stop(Exception):
     """Another worker failed: stop at the next step (what is done stays recorded)."""
 
 
-def _pairs(unit: Unit) -> list[tuple[str, list[Any]]]:
-    """Full mode: turns added as message pairs within each session, in order."""
+def _pairs(unit: Unit) -> list[tuple[Session, list[Any]]]:
+    """Full mode: turns added as message pairs within each session, in order (each with its
+    session: a haystack may repeat a session id with another date)."""
     steps = []
     for session in unit.sessions:
         turns = session.turns
         for i in range(0, len(turns), 2):
-            steps.append((session.id, turns[i : i + 2]))
+            steps.append((session, turns[i : i + 2]))
     return steps
 
 
@@ -432,8 +441,9 @@ class Harness(RetrievalMode, FullMode):
         times = {s.id: s.time for s in unit.sessions}
         steps: list[tuple[str, list[dict[str, Any]], list[list[str]], Any]] = []
         if o.mode == "full":
-            for sid, turns in _pairs(unit):
-                steps.append((sid, _speaker_messages(turns), [[t.ref] for t in turns], times[sid]))
+            for session, turns in _pairs(unit):
+                messages, refs = _speaker_messages(turns), [[t.ref] for t in turns]
+                steps.append((session.id, messages, refs, session.time))
         elif o.facts == "turns":
             for s in unit.sessions:
                 if s.turns:
