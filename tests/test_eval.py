@@ -647,3 +647,51 @@ def test_a_repeated_session_id_keeps_each_copy_s_date_in_full_mode(tmp_path: Pat
         ("s-b", "2023-05-10T18:30:00+00:00"),
         ("s-a", "2023-05-20T02:21:00+00:00"),
     ]
+
+
+class _Progress:
+    """Stands in for rich's Progress: which bars are on screen at once."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, list[Any]] = {}  # id -> [name, total, done]
+        self.most = 0
+        self.names: list[str] = []
+        self._next = 0
+
+    def add_task(self, name: str, total: int) -> int:
+        self._next += 1
+        self.live[self._next] = [name, total, 0]
+        self.names.append(name)
+        self.most = max(self.most, len(self.live))
+        return self._next
+
+    def advance(self, task: int) -> None:
+        self.live[task][2] += 1
+
+    def remove_task(self, task: int) -> None:
+        name, total, done = self.live.pop(task)
+        assert done == total, f"{name}: {done} of {total}"
+
+
+def test_progress_shows_a_bar_per_unit_at_work_not_per_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LongMemEval has 500 units: a bar for each, all drawn from the start, made 501 lines of
+    bars redrawn ten times a second. Now the run's bar and one per unit being worked on."""
+    import contextlib
+
+    from mem0g.eval import runner
+    from mem0g.eval.progress import _Bar
+
+    fake = _Progress()
+
+    @contextlib.contextmanager
+    def progress(enabled: bool) -> Any:
+        yield _Bar(fake)
+
+    monkeypatch.setattr(runner, "_progress", progress)
+    run_longmemeval(LME, tmp_path / "r", mode="retrieval", memory_config=dead_llm(), workers=1)
+    assert fake.most == 2  # the run's bar and one unit's
+    ((name, total, done),) = fake.live.values()
+    assert name == "all units" and total == done == 5 + 3  # a session per add, 3 questions
+    assert len([n for n in fake.names if n != "all units"]) == 6  # adds, then questions

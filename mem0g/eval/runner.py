@@ -364,27 +364,38 @@ class Harness(RetrievalMode, FullMode):
         error: BaseException | None = None
         try:
             with _progress(o.progress) as bar:
-                total = sum(self._unit_work(u) for u in self.units)
-                overall = bar.add("all units", total)
-                mine = {u.id: bar.add(u.id, self._unit_work(u)) for u in self.units}
-                try:
-                    with ThreadPoolExecutor(
-                        max_workers=o.workers, thread_name_prefix="eval"
-                    ) as pool:
-                        # every unit is stored before any question is asked: BM25's word
-                        # statistics are the whole store's, so a question asked while another
-                        # unit was still being added would be ranked over another store than
-                        # on a rerun or a resume (and its answer would miss the cache)
-                        def tick(unit: Unit) -> Callable[[], None]:
-                            return functools.partial(bar.advance, mine[unit.id], overall)
+                overall = bar.add(
+                    "all units",
+                    sum(self._adds_todo(u) + self._questions_todo(u) for u in self.units),
+                )
 
-                        refs = self._phase(pool, lambda u: self._ingest_unit(memory, u, tick(u)))
-                        self._phase(pool, lambda u: self._ask_unit(memory, u, refs[u.id], tick(u)))
-                except BaseException as exc:
-                    error = exc
-                finally:
-                    for task in mine.values():
-                        bar.remove(task)
+                def shown(todo: int, unit: Unit, work: Callable[[Callable[[], None]], _R]) -> _R:
+                    """`work` with a bar of the unit's own while it runs (one per unit at
+                    work, not one per unit: LongMemEval has 500)."""
+                    if not todo:
+                        return work(lambda: None)
+                    mine = bar.add(unit.id, todo)
+                    try:
+                        return work(functools.partial(bar.advance, mine, overall))
+                    finally:
+                        bar.remove(mine)
+
+                with ThreadPoolExecutor(max_workers=o.workers, thread_name_prefix="eval") as pool:
+                    # every unit is stored before any question is asked: BM25's word
+                    # statistics are the whole store's, so a question asked while another
+                    # unit was still being added would be ranked over another store than
+                    # on a rerun or a resume (and its answer would miss the cache)
+                    refs = self._phase(
+                        pool,
+                        lambda u: shown(
+                            self._adds_todo(u), u, lambda tick: self._ingest_unit(memory, u, tick)
+                        ),
+                    )
+                    self._phase(pool, lambda u: shown(
+                        self._questions_todo(u), u,
+                        lambda tick: self._ask_unit(memory, u, refs[u.id], tick)))  # fmt: skip
+        except BaseException as exc:
+            error = exc
         finally:
             memory.close()
             _Appender(o.run_dir / "runs.jsonl").write(
@@ -461,11 +472,11 @@ class Harness(RetrievalMode, FullMode):
                 steps.append((sid, messages, [ob.refs for ob in obs], times[sid]))
         return steps
 
-    def _unit_work(self, unit: Unit) -> int:
-        steps = len(self._steps(unit))
-        done = sum(1 for i in range(steps) if (unit.id, i) in self.ingested)
-        todo = sum(1 for q in unit.questions if q.id not in self.answered)
-        return steps - done + todo
+    def _adds_todo(self, unit: Unit) -> int:
+        return sum(1 for i in range(len(self._steps(unit))) if (unit.id, i) not in self.ingested)
+
+    def _questions_todo(self, unit: Unit) -> int:
+        return sum(1 for q in unit.questions if q.id not in self.answered)
 
     def _phase(self, pool: ThreadPoolExecutor, work: Callable[[Unit], _R]) -> dict[str, _R]:
         """`work` for every unit on the pool; the first failure stops the others at their next
