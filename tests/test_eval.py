@@ -695,3 +695,44 @@ def test_progress_shows_a_bar_per_unit_at_work_not_per_unit(
     ((name, total, done),) = fake.live.values()
     assert name == "all units" and total == done == 5 + 3  # a session per add, 3 questions
     assert len([n for n in fake.names if n != "all units"]) == 6  # adds, then questions
+
+
+def test_the_report_of_a_run_that_stopped_says_it_is_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that stops (a failed call, a kill, Ctrl-C) renders no report; `mem0g eval report`
+    on its directory gave figures over the questions answered so far with nothing saying the
+    rest were missing: a J over 3 of 7 questions read as the benchmark's."""
+    from mem0g.eval.retrieval import RetrievalMode
+
+    original = RetrievalMode._retrieve
+    asked: list[str] = []
+
+    def failing(self: Any, memory: Any, tenant: str, q: Any, *a: Any) -> Any:
+        if len(asked) == 3:
+            raise RuntimeError("the endpoint went away")
+        asked.append(q.id)
+        return original(self, memory, tenant, q, *a)
+
+    monkeypatch.setattr(RetrievalMode, "_retrieve", failing)
+    run_dir = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="went away"):
+        run_locomo(LOCOMO, run_dir, mode="retrieval", memory_config=dead_llm(), progress=False,
+                   workers=1)  # fmt: skip
+    results = render(run_dir)
+    assert results["questions"] == 3
+    assert results["partial"] == {
+        "planned": 7,
+        "answered": 3,
+        "stopped": "RuntimeError: the endpoint went away",
+    }
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "**Partial run: 3 of the 7 questions answered**" in report
+    result = CliRunner().invoke(app, ["eval", "report", str(run_dir)])
+    assert result.exit_code == 0 and "partial run: 3 of the 7 questions answered" in result.output
+
+    monkeypatch.setattr(RetrievalMode, "_retrieve", original)
+    done = run_locomo(LOCOMO, run_dir, mode="retrieval", memory_config=dead_llm(),
+                      progress=False)  # fmt: skip
+    assert "partial" not in done and done["questions"] == 7
+    assert "Partial run" not in (run_dir / "report.md").read_text(encoding="utf-8")

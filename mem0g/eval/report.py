@@ -63,6 +63,8 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     stores = _latest(_rows(run_dir / "stores.jsonl"), "unit")
     bench = config["benchmark"]
     results: dict[str, Any] = {"config": config, "questions": len(questions)}
+    if partial := _partial(run_dir, questions, runs):
+        results["partial"] = partial
 
     # ingestion
     calls_per_add = [r["usage"]["calls"] for r in ingest]
@@ -122,6 +124,33 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     else:
         results.update(_full(bench, questions, order, config))
     return results
+
+
+def _partial(
+    run_dir: Path, questions: list[dict[str, Any]], runs: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """How far a run that stopped got: the questions its last invocation planned, how many of
+    them are answered, and why it stopped; None for a run that finished."""
+    path = run_dir / "planned.json"
+    if not path.exists():
+        return None
+    planned = json.loads(path.read_text(encoding="utf-8"))
+    done = {q["id"] for q in questions}
+    answered = sum(1 for qid in planned if qid in done)
+    last = runs[-1] if runs else {}
+    stopped = None if last.get("completed", False) else last.get("error") or "did not finish"
+    if answered == len(planned) and stopped is None:
+        return None
+    return {"planned": len(planned), "answered": answered, "stopped": stopped}
+
+
+def partial_line(partial: dict[str, Any]) -> str:
+    """The one line a partial run's report and `mem0g eval report` lead with."""
+    why = f" (the last invocation stopped: {partial['stopped']})" if partial["stopped"] else ""
+    return (
+        f"partial run: {partial['answered']} of the {partial['planned']} questions answered"
+        f"{why}; the figures cover the answered ones only: run the same command to resume"
+    )
 
 
 def _retrieval(bench: str, questions: list[dict[str, Any]], order: list[str]) -> dict[str, Any]:
@@ -220,6 +249,9 @@ def _markdown(results: dict[str, Any]) -> str:
         f"(sha256 {c['dataset_sha256'][:12]}…)",
         f"- store: {c['store']}; facts: {c['facts']}; embedder: {c['embedder']}",
     ]
+    if partial := results.get("partial"):
+        head, rest = partial_line(partial).split(" answered", 1)
+        lines[2:2] = [f"**{head[0].upper()}{head[1:]} answered**{rest}.", ""]
     lines += [f"- dataset as read: {note}" for note in c.get("dataset_notes") or []]
     if long := c.get("long_messages"):
         lines.append(
