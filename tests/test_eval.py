@@ -736,3 +736,45 @@ def test_the_report_of_a_run_that_stopped_says_it_is_partial(
                       progress=False)  # fmt: skip
     assert "partial" not in done and done["questions"] == 7
     assert "Partial run" not in (run_dir / "report.md").read_text(encoding="utf-8")
+
+
+def test_longmemeval_retrieval_reports_its_own_recall_all_and_any(tmp_path: Path) -> None:
+    """LongMemEval's retrieval evaluation scores recall_all@k (every evidence session, or
+    turn, in the top k) and recall_any@k; the harness gave only the share found, which for a
+    two-session question with one found is 0.5, a figure neither of its metrics gives."""
+    from types import SimpleNamespace
+
+    from mem0g.eval.data import Question, Session, Turn, Unit
+    from mem0g.eval.retrieval import RetrievalMode
+
+    turns = [Turn(f"s{n}:0", "user", "user", "hi", f"s{n}", has_answer=n in (1, 9)) for n in
+             range(10)]  # fmt: skip
+    unit = Unit("u", [Session(t.session, None, [t]) for t in turns], [])  # type: ignore[arg-type]
+    q = Question("u", "u", "where?", "x", "multi-session", answer_sessions=["s1", "s9"])
+    ranked = [[f"s{n}:0"] for n in range(10)]  # s9 (and its turn) 10th: below the top 5
+    fakes = SimpleNamespace(
+        unit=unit, dense=lambda *_: ranked, bm25=lambda *_: ranked, rrf=lambda *_: ranked
+    )
+    memory = SimpleNamespace(
+        search=lambda *a, **k: SimpleNamespace(facts=[SimpleNamespace(id=r[0]) for r in ranked]),
+        context_block=lambda *a, **k: SimpleNamespace(tokens=1),
+    )
+    mode = RetrievalMode()
+    mode.o = SimpleNamespace(benchmark="longmemeval", context_limit=10, context_tokens=1000)  # type: ignore[assignment]
+    row = mode._retrieve(memory, "t", q, {r[0]: r for r in ranked}, fakes)  # type: ignore[arg-type]
+    for system in ("mem0g", "dense", "bm25", "dense+bm25 rrf"):
+        scores = row["systems"][system]
+        for kind in ("session", "turn"):
+            assert scores[f"{kind}_recall@5"] == 0.5
+            assert scores[f"{kind}_recall_all@5"] == 0.0
+            assert scores[f"{kind}_recall_any@5"] == 1.0
+            assert scores[f"{kind}_recall_all@10"] == 1.0
+
+    results = run_longmemeval(
+        LME, tmp_path / "lme", mode="retrieval", memory_config=dead_llm(), progress=False
+    )
+    overall = results["retrieval"]["bm25"]["overall"]
+    assert overall["session_recall_all@5"] == overall["session_recall_any@5"] == 1.0
+    assert overall["session_n"] == 2
+    report = (tmp_path / "lme" / "report.md").read_text(encoding="utf-8")
+    assert "## session recall_all@k (LongMemEval's metric; measured)" in report

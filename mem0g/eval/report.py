@@ -153,6 +153,11 @@ def partial_line(partial: dict[str, Any]) -> str:
     )
 
 
+# LongMemEval: the share found, and its own recall_all (every evidence item found: what its
+# print_retrieval_metrics.py reports) and recall_any
+_LME_METRICS = ("recall", "recall_all", "recall_any")
+
+
 def _retrieval(bench: str, questions: list[dict[str, Any]], order: list[str]) -> dict[str, Any]:
     kinds = ("evidence",) if bench == "locomo" else ("session", "turn")
     out: dict[str, Any] = {}
@@ -167,11 +172,15 @@ def _retrieval(bench: str, questions: list[dict[str, Any]], order: list[str]) ->
             entry: dict[str, Any] = {}
             for kind in kinds:
                 for k in KS:
-                    key = f"{kind}_recall@{k}"
-                    vals = [
-                        q["systems"][system][key] for q in qs if key in q["systems"].get(system, {})
-                    ]
-                    entry[key] = _r(mean(vals))
+                    for metric in ("recall",) if bench == "locomo" else _LME_METRICS:
+                        key = f"{kind}_{metric}@{k}"
+                        vals = [
+                            q["systems"][system][key]
+                            for q in qs
+                            if key in q["systems"].get(system, {})
+                        ]
+                        entry[key] = _r(mean(vals))
+                    vals = [1 for q in qs if f"{kind}_recall@{k}" in q["systems"].get(system, {})]
                     entry[f"{kind}_n"] = len(vals)
             per[name] = entry
         out[system] = per
@@ -276,9 +285,13 @@ def _markdown(results: dict[str, Any]) -> str:
     if c["mode"] == "retrieval":
         r = results["retrieval"]
         kinds = ("evidence",) if bench == "locomo" else ("session", "turn")
-        for kind in kinds:
+        tables = [(kind, "recall", f"{kind} recall@k (measured)") for kind in kinds]
+        if bench != "locomo":
+            tables += [(kind, "recall_all", f"{kind} recall_all@k (LongMemEval's metric; "
+                        "measured)") for kind in kinds]  # fmt: skip
+        for kind, metric, title in tables:
             lines += [
-                f"## {kind} recall@k (measured)",
+                f"## {title}",
                 "",
                 "| category | n | " + " | ".join(f"{s} @{k}" for s in SYSTEMS for k in KS) + " |",
                 "|---|---|" + "---|" * (len(SYSTEMS) * len(KS)),
@@ -287,7 +300,9 @@ def _markdown(results: dict[str, Any]) -> str:
                 n = r["mem0g"][cat].get(f"{kind}_n", 0)
                 label = category_name(bench, cat) if bench == "locomo" and cat.isdigit() else cat
                 vals = [
-                    _fmt(r[s][cat].get(f"{kind}_recall@{k}"), pct=True) for s in SYSTEMS for k in KS
+                    _fmt(r[s][cat].get(f"{kind}_{metric}@{k}"), pct=True)
+                    for s in SYSTEMS
+                    for k in KS
                 ]
                 lines.append(f"| {label} | {n} | " + " | ".join(vals) + " |")
             lines.append("")
