@@ -778,3 +778,29 @@ def test_longmemeval_retrieval_reports_its_own_recall_all_and_any(tmp_path: Path
     assert overall["session_n"] == 2
     report = (tmp_path / "lme" / "report.md").read_text(encoding="utf-8")
     assert "## session recall_all@k (LongMemEval's metric; measured)" in report
+
+
+def test_a_turn_with_a_lone_surrogate_is_read_not_a_run_that_can_never_finish(
+    tmp_path: Path,
+) -> None:
+    """JSON can hold a lone surrogate ("\\ud83d" of a cut emoji), which no store or model
+    takes: `Memory.add` refused the turn's add, the run stopped there with a traceback, and
+    every resume stopped at the same add. The loaders read it as U+FFFD and say how many."""
+    raw = LME.read_text(encoding="utf-8").replace("Try a simple tomato", "Try a \\ud83d tomato")
+    path = tmp_path / "surrogate.json"
+    path.write_text(raw, encoding="utf-8")
+    lme = load_longmemeval(path)
+    assert lme.units[0].sessions[0].turns[1].text.startswith("Try a \ufffd tomato")
+    assert lme.notes == ["1 turns held a lone surrogate (not valid Unicode), read as U+FFFD"]
+    results = run_longmemeval(
+        path, tmp_path / "r", mode="retrieval", memory_config=dead_llm(), progress=False
+    )
+    assert results["questions"] == 3
+
+    data = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    data[0]["conversation"]["session_1"][0]["text"] += " \udc00"
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    lo = load_locomo(path)
+    assert lo.units[0].sessions[0].turns[0].text.endswith(" \ufffd")
+    assert lo.notes == ["1 turns held a lone surrogate (not valid Unicode), read as U+FFFD"]
