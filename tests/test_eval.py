@@ -571,3 +571,236 @@ def test_longmemeval_session_recall_counts_distinct_sessions() -> None:
     assert recall_at_k(sessions, ["s2"], 5) == 1.0
     assert recall_at_k(sessions, ["s2", "s3"], 2) == 0.5
     assert recall_at_k(sessions, ["s4"], 5) == 0.0
+
+
+# ---------------------------------------------------------------- review: LongMemEval's files
+
+
+def _lme_variant(tmp_path: Path, name: str, change: Any) -> Path:
+    data = json.loads(LME.read_text(encoding="utf-8"))
+    change(data)
+    path = tmp_path / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_longmemeval_oracle_sessions_are_added_in_date_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LongMemEval's oracle file lists a haystack's sessions in no order (its README says
+    so): added in the file's order, an older session came after a newer one, and the later
+    state of a fact (knowledge-update) was overwritten by the earlier one."""
+    from mem0g.memory import Memory
+
+    def shuffle(data: list[dict[str, Any]]) -> None:
+        item = data[1]  # lme-2: t-a on 1 June, t-b on 11 June
+        for key in ("haystack_session_ids", "haystack_dates", "haystack_sessions"):
+            item[key].reverse()
+
+    path = _lme_variant(tmp_path, "oracle.json", shuffle)
+    lme = load_longmemeval(path)
+    assert [s.id for s in lme.units[1].sessions] == ["t-a", "t-b"]
+    assert lme.notes == [
+        "1 haystacks list their sessions out of date order (as LongMemEval's oracle file "
+        "does); they are added in date order: lme-2"
+    ]
+    assert load_longmemeval(LME).notes == []
+
+    added: list[tuple[str, Any]] = []
+    original = Memory.add
+
+    def logged(self: Memory, messages: Any, *a: Any, **kw: Any) -> Any:
+        added.append((kw["user_id"], kw["timestamp"]))
+        return original(self, messages, *a, **kw)
+
+    monkeypatch.setattr(Memory, "add", logged)
+    run_longmemeval(
+        path, tmp_path / "r", mode="retrieval", memory_config=dead_llm(), progress=False,
+        limit_conversations=2,
+    )  # fmt: skip
+    lme2 = [when for tenant, when in added if tenant.endswith("lme-2")]
+    assert len(lme2) == 2 and lme2 == sorted(lme2)
+
+
+def test_a_repeated_session_id_keeps_each_copy_s_date_in_full_mode(tmp_path: Path) -> None:
+    """longmemeval_s_cleaned repeats a filler session (same id, same turns, another date) in
+    some haystacks. Full mode looked a step's date up by session id, so both copies were added
+    with the later copy's date."""
+    from mem0g.eval.runner import EvalOptions, Harness
+
+    def repeat(data: list[dict[str, Any]]) -> None:
+        item = data[0]  # lme-1: s-a (1 May), s-b (10 May); s-a again on 20 May
+        item["haystack_session_ids"].append("s-a")
+        item["haystack_dates"].append("2023/05/20 (Sat) 02:21")
+        item["haystack_sessions"].append(item["haystack_sessions"][0])
+
+    path = _lme_variant(tmp_path, "repeat.json", repeat)
+    lme = load_longmemeval(path)
+    assert lme.notes == [
+        "1 sessions repeat an earlier session id of their haystack (kept, each added with its "
+        "own date)"
+    ]
+    harness = Harness(EvalOptions("longmemeval", path, tmp_path / "r", mode="full"))
+    steps = harness._whole_steps(lme.units[0])
+    assert [(sid, when.isoformat()) for sid, _, _, when in steps] == [
+        ("s-a", "2023-05-01T09:00:00+00:00"),
+        ("s-b", "2023-05-10T18:30:00+00:00"),
+        ("s-a", "2023-05-20T02:21:00+00:00"),
+    ]
+
+
+class _Progress:
+    """Stands in for rich's Progress: which bars are on screen at once."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, list[Any]] = {}  # id -> [name, total, done]
+        self.most = 0
+        self.names: list[str] = []
+        self._next = 0
+
+    def add_task(self, name: str, total: int) -> int:
+        self._next += 1
+        self.live[self._next] = [name, total, 0]
+        self.names.append(name)
+        self.most = max(self.most, len(self.live))
+        return self._next
+
+    def advance(self, task: int) -> None:
+        self.live[task][2] += 1
+
+    def remove_task(self, task: int) -> None:
+        name, total, done = self.live.pop(task)
+        assert done == total, f"{name}: {done} of {total}"
+
+
+def test_progress_shows_a_bar_per_unit_at_work_not_per_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LongMemEval has 500 units: a bar for each, all drawn from the start, made 501 lines of
+    bars redrawn ten times a second. Now the run's bar and one per unit being worked on."""
+    import contextlib
+
+    from mem0g.eval import runner
+    from mem0g.eval.progress import _Bar
+
+    fake = _Progress()
+
+    @contextlib.contextmanager
+    def progress(enabled: bool) -> Any:
+        yield _Bar(fake)
+
+    monkeypatch.setattr(runner, "_progress", progress)
+    run_longmemeval(LME, tmp_path / "r", mode="retrieval", memory_config=dead_llm(), workers=1)
+    assert fake.most == 2  # the run's bar and one unit's
+    ((name, total, done),) = fake.live.values()
+    assert name == "all units" and total == done == 5 + 3  # a session per add, 3 questions
+    assert len([n for n in fake.names if n != "all units"]) == 6  # adds, then questions
+
+
+def test_the_report_of_a_run_that_stopped_says_it_is_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that stops (a failed call, a kill, Ctrl-C) renders no report; `mem0g eval report`
+    on its directory gave figures over the questions answered so far with nothing saying the
+    rest were missing: a J over 3 of 7 questions read as the benchmark's."""
+    from mem0g.eval.retrieval import RetrievalMode
+
+    original = RetrievalMode._retrieve
+    asked: list[str] = []
+
+    def failing(self: Any, memory: Any, tenant: str, q: Any, *a: Any) -> Any:
+        if len(asked) == 3:
+            raise RuntimeError("the endpoint went away")
+        asked.append(q.id)
+        return original(self, memory, tenant, q, *a)
+
+    monkeypatch.setattr(RetrievalMode, "_retrieve", failing)
+    run_dir = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="went away"):
+        run_locomo(LOCOMO, run_dir, mode="retrieval", memory_config=dead_llm(), progress=False,
+                   workers=1)  # fmt: skip
+    results = render(run_dir)
+    assert results["questions"] == 3
+    assert results["partial"] == {
+        "planned": 7,
+        "answered": 3,
+        "stopped": "RuntimeError: the endpoint went away",
+    }
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "**Partial run: 3 of the 7 questions answered**" in report
+    result = CliRunner().invoke(app, ["eval", "report", str(run_dir)])
+    assert result.exit_code == 0 and "partial run: 3 of the 7 questions answered" in result.output
+
+    monkeypatch.setattr(RetrievalMode, "_retrieve", original)
+    done = run_locomo(LOCOMO, run_dir, mode="retrieval", memory_config=dead_llm(),
+                      progress=False)  # fmt: skip
+    assert "partial" not in done and done["questions"] == 7
+    assert "Partial run" not in (run_dir / "report.md").read_text(encoding="utf-8")
+
+
+def test_longmemeval_retrieval_reports_its_own_recall_all_and_any(tmp_path: Path) -> None:
+    """LongMemEval's retrieval evaluation scores recall_all@k (every evidence session, or
+    turn, in the top k) and recall_any@k; the harness gave only the share found, which for a
+    two-session question with one found is 0.5, a figure neither of its metrics gives."""
+    from types import SimpleNamespace
+
+    from mem0g.eval.data import Question, Session, Turn, Unit
+    from mem0g.eval.retrieval import RetrievalMode
+
+    turns = [Turn(f"s{n}:0", "user", "user", "hi", f"s{n}", has_answer=n in (1, 9)) for n in
+             range(10)]  # fmt: skip
+    unit = Unit("u", [Session(t.session, None, [t]) for t in turns], [])  # type: ignore[arg-type]
+    q = Question("u", "u", "where?", "x", "multi-session", answer_sessions=["s1", "s9"])
+    ranked = [[f"s{n}:0"] for n in range(10)]  # s9 (and its turn) 10th: below the top 5
+    fakes = SimpleNamespace(
+        unit=unit, dense=lambda *_: ranked, bm25=lambda *_: ranked, rrf=lambda *_: ranked
+    )
+    memory = SimpleNamespace(
+        search=lambda *a, **k: SimpleNamespace(facts=[SimpleNamespace(id=r[0]) for r in ranked]),
+        context_block=lambda *a, **k: SimpleNamespace(tokens=1),
+    )
+    mode = RetrievalMode()
+    mode.o = SimpleNamespace(benchmark="longmemeval", context_limit=10, context_tokens=1000)  # type: ignore[assignment]
+    row = mode._retrieve(memory, "t", q, {r[0]: r for r in ranked}, fakes)  # type: ignore[arg-type]
+    for system in ("mem0g", "dense", "bm25", "dense+bm25 rrf"):
+        scores = row["systems"][system]
+        for kind in ("session", "turn"):
+            assert scores[f"{kind}_recall@5"] == 0.5
+            assert scores[f"{kind}_recall_all@5"] == 0.0
+            assert scores[f"{kind}_recall_any@5"] == 1.0
+            assert scores[f"{kind}_recall_all@10"] == 1.0
+
+    results = run_longmemeval(
+        LME, tmp_path / "lme", mode="retrieval", memory_config=dead_llm(), progress=False
+    )
+    overall = results["retrieval"]["bm25"]["overall"]
+    assert overall["session_recall_all@5"] == overall["session_recall_any@5"] == 1.0
+    assert overall["session_n"] == 2
+    report = (tmp_path / "lme" / "report.md").read_text(encoding="utf-8")
+    assert "## session recall_all@k (LongMemEval's metric; measured)" in report
+
+
+def test_a_turn_with_a_lone_surrogate_is_read_not_a_run_that_can_never_finish(
+    tmp_path: Path,
+) -> None:
+    """JSON can hold a lone surrogate ("\\ud83d" of a cut emoji), which no store or model
+    takes: `Memory.add` refused the turn's add, the run stopped there with a traceback, and
+    every resume stopped at the same add. The loaders read it as U+FFFD and say how many."""
+    raw = LME.read_text(encoding="utf-8").replace("Try a simple tomato", "Try a \\ud83d tomato")
+    path = tmp_path / "surrogate.json"
+    path.write_text(raw, encoding="utf-8")
+    lme = load_longmemeval(path)
+    assert lme.units[0].sessions[0].turns[1].text.startswith("Try a \ufffd tomato")
+    assert lme.notes == ["1 turns held a lone surrogate (not valid Unicode), read as U+FFFD"]
+    results = run_longmemeval(
+        path, tmp_path / "r", mode="retrieval", memory_config=dead_llm(), progress=False
+    )
+    assert results["questions"] == 3
+
+    data = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    data[0]["conversation"]["session_1"][0]["text"] += " \udc00"
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    lo = load_locomo(path)
+    assert lo.units[0].sessions[0].turns[0].text.endswith(" \ufffd")
+    assert lo.notes == ["1 turns held a lone surrogate (not valid Unicode), read as U+FFFD"]

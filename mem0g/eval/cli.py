@@ -193,10 +193,14 @@ eval_app.command("longmemeval")(_command("longmemeval", "LongMemEval (longmemeva
 def report(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
     """Re-render results.json, report.md and plots/ of a run directory."""
     from mem0g.eval.data import EvalInputError
-    from mem0g.eval.report import render
+    from mem0g.eval.report import partial_line, render
 
     try:
-        render(run_dir)
+        results = render(run_dir)
     except EvalInputError as err:
         _fail(str(err))
-    Console(highlight=False).print(Text(f"report: {run_dir / 'report.md'}"), soft_wrap=True)
+        return
+    out = Console(highlight=False)
+    out.print(Text(f"report: {run_dir / 'report.md'}"), soft_wrap=True)
+    if partial := results.get("partial"):
+        out.print(Text(partial_line(partial), style="yellow"), soft_wrap=True)

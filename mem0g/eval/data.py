@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,26 @@ def _wrong_format(path: Path, data: Any, expected: str) -> EvalInputError:
     )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unicode(text: str, mended: list[int]) -> str:
+    """`text` with each lone surrogate (JSON's "\\ud83d" of a cut emoji, which no store or
+    model takes: the turn's add failed, and every resume with it) as U+FFFD; counted."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        mended[0] += 1
+        return _SURROGATE.sub("\ufffd", text)
+
+
+def _surrogate_notes(mended: list[int]) -> list[str]:
+    if not mended[0]:
+        return []
+    return [f"{mended[0]} turns held a lone surrogate (not valid Unicode), read as U+FFFD"]
+
+
 def _image_note(turn: dict[str, Any]) -> str:
     caption = turn.get("blip_caption")
     return f" [shares a photo: {caption}]" if isinstance(caption, str) and caption.strip() else ""
@@ -272,6 +293,7 @@ def load_locomo(path: Path | str) -> Dataset:
     digest, records = _records(path, "locomo", "sample", ("sample_id", "conversation", "qa"))
     units: list[Unit] = []
     log = _RefLog()
+    mended = [0]
     for uid, sample in records:
         conv = sample["conversation"]
         if not isinstance(conv, dict) or "speaker_a" not in conv or "speaker_b" not in conv:
@@ -302,7 +324,7 @@ def load_locomo(path: Path | str) -> Dataset:
                     raise _fail(
                         path, f"{uid}: session_{n} turn #{j}", "needs speaker, dia_id, text"
                     )
-                text = (str(t["text"]) + _image_note(t)).strip()
+                text = _unicode((str(t["text"]) + _image_note(t)).strip(), mended)
                 if not text:
                     continue
                 speaker = str(t["speaker"])
@@ -355,7 +377,7 @@ def load_locomo(path: Path | str) -> Dataset:
             f"{ref} ({q.id})" for q in questions for ref in q.evidence if ref not in turn_ids
         ]
         units.append(Unit(uid, sessions, questions, observations, (a, b)))
-    return Dataset("locomo", path, digest, units, log.notes())
+    return Dataset("locomo", path, digest, units, log.notes() + _surrogate_notes(mended))
 
 
 def load_longmemeval(path: Path | str) -> Dataset:
@@ -363,6 +385,8 @@ def load_longmemeval(path: Path | str) -> Dataset:
     need = ("question_id", "question_type", "question", "answer", "haystack_sessions")
     digest, records = _records(path, "longmemeval", "question", need)
     units: list[Unit] = []
+    unsorted, repeated = [], 0
+    mended = [0]
     for qid, item in records:
         qtype = str(item["question_type"])
         if qtype not in LONGMEMEVAL_TYPES:
@@ -386,7 +410,7 @@ def load_longmemeval(path: Path | str) -> Dataset:
             for j, t in enumerate(turns_in):
                 if not (isinstance(t, dict) and "role" in t and "content" in t):
                     raise _fail(path, f"{qid}: session {sid} turn #{j}", "needs role and content")
-                text = str(t["content"]).strip()
+                text = _unicode(str(t["content"]).strip(), mended)
                 if not text:
                     continue
                 role = "assistant" if t["role"] == "assistant" else "user"
@@ -394,6 +418,14 @@ def load_longmemeval(path: Path | str) -> Dataset:
                     Turn(f"{sid}:{j}", role, role, text, str(sid), bool(t.get("has_answer")))
                 )
             sessions.append(Session(str(sid), when, turns))
+        # the oracle file lists a haystack's sessions in no order: they are added by date
+        # (a stable sort: sessions of one date keep the file's order)
+        if any(b.time < a.time for a, b in pairwise(sessions)):
+            unsorted.append(qid)
+            sessions.sort(key=lambda s: s.time)
+        # longmemeval_s_cleaned repeats a filler session (same id, other date) in some
+        # haystacks: both are kept, each with its own date
+        repeated += len(sessions) - len({s.id for s in sessions})
         qdate = item.get("question_date")
         try:
             question_date = parse_longmemeval_time(qdate) if qdate else None
@@ -410,7 +442,15 @@ def load_longmemeval(path: Path | str) -> Dataset:
             abstention=qid.endswith("_abs"),
         )
         units.append(Unit(qid, sessions, [question]))
-    return Dataset("longmemeval", path, digest, units)
+    notes = []
+    if unsorted:
+        notes.append(f"{len(unsorted)} haystacks list their sessions out of date order (as "
+                     f"LongMemEval's oracle file does); they are added in date order: "
+                     f"{', '.join(unsorted[:5])}")  # fmt: skip
+    if repeated:
+        notes.append(f"{repeated} sessions repeat an earlier session id of their haystack "
+                     "(kept, each added with its own date)")  # fmt: skip
+    return Dataset("longmemeval", path, digest, units, notes + _surrogate_notes(mended))
 
 
 def load(benchmark: str, path: Path | str) -> Dataset:

@@ -75,6 +75,20 @@ def recall_at_k(retrieved: Sequence[Iterable[str]], relevant: Iterable[str], k: 
     return len(wanted & found) / len(wanted)
 
 
+def found_at_k(
+    retrieved: Sequence[Iterable[str]], relevant: Iterable[str], k: int, *, every: bool
+) -> float:
+    """LongMemEval's recall_all@k (`every`: 1.0 when every relevant id is among the top-k
+    items) and recall_any@k (1.0 when one is); nan when there is none to find."""
+    wanted = set(relevant)
+    if not wanted:
+        return float("nan")
+    found: set[str] = set()
+    for refs in retrieved[:k]:
+        found.update(refs)
+    return float(wanted <= found if every else bool(wanted & found))
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Linear-interpolated percentile (numpy's default), q in [0, 100]."""
     if not values:

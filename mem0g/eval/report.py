@@ -63,6 +63,8 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     stores = _latest(_rows(run_dir / "stores.jsonl"), "unit")
     bench = config["benchmark"]
     results: dict[str, Any] = {"config": config, "questions": len(questions)}
+    if partial := _partial(run_dir, questions, runs):
+        results["partial"] = partial
 
     # ingestion
     calls_per_add = [r["usage"]["calls"] for r in ingest]
@@ -124,6 +126,38 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     return results
 
 
+def _partial(
+    run_dir: Path, questions: list[dict[str, Any]], runs: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """How far a run that stopped got: the questions its last invocation planned, how many of
+    them are answered, and why it stopped; None for a run that finished."""
+    path = run_dir / "planned.json"
+    if not path.exists():
+        return None
+    planned = json.loads(path.read_text(encoding="utf-8"))
+    done = {q["id"] for q in questions}
+    answered = sum(1 for qid in planned if qid in done)
+    last = runs[-1] if runs else {}
+    stopped = None if last.get("completed", False) else last.get("error") or "did not finish"
+    if answered == len(planned) and stopped is None:
+        return None
+    return {"planned": len(planned), "answered": answered, "stopped": stopped}
+
+
+def partial_line(partial: dict[str, Any]) -> str:
+    """The one line a partial run's report and `mem0g eval report` lead with."""
+    why = f" (the last invocation stopped: {partial['stopped']})" if partial["stopped"] else ""
+    return (
+        f"partial run: {partial['answered']} of the {partial['planned']} questions answered"
+        f"{why}; the figures cover the answered ones only: run the same command to resume"
+    )
+
+
+# LongMemEval: the share found, and its own recall_all (every evidence item found: what its
+# print_retrieval_metrics.py reports) and recall_any
+_LME_METRICS = ("recall", "recall_all", "recall_any")
+
+
 def _retrieval(bench: str, questions: list[dict[str, Any]], order: list[str]) -> dict[str, Any]:
     kinds = ("evidence",) if bench == "locomo" else ("session", "turn")
     out: dict[str, Any] = {}
@@ -138,11 +172,15 @@ def _retrieval(bench: str, questions: list[dict[str, Any]], order: list[str]) ->
             entry: dict[str, Any] = {}
             for kind in kinds:
                 for k in KS:
-                    key = f"{kind}_recall@{k}"
-                    vals = [
-                        q["systems"][system][key] for q in qs if key in q["systems"].get(system, {})
-                    ]
-                    entry[key] = _r(mean(vals))
+                    for metric in ("recall",) if bench == "locomo" else _LME_METRICS:
+                        key = f"{kind}_{metric}@{k}"
+                        vals = [
+                            q["systems"][system][key]
+                            for q in qs
+                            if key in q["systems"].get(system, {})
+                        ]
+                        entry[key] = _r(mean(vals))
+                    vals = [1 for q in qs if f"{kind}_recall@{k}" in q["systems"].get(system, {})]
                     entry[f"{kind}_n"] = len(vals)
             per[name] = entry
         out[system] = per
@@ -220,6 +258,9 @@ def _markdown(results: dict[str, Any]) -> str:
         f"(sha256 {c['dataset_sha256'][:12]}…)",
         f"- store: {c['store']}; facts: {c['facts']}; embedder: {c['embedder']}",
     ]
+    if partial := results.get("partial"):
+        head, rest = partial_line(partial).split(" answered", 1)
+        lines[2:2] = [f"**{head[0].upper()}{head[1:]} answered**{rest}.", ""]
     lines += [f"- dataset as read: {note}" for note in c.get("dataset_notes") or []]
     if long := c.get("long_messages"):
         lines.append(
@@ -244,9 +285,13 @@ def _markdown(results: dict[str, Any]) -> str:
     if c["mode"] == "retrieval":
         r = results["retrieval"]
         kinds = ("evidence",) if bench == "locomo" else ("session", "turn")
-        for kind in kinds:
+        tables = [(kind, "recall", f"{kind} recall@k (measured)") for kind in kinds]
+        if bench != "locomo":
+            tables += [(kind, "recall_all", f"{kind} recall_all@k (LongMemEval's metric; "
+                        "measured)") for kind in kinds]  # fmt: skip
+        for kind, metric, title in tables:
             lines += [
-                f"## {kind} recall@k (measured)",
+                f"## {title}",
                 "",
                 "| category | n | " + " | ".join(f"{s} @{k}" for s in SYSTEMS for k in KS) + " |",
                 "|---|---|" + "---|" * (len(SYSTEMS) * len(KS)),
@@ -255,7 +300,9 @@ def _markdown(results: dict[str, Any]) -> str:
                 n = r["mem0g"][cat].get(f"{kind}_n", 0)
                 label = category_name(bench, cat) if bench == "locomo" and cat.isdigit() else cat
                 vals = [
-                    _fmt(r[s][cat].get(f"{kind}_recall@{k}"), pct=True) for s in SYSTEMS for k in KS
+                    _fmt(r[s][cat].get(f"{kind}_{metric}@{k}"), pct=True)
+                    for s in SYSTEMS
+                    for k in KS
                 ]
                 lines.append(f"| {label} | {n} | " + " | ".join(vals) + " |")
             lines.append("")

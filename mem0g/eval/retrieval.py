@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mem0g.eval.data import Question, Unit
-from mem0g.eval.metrics import recall_at_k
+from mem0g.eval.metrics import found_at_k, recall_at_k
 from mem0g.stores.vectors import unit_rows, unit_vector
 
 if TYPE_CHECKING:
@@ -118,6 +118,11 @@ class RetrievalMode:
                 items = refs if kind != "session" else _distinct_sessions(refs)
                 for kk in KS:
                     scores[f"{kind}_recall@{kk}"] = recall_at_k(items, wanted, kk)
+                    if self.o.benchmark == "longmemeval":  # its own metrics, as it scores them
+                        for name, every in (("all", True), ("any", False)):
+                            scores[f"{kind}_recall_{name}@{kk}"] = found_at_k(
+                                items, wanted, kk, every=every
+                            )
             row["systems"][system] = scores
         return row
 

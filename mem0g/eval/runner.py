@@ -5,6 +5,8 @@ store's, so a question asked while another unit was still being added could rank
 
 Run directory:
     config.json      what was asked (a resumed run must ask the same)
+    planned.json     the ids of the questions this invocation asks (the report counts what is
+                     missing from them, when a run stopped)
     ingest.jsonl     one line per `add` done: unit, step, timing, usage, fact ids -> refs
     questions.jsonl  one line per question done
     runs.jsonl       one line per invocation: network calls made, cache hits
@@ -34,7 +36,15 @@ from typing import Any, TypeVar
 
 from mem0g.config import MemoryConfig
 from mem0g.eval.answering import FullMode
-from mem0g.eval.data import Dataset, EvalInputError, Unit, load, parse_categories, select
+from mem0g.eval.data import (
+    Dataset,
+    EvalInputError,
+    Session,
+    Unit,
+    load,
+    parse_categories,
+    select,
+)
 from mem0g.eval.llm import (
     CachingOpenAI,
     CallCounter,
@@ -107,13 +117,14 @@ class _Stop(Exception):
     """Another worker failed: stop at the next step (what is done stays recorded)."""
 
 
-def _pairs(unit: Unit) -> list[tuple[str, list[Any]]]:
-    """Full mode: turns added as message pairs within each session, in order."""
+def _pairs(unit: Unit) -> list[tuple[Session, list[Any]]]:
+    """Full mode: turns added as message pairs within each session, in order (each with its
+    session: a haystack may repeat a session id with another date)."""
     steps = []
     for session in unit.sessions:
         turns = session.turns
         for i in range(0, len(turns), 2):
-            steps.append((session.id, turns[i : i + 2]))
+            steps.append((session, turns[i : i + 2]))
     return steps
 
 
@@ -340,6 +351,9 @@ class Harness(RetrievalMode, FullMode):
         (o.run_dir / "config.json").write_text(
             json.dumps(self.run_config, indent=2, ensure_ascii=False), encoding="utf-8"
         )
+        (o.run_dir / "planned.json").write_text(
+            json.dumps([q.id for u in self.units for q in u.questions]), encoding="utf-8"
+        )
         questions_path = o.run_dir / "questions.jsonl"
         if o.rescore and questions_path.exists():
             questions_path.replace(o.run_dir / f"questions.{int(time.time())}.jsonl.bak")
@@ -355,27 +369,38 @@ class Harness(RetrievalMode, FullMode):
         error: BaseException | None = None
         try:
             with _progress(o.progress) as bar:
-                total = sum(self._unit_work(u) for u in self.units)
-                overall = bar.add("all units", total)
-                mine = {u.id: bar.add(u.id, self._unit_work(u)) for u in self.units}
-                try:
-                    with ThreadPoolExecutor(
-                        max_workers=o.workers, thread_name_prefix="eval"
-                    ) as pool:
-                        # every unit is stored before any question is asked: BM25's word
-                        # statistics are the whole store's, so a question asked while another
-                        # unit was still being added would be ranked over another store than
-                        # on a rerun or a resume (and its answer would miss the cache)
-                        def tick(unit: Unit) -> Callable[[], None]:
-                            return functools.partial(bar.advance, mine[unit.id], overall)
+                overall = bar.add(
+                    "all units",
+                    sum(self._adds_todo(u) + self._questions_todo(u) for u in self.units),
+                )
 
-                        refs = self._phase(pool, lambda u: self._ingest_unit(memory, u, tick(u)))
-                        self._phase(pool, lambda u: self._ask_unit(memory, u, refs[u.id], tick(u)))
-                except BaseException as exc:
-                    error = exc
-                finally:
-                    for task in mine.values():
-                        bar.remove(task)
+                def shown(todo: int, unit: Unit, work: Callable[[Callable[[], None]], _R]) -> _R:
+                    """`work` with a bar of the unit's own while it runs (one per unit at
+                    work, not one per unit: LongMemEval has 500)."""
+                    if not todo:
+                        return work(lambda: None)
+                    mine = bar.add(unit.id, todo)
+                    try:
+                        return work(functools.partial(bar.advance, mine, overall))
+                    finally:
+                        bar.remove(mine)
+
+                with ThreadPoolExecutor(max_workers=o.workers, thread_name_prefix="eval") as pool:
+                    # every unit is stored before any question is asked: BM25's word
+                    # statistics are the whole store's, so a question asked while another
+                    # unit was still being added would be ranked over another store than
+                    # on a rerun or a resume (and its answer would miss the cache)
+                    refs = self._phase(
+                        pool,
+                        lambda u: shown(
+                            self._adds_todo(u), u, lambda tick: self._ingest_unit(memory, u, tick)
+                        ),
+                    )
+                    self._phase(pool, lambda u: shown(
+                        self._questions_todo(u), u,
+                        lambda tick: self._ask_unit(memory, u, refs[u.id], tick)))  # fmt: skip
+        except BaseException as exc:
+            error = exc
         finally:
             memory.close()
             _Appender(o.run_dir / "runs.jsonl").write(
@@ -432,8 +457,9 @@ class Harness(RetrievalMode, FullMode):
         times = {s.id: s.time for s in unit.sessions}
         steps: list[tuple[str, list[dict[str, Any]], list[list[str]], Any]] = []
         if o.mode == "full":
-            for sid, turns in _pairs(unit):
-                steps.append((sid, _speaker_messages(turns), [[t.ref] for t in turns], times[sid]))
+            for session, turns in _pairs(unit):
+                messages, refs = _speaker_messages(turns), [[t.ref] for t in turns]
+                steps.append((session.id, messages, refs, session.time))
         elif o.facts == "turns":
             for s in unit.sessions:
                 if s.turns:
@@ -451,11 +477,11 @@ class Harness(RetrievalMode, FullMode):
                 steps.append((sid, messages, [ob.refs for ob in obs], times[sid]))
         return steps
 
-    def _unit_work(self, unit: Unit) -> int:
-        steps = len(self._steps(unit))
-        done = sum(1 for i in range(steps) if (unit.id, i) in self.ingested)
-        todo = sum(1 for q in unit.questions if q.id not in self.answered)
-        return steps - done + todo
+    def _adds_todo(self, unit: Unit) -> int:
+        return sum(1 for i in range(len(self._steps(unit))) if (unit.id, i) not in self.ingested)
+
+    def _questions_todo(self, unit: Unit) -> int:
+        return sum(1 for q in unit.questions if q.id not in self.answered)
 
     def _phase(self, pool: ThreadPoolExecutor, work: Callable[[Unit], _R]) -> dict[str, _R]:
         """`work` for every unit on the pool; the first failure stops the others at their next
