@@ -41,6 +41,16 @@ def to_utc(value: object) -> datetime | None:
     return None if when is None else when.astimezone(UTC)
 
 
+def time_argument(value: object, what: str, *, keep_zone: bool = False) -> datetime | None:
+    """`to_utc` (or `to_aware`) of an argument, its errors naming it ("as_of: not an
+    ISO-8601 ..."): a call with a timestamp, an as_of and a reference_time said only that one
+    of them was bad."""
+    try:
+        return to_aware(value) if keep_zone else to_utc(value)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{what}: {err}") from None
+
+
 def to_aware(value: object) -> datetime | None:
     """`to_utc`, the time kept in its own zone (a naive one in UTC): a search's reference
     time, whose zone says which calendar day "yesterday" is for the one asking."""

@@ -109,6 +109,21 @@ def test_every_read_by_id_checks_its_id_as_the_writes_do(make_memory) -> None:
     assert m.get("no-such-id", user_id="alice") is None  # a well-formed unknown id: None
 
 
+def test_a_bad_time_is_named_by_its_argument(make_memory, llm_server) -> None:
+    """The error "not an ISO-8601 date or time: 'May 8'" did not say which of a call's times it was
+    (a search takes as_of and reference_time, an add its timestamp and each message's)."""
+    m = make_memory()
+    with pytest.raises(ValueError, match=r"^reference_time: not an ISO-8601 .*'May 8'"):
+        m.search("London", user_id="alice", as_of="2023-05-08", reference_time="May 8")
+    with pytest.raises(ValueError, match=r"^as_of: not an ISO-8601"):
+        m.get_all(user_id="alice", as_of="May 8")
+    with pytest.raises(TypeError, match=r"^timestamp: .*epoch"):
+        m.add("I live in London", user_id="alice", timestamp=1_683_554_160)
+    with pytest.raises(ValueError, match=r"^as_of: "):
+        m.context("London", user_id="alice", as_of="yesterday")
+    assert llm_server.requests == []
+
+
 def test_lengths_are_bounded_before_any_call(make_memory, llm_server) -> None:
     m = make_memory(LONDON)
     m.add("I live in London", user_id="alice", timestamp=T1)

@@ -62,7 +62,7 @@ from mem0g.types import (
     Validity,
     WritePlan,
     calls_tools_only,
-    to_aware,
+    time_argument,
     to_utc,
     utcnow,
 )
@@ -118,7 +118,7 @@ def _validity(as_of: datetime | str | None, include_invalid: bool) -> Validity:
     """Which edges a read returns. `include_invalid` is the whole history, at every time;
     `as_of` one time. Together the first would silently drop the second's filter (what was
     said after `as_of` came back), so they are refused together."""
-    when = to_utc(as_of)
+    when = time_argument(as_of, "as_of")
     if when is not None and include_invalid:
         raise ValueError(
             "as_of and include_invalid exclude each other: as_of is the memory as it was at "
@@ -244,7 +244,7 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         tenant = self._tenant(user_id, agent_id, run_id)
         parsed = parse_messages(messages)
         validation.messages(self.config.limits, parsed, as_facts=not infer)
-        when = to_utc(timestamp) or to_utc(parsed[0].timestamp) or utcnow()
+        when = time_argument(timestamp, "timestamp") or to_utc(parsed[0].timestamp) or utcnow()
         for m in parsed:  # "I" needs a name to resolve to: default to the tenant's ids
             m.name = m.name or (user_id if m.role == "user" else agent_id)
             m.timestamp = to_utc(m.timestamp) or when
@@ -410,7 +410,7 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
             raise ValueError(f"limit must be at most {validation.MAX_LIMIT}")
         scope = self._tenant(user_id, agent_id, run_id)
         validity = _validity(as_of, include_invalid)
-        qt = query_time(query, to_aware(reference_time))
+        qt = query_time(query, time_argument(reference_time, "reference_time", keep_zone=True))
         facts = self.config.memory.facts
         if self.copy is not None:  # the client-held copy, if it holds the scope as it is
             retriever = self._copy_retriever

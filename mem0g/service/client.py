@@ -22,6 +22,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import TypeAdapter
 
+from mem0g import validation
 from mem0g.llm.client import LLMError
 from mem0g.service.jobs import Job
 from mem0g.stores.base import StoreStats
@@ -125,10 +126,11 @@ def _ids(user_id: str | None, agent_id: str | None, run_id: str | None) -> dict[
     return {k: v for k, v in ids.items() if v is not None}
 
 
-def _seg(value: str) -> str:
+def _seg(value: str, what: str) -> str:
     """An id as one path segment: "#", "?" or "/" in it are the id's, not the URL's (a "#"
-    cut unescaped, and `delete("<id>#x")` deleted the fact "<id>")."""
-    return quote(value, safe="")
+    cut unescaped, and `delete("<id>#x")` deleted the fact "<id>"). A blank or non-string id
+    is refused as `Memory` refuses it (blank, it named another route)."""
+    return quote(validation.text(value, what), safe="")
 
 
 def _time(value: datetime | str | None) -> str | None:
@@ -207,7 +209,7 @@ class _Methods:
 
     def job(self, job_id: str) -> Job | None:
         return self._send(
-            _Call("GET", f"/v1/jobs/{_seg(job_id)}", parse=_model(Job), none_on_404=True)
+            _Call("GET", f"/v1/jobs/{_seg(job_id, 'job_id')}", parse=_model(Job), none_on_404=True)
         )
 
     def search(
@@ -290,7 +292,10 @@ class _Methods:
 
     def _fact(self, method: str, fact_id: str, ids: dict[str, str], **kw: Any) -> _Call:
         return _Call(
-            method, f"/v1/memories/{_seg(fact_id)}", params=ids if method != "PUT" else {}, **kw
+            method,
+            f"/v1/memories/{_seg(fact_id, 'fact_id')}",
+            params=ids if method != "PUT" else {},
+            **kw,
         )
 
     def get(
@@ -338,7 +343,7 @@ class _Methods:
         run_id: str | None = None,
     ) -> list[FactEvent]:
         return self._get(
-            f"/v1/memories/{_seg(fact_id)}/history",
+            f"/v1/memories/{_seg(fact_id, 'fact_id')}/history",
             _ids(user_id, agent_id, run_id),
             list[FactEvent],
         )
@@ -369,7 +374,7 @@ class _Methods:
         run_id: str | None = None,
     ) -> Entity | None:
         return self._get(
-            f"/v1/entities/{_seg(entity_id)}",
+            f"/v1/entities/{_seg(entity_id, 'entity_id')}",
             _ids(user_id, agent_id, run_id),
             Entity,
             none_on_404=True,
@@ -385,7 +390,9 @@ class _Methods:
         include_invalid: bool = False,
     ) -> list[Relation]:
         params = {**_ids(user_id, agent_id, run_id), "include_invalid": include_invalid}
-        return self._get(f"/v1/entities/{_seg(entity_id)}/relations", params, list[Relation])
+        return self._get(
+            f"/v1/entities/{_seg(entity_id, 'entity_id')}/relations", params, list[Relation]
+        )
 
     def entity_history(
         self,
@@ -396,7 +403,7 @@ class _Methods:
         run_id: str | None = None,
     ) -> list[EntityEvent]:
         return self._get(
-            f"/v1/entities/{_seg(entity_id)}/history",
+            f"/v1/entities/{_seg(entity_id, 'entity_id')}/history",
             _ids(user_id, agent_id, run_id),
             list[EntityEvent],
         )
