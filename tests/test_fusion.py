@@ -47,6 +47,25 @@ WINDOWS = [
     ("what did he do from May 2021 to June 2022", d(2021, 5, 1), d(2022, 7, 1)),
     ("who visited from 2019 until 2021", d(2019, 1, 1), d(2022, 1, 1)),
     ("what happened between 7 May 2023 and 9 May 2023", d(2023, 5, 7), d(2023, 5, 10)),
+    # weekdays, weekends, days without a year, "prior to", "a couple of" (REF is a Friday)
+    ("what did I do last Monday", d(2024, 3, 11), d(2024, 3, 12)),
+    ("who came last Friday", d(2024, 3, 8), d(2024, 3, 9)),  # not today
+    ("what happened on Wednesday", d(2024, 3, 13), d(2024, 3, 14)),
+    ("who called on Friday", d(2024, 3, 15), d(2024, 3, 16)),  # today
+    ("the meeting this Monday", d(2024, 3, 11), d(2024, 3, 12)),
+    ("plans for next Tuesday", d(2024, 3, 19), d(2024, 3, 20)),
+    ("what did we do last weekend", d(2024, 3, 9), d(2024, 3, 11)),
+    ("plans for this weekend", d(2024, 3, 16), d(2024, 3, 18)),
+    ("what did she do over the weekend", d(2024, 3, 9), d(2024, 3, 11)),
+    ("the trip a couple of weeks ago", d(2024, 2, 26), d(2024, 3, 4)),
+    ("what I bought a few days ago", d(2024, 3, 12), d(2024, 3, 13)),
+    ("where did she live prior to May", None, d(2023, 5, 1)),
+    ("what happened on May 7", d(2023, 5, 7), d(2023, 5, 8)),
+    ("the party on the 7th of March", d(2024, 3, 7), d(2024, 3, 8)),
+    ("what is planned for March 20th", d(2023, 3, 20), d(2023, 3, 21)),  # the latest up to REF
+    ("who called the day before yesterday", d(2024, 3, 13), d(2024, 3, 14)),
+    ("what did I eat last night", d(2024, 3, 14), d(2024, 3, 16)),
+    ("what happened between May 7 and May 9", d(2023, 5, 7), d(2023, 5, 10)),
 ]
 
 
@@ -62,7 +81,8 @@ def test_time_windows_from_a_fixed_reference_time(
 @pytest.mark.parametrize(
     "query",
     ["What may Alice like?", "Who is Sat Nam?", "What does Alice do now?", "March on!", "",
-     "events of 2023-13-01", "events of 2023-31-12"],  # no month 13 or 31 (not 13 January)
+     "events of 2023-13-01", "events of 2023-31-12",  # no month 13 or 31 (not 13 January)
+     "What does Alice do on Mondays?", "you may 2 times", "the 31st of June"],
 )  # fmt: skip
 def test_no_window_where_no_time_is_named(query: str) -> None:
     assert query_time(query, REF).window is None

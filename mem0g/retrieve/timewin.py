@@ -33,20 +33,28 @@ _MONTHS = (
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
             "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple": 2}  # fmt: skip
 _UNIT = r"(day|week|month|year)s?"
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_PREP = r"(?:in|during|since|until|before|after|by|prior\s+to)"
+_NO_YEAR = r"(?!\.?,?\s*(?:of\s+)?\d)"  # "May 7" but not "May 7, 2023" (the "day" kind's)
 _PATTERNS = [  # (kind, pattern), tried in this order; spans never overlap
     ("iso", r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"),
     ("day", rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTHS})\.?,?\s+(\d{{4}})\b"),
     ("day", rf"\b({_MONTHS})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b"),
     ("month", rf"\b({_MONTHS})\.?,?\s+(?:of\s+)?(\d{{4}})\b"),
-    ("ago", rf"\b(\d+|{'|'.join(_NUMBERS)})\s+{_UNIT}\s+ago\b"),
+    ("day_only", rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTHS})\b{_NO_YEAR}"),
+    ("day_only", rf"\b({_MONTHS})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b{_NO_YEAR}"),
+    ("ago", rf"\b(\d+|{'|'.join(_NUMBERS)})\s+(?:of\s+)?{_UNIT}\s+ago\b"),
+    ("weekend", r"\b(last|this|next|past|the)\s+weekend\b"),
     ("relative", rf"\b(last|this|next|past)\s+{_UNIT}\b"),
-    ("named", r"\b(yesterday|today|tonight)\b"),
-    ("month_only", rf"\b(?:in|during|since|until|before|after|by)\s+({_MONTHS})\b"),
-    ("year", r"\b(?:in|during|since|until|before|after|by|of)\s+((?:19|20)\d{2})\b"),
+    ("weekday", rf"\b(last|this|next|on)\s+({'|'.join(_WEEKDAYS)})\b(?!s)"),
+    ("named", r"\b(the\s+day\s+before\s+yesterday|yesterday|today|tonight|last\s+night)\b"),
+    ("month_only", rf"\b{_PREP}\s+({_MONTHS})\b"),
+    ("year", rf"\b(?:{_PREP}|of)\s+((?:19|20)\d{{2}})\b"),
     ("year", r"\b((?:19|20)\d{2})\b"),
 ]
 _COMPILED = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _PATTERNS]
-_BEFORE = re.compile(r"\b(before|until|by|prior to)\s*$", re.IGNORECASE)
+_LEAD = re.compile(r"(before|until|by|prior\s+to|after|since)\b", re.IGNORECASE)
+_BEFORE = re.compile(r"\b(before|until|by|prior\s+to)\s*$", re.IGNORECASE)
 _AFTER = re.compile(r"\b(after|since)\s*$", re.IGNORECASE)
 _FROM = re.compile(r"\b(between|from)\s*$", re.IGNORECASE)  # a range's opening word
 _TO = re.compile(r"\s*(and|to|until|till|through|-|–)?\s*", re.IGNORECASE)  # the gap between
@@ -141,6 +149,33 @@ def _shift(unit: str, anchor: datetime, n: int) -> datetime:
     return anchor.replace(year=first.year, month=first.month, day=min(anchor.day, last))
 
 
+def _weekday(which: str, target: int, ref: datetime) -> tuple[datetime, datetime]:
+    """ "last Monday": the latest Monday before today; "on Monday": the latest up to today;
+    "this Monday": this week's (weeks start on Monday); "next Monday": the first after
+    today."""
+    today = _unit_span("day", ref)[0]
+    back = (today.weekday() - target) % 7
+    if which == "last":
+        back = back or 7
+    elif which == "this":
+        back = today.weekday() - target
+    elif which == "next":
+        back = -((target - today.weekday()) % 7 or 7)
+    return _unit_span("day", today - timedelta(days=back))
+
+
+def _weekend(which: str, ref: datetime) -> tuple[datetime, datetime]:
+    """Saturday and Sunday: "this weekend" is this week's, "last weekend" the one before this
+    week began (on a Monday, the one just gone), "the weekend" the latest that has begun."""
+    week = _unit_span("week", ref)[0]
+    saturday = week + timedelta(days=5)
+    if which in ("last", "past") or (which == "the" and ref < saturday):
+        saturday -= timedelta(days=7)
+    elif which == "next":
+        saturday += timedelta(days=7)
+    return saturday, saturday + timedelta(days=2)
+
+
 def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, datetime] | None:
     text = m.group(0)
     if kind == "iso":  # year-month-day only (dateparser read 2023-13-01 as 13 January)
@@ -152,6 +187,20 @@ def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, date
     if kind == "month":
         found = _parse(f"1 {m.group(1)} {m.group(2)}", ref)
         return None if found is None else _unit_span("month", found)
+    if kind == "day_only":  # "on May 7": the latest such day up to the reference time
+        number, name = m.groups() if m.group(1).isdigit() else m.groups()[::-1]
+        if name in ("may", "march"):  # lower case: "you may 2...", "we march 5 miles"
+            return None
+        found = _parse(f"{number} {name} {ref.year}", ref)
+        if found is None:  # no such day ("31 June"), or 29 February of a common year
+            return None
+        if found > ref:
+            found = found.replace(year=found.year - 1)
+        return _unit_span("day", found)
+    if kind == "weekday":
+        return _weekday(m.group(1).lower(), _WEEKDAYS.index(m.group(2).lower()), ref)
+    if kind == "weekend":
+        return _weekend(m.group(1).lower(), ref)
     if kind == "month_only":  # the latest such month up to the reference time
         found = _parse(f"1 {m.group(1)} {ref.year}", ref)
         if found is None:
@@ -162,8 +211,11 @@ def _resolve(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, date
     if kind == "year":
         return _unit_span("year", datetime(int(m.group(1)), 1, 1, tzinfo=ref.tzinfo))
     if kind == "named":
-        word = m.group(1).lower()
-        return _unit_span("day", ref - timedelta(days=1) if word == "yesterday" else ref)
+        word = " ".join(m.group(1).lower().split())
+        if word == "last night":  # said last evening or this morning
+            return _unit_span("day", ref - timedelta(days=1))[0], _unit_span("day", ref)[1]
+        back = {"yesterday": 1, "the day before yesterday": 2}.get(word, 0)
+        return _unit_span("day", ref - timedelta(days=back))
     if kind == "ago":
         raw = m.group(1).lower()
         n = int(raw) if raw.isdigit() else _NUMBERS[raw]
@@ -231,10 +283,9 @@ def query_time(query: str, reference_time: datetime | None = None) -> QueryTime:
             return QueryTime(window=ranged, asks_when=asks_when)
         start: datetime | None = span[0]  # either end may open below
         end: datetime | None = span[1]
-        # the word before the expression, or its own first word ("since 2022")
-        first = m.group(0).split()[0]
-        own = first.lower() in {"before", "until", "by", "after", "since"}
-        before = first if own else query[: m.start()]
+        # the word before the expression, or its own first words ("since 2022")
+        lead = _LEAD.match(m.group(0))
+        before = lead.group(0) if lead else query[: m.start()]
         if _BEFORE.search(before):
             start, end = None, start
         elif _AFTER.search(before):
