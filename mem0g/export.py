@@ -187,13 +187,19 @@ def _cypher_map(props: dict[str, Any]) -> str:
     return "{" + ", ".join(pairs) + "}"
 
 
+def _cypher_tenant(tenant: Tenant) -> dict[str, str | None]:
+    """The three ids and `tenant_key` (`Tenant.key`), as the Neo4j store writes them: the
+    store finds a database's tenants by their keys, so without it a loaded dump had none."""
+    return {"tenant_key": tenant.key, **_tenant_fields(tenant)}
+
+
 def _entity_props(e: Entity) -> dict[str, Any]:
     return {
         "id": e.id,
         "name": e.name,
         "type": e.type,
         "aliases": e.aliases,
-        **_tenant_fields(e.tenant),
+        **_cypher_tenant(e.tenant),
         "created_at": e.created_at,
         "updated_at": e.updated_at,
     }
@@ -203,13 +209,15 @@ def _relation_props(r: Relation) -> dict[str, Any]:
     return {
         "id": r.id,
         "name": r.relation,
-        **_tenant_fields(r.tenant),
+        **_cypher_tenant(r.tenant),
         "valid_from": r.valid_from,
         "invalid_at": r.invalid_at,
         "created_at": r.created_at,
         "updated_at": r.updated_at,
         "mentions": r.mentions,
+        # provenance as the store keeps it: two parallel lists (a property holds no maps)
         "episode_ids": [p.episode_id for p in r.provenance],
+        "provenance_at": [p.timestamp for p in r.provenance],
     }
 
 

@@ -297,7 +297,8 @@ def test_cypher_literal_other_values() -> None:
         cypher_literal(object())
 
 
-_VALUE = r"(?:\?|datetime\(\?\)|\d+|\[(?:\?(?:, \?)*)?\])"
+_SCALAR = r"(?:\?|datetime\(\?\)|\d+)"
+_VALUE = rf"(?:{_SCALAR}|\[(?:{_SCALAR}(?:, {_SCALAR})*)?\])"
 _MAP = rf"\{{\w+: {_VALUE}(?:, \w+: {_VALUE})*\}}"
 _STATEMENTS = [
     re.compile(r"CREATE CONSTRAINT mem0g_entity_id IF NOT EXISTS FOR \(e:Entity\) "
@@ -334,6 +335,9 @@ def test_cypher_properties(snapshot: GraphSnapshot) -> None:
     assert "name: 'lives_in'" in line
     assert "invalid_at: datetime('2024-06-01T00:00:00+00:00')" in line
     assert "mentions: 1" in line and "episode_ids: ['ep1']" in line
+    assert "provenance_at: [datetime('2024-01-02T03:04:05.678000+00:00')]" in line
+    assert f"tenant_key: {cypher_literal(TENANT.key)}" in line
+    assert f"tenant_key: {cypher_literal(TENANT.key)}" in create_alice
 
 
 def test_dump_dispatch(snapshot: GraphSnapshot) -> None:
