@@ -1,4 +1,5 @@
-"""Dump formats for a `GraphSnapshot`: JSON, GraphML, a Neo4j Cypher script and Mermaid.
+"""Dump formats for a `GraphSnapshot`: JSON, GraphML, a Neo4j Cypher script, Mermaid, and
+the HTML explorer (mem0g/service/explorer.py).
 
 Pure functions of a snapshot (no store access), so the CLI, the demo and users share them.
 Names and relation labels come from users and LLMs: every format escapes them for its own
@@ -21,7 +22,7 @@ from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant
 
 FORMAT = "mem0g-graph"
 VERSION = 1
-FORMATS = ("json", "graphml", "cypher", "mermaid")
+FORMATS = ("json", "graphml", "cypher", "mermaid", "html")
 
 
 def _tenant_fields(tenant: Tenant) -> dict[str, str | None]:

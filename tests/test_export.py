@@ -345,8 +345,10 @@ def test_dump_dispatch(snapshot: GraphSnapshot) -> None:
     assert dump(snapshot, "graphml") == to_graphml(snapshot)
     assert dump(snapshot, "cypher") == to_cypher(snapshot)
     assert dump(snapshot, "mermaid") == to_mermaid(snapshot)
-    with pytest.raises(ValueError, match="unknown format"):
+    with pytest.raises(ValueError, match="unknown format") as raised:
         dump(snapshot, "csv")
+    assert str(raised.value).endswith("choose one of json, graphml, cypher, mermaid, html")
+    assert dump(snapshot, "html").startswith("<!doctype html>")
 
 
 def test_empty_snapshot() -> None:
