@@ -80,6 +80,12 @@ def _graphml_value(value: Any) -> str | int | float | bool:
     return scalar
 
 
+def _xml_id(value: str) -> str:
+    """A node id or edge key as XML can hold it (ids are the store's, but an imported archive
+    may bring any text)."""
+    return _NOT_XML.sub("\ufffd", value)
+
+
 def _attrs(pairs: dict[str, Any]) -> dict[str, Any]:
     return {k: _graphml_value(v) for k, v in pairs.items() if v is not None}
 
@@ -89,7 +95,7 @@ def to_networkx(snapshot: GraphSnapshot) -> nx.MultiDiGraph[str]:
     graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
     for e in snapshot.entities:
         graph.add_node(
-            e.id,
+            _xml_id(e.id),
             **_attrs(
                 {
                     "label": e.name,
@@ -104,9 +110,9 @@ def to_networkx(snapshot: GraphSnapshot) -> nx.MultiDiGraph[str]:
         )
     for r in snapshot.relations:
         graph.add_edge(
-            r.source_id,
-            r.destination_id,
-            key=r.id,
+            _xml_id(r.source_id),
+            _xml_id(r.destination_id),
+            key=_xml_id(r.id),
             **_attrs(
                 {
                     "label": r.relation,

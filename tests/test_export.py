@@ -180,6 +180,19 @@ def test_graphml_keeps_hostile_names_and_replaces_what_xml_cannot_hold(
             assert got == want
 
 
+def test_graphml_ids_xml_cannot_hold_are_replaced_too() -> None:
+    """Ids are the store's own, but an imported archive can bring any text: an id holding a
+    control character made the whole GraphML dump ill-formed XML."""
+    odd = Entity(id="a\x00b", tenant=TENANT, name="A", created_at=T0, updated_at=T0)
+    plain = Entity(id="c", tenant=TENANT, name="C", created_at=T1, updated_at=T1)
+    edge = _relation(odd, "x", plain).model_copy(update={"id": "r\x1f"})
+    text = to_graphml(GraphSnapshot(entities=[odd, plain], relations=[edge]))
+    graph = nx.read_graphml(io.BytesIO(text.encode()), force_multigraph=True)
+    assert sorted(graph.nodes) == ["a\ufffdb", "c"]
+    assert list(graph.edges(keys=True)) == [("a\ufffdb", "c", "r\ufffd")]
+    assert graph.nodes["a\ufffdb"]["name"] == "A"
+
+
 # ---------------------------------------------------------------- Mermaid
 
 
