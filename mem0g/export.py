@@ -261,6 +261,9 @@ _MERMAID_ESCAPES = {
     "`": "#96;",
     "\\": "#92;",
     "%": "#37;",  # mermaid takes `%%{...}%%` (a directive) out of the text, labels included
+    # mermaid drops the last ';' of a line matching `style.*:\S*#.*;` (a style line's colour),
+    # labels included, and every code above ends with ';': with no ':' no line can match
+    ":": "#58;",
 }
 
 

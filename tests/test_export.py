@@ -227,8 +227,27 @@ def test_mermaid_names_cannot_hold_a_directive_or_comment() -> None:
         GraphSnapshot(entities=[alice, other], relations=[_relation(alice, "50%% off", other)])
     )
     assert "%" not in text
-    assert "    n2[\"#37;#37;{init: {'theme': 'forest'}}#37;#37;\"]" in text.splitlines()
+    assert "    n2[\"#37;#37;{init#58; {'theme'#58; 'forest'}}#37;#37;\"]" in text.splitlines()
     assert '    n1 -->|"50#37;#37; off"| n2' in text.splitlines()
+
+
+def test_mermaid_text_is_untouched_by_the_style_pre_pass() -> None:
+    """Before parsing, mermaid (11) drops the last ';' of every line matching
+    `style.*:\\S*#.*;` or `classDef.*:\\S*#.*;` (it means a style line's colour), and
+    every entity code this module writes starts with '#' and ends with ';': a name like
+    'style: "x"' rendered as '"x#quot'. No ':' reaches the text, so no line can match."""
+    names = ['style: "x"', "style n1 fill:#f00", "classDef c fill:#0f0;", "time: 10:30 <b>"]
+    alice = _entity("Alice")
+    others = [_entity(name) for name in names]
+    text = to_mermaid(
+        GraphSnapshot(
+            entities=[alice, *others],
+            relations=[_relation(alice, n, o) for n, o in zip(names, others, strict=True)],
+        )
+    )
+    pre_pass = re.compile(r"(?:style|classDef).*:\S*#.*;")
+    assert not [line for line in text.splitlines() if pre_pass.search(line)]
+    assert mermaid_label("style: a") == "style#58; a"
 
 
 # ---------------------------------------------------------------- Cypher
