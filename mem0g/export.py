@@ -1,4 +1,5 @@
-"""Dump formats for a `GraphSnapshot`: JSON, GraphML, a Neo4j Cypher script and Mermaid.
+"""Dump formats for a `GraphSnapshot`: JSON, GraphML, a Neo4j Cypher script, Mermaid, and
+the HTML explorer (mem0g/service/explorer.py).
 
 Pure functions of a snapshot (no store access), so the CLI, the demo and users share them.
 Names and relation labels come from users and LLMs: every format escapes them for its own
@@ -21,7 +22,7 @@ from mem0g.types import Entity, Episode, GraphSnapshot, Relation, Tenant
 
 FORMAT = "mem0g-graph"
 VERSION = 1
-FORMATS = ("json", "graphml", "cypher", "mermaid")
+FORMATS = ("json", "graphml", "cypher", "mermaid", "html")
 
 
 def _tenant_fields(tenant: Tenant) -> dict[str, str | None]:
@@ -79,6 +80,12 @@ def _graphml_value(value: Any) -> str | int | float | bool:
     return scalar
 
 
+def _xml_id(value: str) -> str:
+    """A node id or edge key as XML can hold it (ids are the store's, but an imported archive
+    may bring any text)."""
+    return _NOT_XML.sub("\ufffd", value)
+
+
 def _attrs(pairs: dict[str, Any]) -> dict[str, Any]:
     return {k: _graphml_value(v) for k, v in pairs.items() if v is not None}
 
@@ -88,7 +95,7 @@ def to_networkx(snapshot: GraphSnapshot) -> nx.MultiDiGraph[str]:
     graph: nx.MultiDiGraph[str] = nx.MultiDiGraph()
     for e in snapshot.entities:
         graph.add_node(
-            e.id,
+            _xml_id(e.id),
             **_attrs(
                 {
                     "label": e.name,
@@ -103,9 +110,9 @@ def to_networkx(snapshot: GraphSnapshot) -> nx.MultiDiGraph[str]:
         )
     for r in snapshot.relations:
         graph.add_edge(
-            r.source_id,
-            r.destination_id,
-            key=r.id,
+            _xml_id(r.source_id),
+            _xml_id(r.destination_id),
+            key=_xml_id(r.id),
             **_attrs(
                 {
                     "label": r.relation,
@@ -187,13 +194,19 @@ def _cypher_map(props: dict[str, Any]) -> str:
     return "{" + ", ".join(pairs) + "}"
 
 
+def _cypher_tenant(tenant: Tenant) -> dict[str, str | None]:
+    """The three ids and `tenant_key` (`Tenant.key`), as the Neo4j store writes them: the
+    store finds a database's tenants by their keys, so without it a loaded dump had none."""
+    return {"tenant_key": tenant.key, **_tenant_fields(tenant)}
+
+
 def _entity_props(e: Entity) -> dict[str, Any]:
     return {
         "id": e.id,
         "name": e.name,
         "type": e.type,
         "aliases": e.aliases,
-        **_tenant_fields(e.tenant),
+        **_cypher_tenant(e.tenant),
         "created_at": e.created_at,
         "updated_at": e.updated_at,
     }
@@ -203,13 +216,15 @@ def _relation_props(r: Relation) -> dict[str, Any]:
     return {
         "id": r.id,
         "name": r.relation,
-        **_tenant_fields(r.tenant),
+        **_cypher_tenant(r.tenant),
         "valid_from": r.valid_from,
         "invalid_at": r.invalid_at,
         "created_at": r.created_at,
         "updated_at": r.updated_at,
         "mentions": r.mentions,
+        # provenance as the store keeps it: two parallel lists (a property holds no maps)
         "episode_ids": [p.episode_id for p in r.provenance],
+        "provenance_at": [p.timestamp for p in r.provenance],
     }
 
 
@@ -246,6 +261,9 @@ _MERMAID_ESCAPES = {
     "`": "#96;",
     "\\": "#92;",
     "%": "#37;",  # mermaid takes `%%{...}%%` (a directive) out of the text, labels included
+    # mermaid drops the last ';' of a line matching `style.*:\S*#.*;` (a style line's colour),
+    # labels included, and every code above ends with ';': with no ':' no line can match
+    ":": "#58;",
 }
 
 

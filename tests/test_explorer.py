@@ -7,6 +7,7 @@ the search box and dragging the slider's thumb work as real input events."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Callable, Iterator
@@ -19,10 +20,11 @@ from cli_runner import CliRunner
 from service_support import live_server, service_memory
 
 from mem0g.cli import app as cli
+from mem0g.service import explorer
 from mem0g.service.app import create_app
 from mem0g.service.explorer import to_html
 from mem0g.testing.script import turn
-from mem0g.types import Tenant
+from mem0g.types import Entity, GraphSnapshot, Tenant
 
 SCRIPT = "<script>alert('x')</script>"
 IMG = "<img src=x onerror=\"document.title='pwned'\">"
@@ -339,3 +341,18 @@ def test_typing_in_search_and_dragging_the_as_of_slider(alice, tmp_path, browser
     finally:
         context.close()
     assert problems == []
+
+
+def test_placeholder_names_in_a_tenant_id_stay_in_the_title() -> None:
+    """The title (a tenant id, any text) went in before the page was split at the data
+    placeholder: a user_id holding `__MEM0G_DATA__` put the data into the <title> and left
+    the data block holding the bare placeholder, which the viewer could not parse."""
+    tenant = Tenant(user_id="x__MEM0G_DATA__ __MEM0G_TITLE__ y")
+    snapshot = GraphSnapshot(entities=[Entity(tenant=tenant, name="Alice")])
+    text = explorer.page(snapshot, tenant=tenant)
+    block = re.search(r'<script type="application/json" id="mem0g-data">(.*?)</script>', text)
+    assert block is not None
+    data = json.loads(block.group(1))
+    assert [e["name"] for e in data["snapshot"]["entities"]] == ["Alice"]
+    assert data["tenant"]["user_id"] == tenant.user_id
+    assert _parse(text).title == f"mem0g graph: user_id={tenant.user_id}"

@@ -180,6 +180,19 @@ def test_graphml_keeps_hostile_names_and_replaces_what_xml_cannot_hold(
             assert got == want
 
 
+def test_graphml_ids_xml_cannot_hold_are_replaced_too() -> None:
+    """Ids are the store's own, but an imported archive can bring any text: an id holding a
+    control character made the whole GraphML dump ill-formed XML."""
+    odd = Entity(id="a\x00b", tenant=TENANT, name="A", created_at=T0, updated_at=T0)
+    plain = Entity(id="c", tenant=TENANT, name="C", created_at=T1, updated_at=T1)
+    edge = _relation(odd, "x", plain).model_copy(update={"id": "r\x1f"})
+    text = to_graphml(GraphSnapshot(entities=[odd, plain], relations=[edge]))
+    graph = nx.read_graphml(io.BytesIO(text.encode()), force_multigraph=True)
+    assert sorted(graph.nodes) == ["a\ufffdb", "c"]
+    assert list(graph.edges(keys=True)) == [("a\ufffdb", "c", "r\ufffd")]
+    assert graph.nodes["a\ufffdb"]["name"] == "A"
+
+
 # ---------------------------------------------------------------- Mermaid
 
 
@@ -214,8 +227,27 @@ def test_mermaid_names_cannot_hold_a_directive_or_comment() -> None:
         GraphSnapshot(entities=[alice, other], relations=[_relation(alice, "50%% off", other)])
     )
     assert "%" not in text
-    assert "    n2[\"#37;#37;{init: {'theme': 'forest'}}#37;#37;\"]" in text.splitlines()
+    assert "    n2[\"#37;#37;{init#58; {'theme'#58; 'forest'}}#37;#37;\"]" in text.splitlines()
     assert '    n1 -->|"50#37;#37; off"| n2' in text.splitlines()
+
+
+def test_mermaid_text_is_untouched_by_the_style_pre_pass() -> None:
+    """Before parsing, mermaid (11) drops the last ';' of every line matching
+    `style.*:\\S*#.*;` or `classDef.*:\\S*#.*;` (it means a style line's colour), and
+    every entity code this module writes starts with '#' and ends with ';': a name like
+    'style: "x"' rendered as '"x#quot'. No ':' reaches the text, so no line can match."""
+    names = ['style: "x"', "style n1 fill:#f00", "classDef c fill:#0f0;", "time: 10:30 <b>"]
+    alice = _entity("Alice")
+    others = [_entity(name) for name in names]
+    text = to_mermaid(
+        GraphSnapshot(
+            entities=[alice, *others],
+            relations=[_relation(alice, n, o) for n, o in zip(names, others, strict=True)],
+        )
+    )
+    pre_pass = re.compile(r"(?:style|classDef).*:\S*#.*;")
+    assert not [line for line in text.splitlines() if pre_pass.search(line)]
+    assert mermaid_label("style: a") == "style#58; a"
 
 
 # ---------------------------------------------------------------- Cypher
@@ -297,7 +329,8 @@ def test_cypher_literal_other_values() -> None:
         cypher_literal(object())
 
 
-_VALUE = r"(?:\?|datetime\(\?\)|\d+|\[(?:\?(?:, \?)*)?\])"
+_SCALAR = r"(?:\?|datetime\(\?\)|\d+)"
+_VALUE = rf"(?:{_SCALAR}|\[(?:{_SCALAR}(?:, {_SCALAR})*)?\])"
 _MAP = rf"\{{\w+: {_VALUE}(?:, \w+: {_VALUE})*\}}"
 _STATEMENTS = [
     re.compile(r"CREATE CONSTRAINT mem0g_entity_id IF NOT EXISTS FOR \(e:Entity\) "
@@ -334,6 +367,9 @@ def test_cypher_properties(snapshot: GraphSnapshot) -> None:
     assert "name: 'lives_in'" in line
     assert "invalid_at: datetime('2024-06-01T00:00:00+00:00')" in line
     assert "mentions: 1" in line and "episode_ids: ['ep1']" in line
+    assert "provenance_at: [datetime('2024-01-02T03:04:05.678000+00:00')]" in line
+    assert f"tenant_key: {cypher_literal(TENANT.key)}" in line
+    assert f"tenant_key: {cypher_literal(TENANT.key)}" in create_alice
 
 
 def test_dump_dispatch(snapshot: GraphSnapshot) -> None:
@@ -341,8 +377,10 @@ def test_dump_dispatch(snapshot: GraphSnapshot) -> None:
     assert dump(snapshot, "graphml") == to_graphml(snapshot)
     assert dump(snapshot, "cypher") == to_cypher(snapshot)
     assert dump(snapshot, "mermaid") == to_mermaid(snapshot)
-    with pytest.raises(ValueError, match="unknown format"):
+    with pytest.raises(ValueError, match="unknown format") as raised:
         dump(snapshot, "csv")
+    assert str(raised.value).endswith("choose one of json, graphml, cypher, mermaid, html")
+    assert dump(snapshot, "html").startswith("<!doctype html>")
 
 
 def test_empty_snapshot() -> None:

@@ -81,6 +81,7 @@ from mem0g.types import (
     Fact,
     FactChange,
     FactEvent,
+    GraphSnapshot,
     Invalidation,
     MentionUpdate,
     Message,
@@ -1563,7 +1564,7 @@ def test_cypher_dump_loads_into_an_empty_neo4j(
     loaded = neo4j_connect(dims=DIMS)  # schema applied over the loaded graph
     back = loaded.snapshot(Tenant(user_id="a"), EVERYTHING)
     assert to_cypher(back) == script
-    dumped = {"embedding", "keys", "provenance"}  # what the dump does not carry
+    dumped = {"embedding", "keys"}  # what the dump does not carry
     assert [e.model_dump(exclude=dumped) for e in back.entities] == [
         e.model_dump(exclude=dumped) for e in original.entities
     ]
@@ -1577,6 +1578,55 @@ def test_cypher_dump_loads_into_an_empty_neo4j(
     assert {e.name for e in back.entities} >= {HOSTILE, "Zoë 🦊", "Berlin\u2028Mitte"}
     walked = walk(loaded, A, [p.new_entities[1].id], 1, EVERYTHING, 10)
     assert {r.id for r, _ in walked} == {r0.id, r1.id}
+
+
+def test_cypher_dump_of_every_tenant_loads_with_its_tenants_and_mention_times(
+    store: Neo4jGraphStore, neo4j_connect: Connect, driver: neo4j.Driver, rng: np.random.Generator
+) -> None:
+    """A dump of every tenant (`mem0g dump` with no tenant) loaded into an empty Neo4j reads
+    back as the same tenants, each with the same graph: the records carry tenant_key (without
+    it `tenants()` found none, so a dump of the loaded graph was empty), and every mention its
+    time (provenance_at: without it the store made every mention's time the edge's creation,
+    and edge-provenance.cypher showed no mentioned_at)."""
+    first = chain(A, ["Ann", "Paris"], rng)
+    store.apply(first)
+    store.apply(chain(A_BOT, ["Robot", "Lab"], rng))
+    store.apply(chain(Tenant(agent_id="bot"), ["Solo", "Place"], rng))
+    store.apply(chain(B, ["Bob", "Bmw"], rng))
+    (edge,) = first.new_relations
+    later = T0 + timedelta(days=40)
+    mention = MentionUpdate(
+        relation_id=edge.id, provenance=Provenance(episode_id="e9", timestamp=later)
+    )
+    store.apply(plan(A, mentions=[mention]))
+    tenants = store.tenants()
+    assert len(tenants) == 4
+    original = {t: store.snapshot(t, EVERYTHING) for t in tenants}
+    everything = GraphSnapshot(  # as Memory.get_everything: each record once
+        entities=list({e.id: e for snap in original.values() for e in snap.entities}.values()),
+        relations=list({r.id: r for snap in original.values() for r in snap.relations}.values()),
+    )
+    (stated,) = [r for r in everything.relations if r.id == edge.id]
+    assert [p.timestamp for p in stated.provenance][-1] == later
+    script = to_cypher(everything)
+
+    store.reset()
+    for statement in (line for line in script.splitlines() if line and line[:2] != "//"):
+        driver.execute_query(statement[:-1])
+    loaded = neo4j_connect(dims=DIMS)
+    assert loaded.tenants() == tenants
+    for tenant, snap in original.items():
+        back = loaded.snapshot(tenant, EVERYTHING)
+        dumped = {"embedding", "keys"}  # what the dump does not carry
+        assert [e.model_dump(exclude=dumped) for e in back.entities] == [
+            e.model_dump(exclude=dumped) for e in snap.entities
+        ]
+        assert [r.model_dump(exclude=dumped) for r in back.relations] == [
+            r.model_dump(exclude=dumped) for r in snap.relations
+        ]
+    (row,) = cypher(driver, "MATCH ()-[r:RELATES {id: $id}]->() RETURN r.provenance_at AS at",
+                    id=edge.id)  # fmt: skip
+    assert [t.to_native() for t in row["at"]] == [p.timestamp for p in stated.provenance]
 
 
 def test_reset_only_touches_mem0g_labels(

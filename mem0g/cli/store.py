@@ -72,7 +72,7 @@ def dump(
     run: RunOpt = None,
 ) -> None:
     """Dump a tenant's graph (or, with no tenant given, every tenant's) as JSON, GraphML, a
-    Neo4j Cypher script or Mermaid."""
+    Neo4j Cypher script, Mermaid or the HTML graph explorer."""
     output = None if output == STDIO else output  # "-o -" wrote a file named "-"
     ids = {"user_id": user, "agent_id": agent, "run_id": run}
     scoped = any(ids.values())

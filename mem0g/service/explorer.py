@@ -77,9 +77,10 @@ def page(
             data["tenant"] = tenant.model_dump()
             who = " ".join(f"{k}={v}" for k, v in tenant.model_dump().items() if v)
             title = f"mem0g graph: {who}"
-    # the data block goes in last, so nothing in it is ever searched for a placeholder
-    text = _template().replace("__MEM0G_TITLE__", html.escape(title))
-    head, tail = text.split("__MEM0G_DATA__", 1)
+    # split at the data placeholder first: neither the title nor the data (tenant ids, names:
+    # any text, placeholders too) is ever searched for a placeholder
+    head, tail = _template().split("__MEM0G_DATA__", 1)
+    head = head.replace("__MEM0G_TITLE__", html.escape(title))
     return head + _script_json(data) + tail
 
 

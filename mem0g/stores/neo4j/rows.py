@@ -85,7 +85,7 @@ def _tenant_from_key(key: str) -> Tenant:
 
 
 def _tenant(props: dict[str, Any]) -> Tenant:
-    """Records we wrote carry tenant_key; a loaded dump only has the three ids."""
+    """Records we (and the Cypher dump) wrote carry tenant_key; an older dump only the ids."""
     key = props.get("tenant_key")
     if key is not None:
         return _tenant_from_key(key)
@@ -194,8 +194,8 @@ def _episode(props: dict[str, Any]) -> Episode:
 
 
 def _provenance(props: dict[str, Any], created: datetime) -> list[Provenance]:
-    """Provenance from its two parallel lists; a dump carries episode ids but no timestamps,
-    so the record's creation stands in."""
+    """Provenance from its two parallel lists; an older Cypher dump carried episode ids but
+    no timestamps, so the record's creation stands in."""
     stamps = [_py_time(t) for t in props.get("provenance_at") or []]
     episode_ids = props.get("episode_ids") or []
     stamps += [created] * (len(episode_ids) - len(stamps))
