@@ -25,4 +25,4 @@ WHERE r.user_id = $user_id
              AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)
       END
 RETURN p
-ORDER BY r.valid_from, r.written, r.pos;
+ORDER BY r.valid_from, r.written, r.pos, r.id;
