@@ -258,3 +258,28 @@ def test_client_errors_are_the_families_memory_raises(tmp_path, llm_server, hash
                 assert isinstance(error, family)  # what `Memory` itself raised
     finally:
         memory.close()
+
+
+def test_answers_worth_retrying_say_when(api) -> None:
+    """A 503 (the store went away, the service shutting down, /readyz while the store is not
+    ready) came without Retry-After, so clients and load balancers retried at once or never;
+    a 429 already said 1 second. Bad input (4xx) says nothing: retrying will not help."""
+    from mem0g.stores.base import StoreError
+
+    memory = api.memory
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError("read search failed: ServiceUnavailable")
+
+    real_search, real_version = memory.search, memory.store.tenant_version
+    memory.search = gone
+    try:
+        down = api.post("/v1/search", json={"query": "where", "user_id": "alice"})
+        assert _problem(down, 503) and down.headers["retry-after"] == "5"
+        memory.store.tenant_version = gone
+        ready = api.get("/readyz")
+        assert ready.status_code == 503 and ready.headers["retry-after"] == "5"
+    finally:
+        memory.search, memory.store.tenant_version = real_search, real_version
+    bad = api.post("/v1/search", json={"query": "", "user_id": "alice"})
+    assert bad.status_code == 422 and "retry-after" not in bad.headers

@@ -115,7 +115,8 @@ def create_app(
             return health
         from fastapi.responses import JSONResponse
 
-        return JSONResponse(health.model_dump(), status_code=503)
+        # a warming or restarting store: a load balancer's probe may come back soon
+        return JSONResponse(health.model_dump(), status_code=503, headers={"Retry-After": "5"})
 
     @app.get("/ui", response_class=HTMLResponse, include_in_schema=False)
     def ui() -> HTMLResponse:

@@ -102,6 +102,16 @@ def classify(err: BaseException) -> JobError:
     return JobError(status=status, title=title, detail=detail)
 
 
+def retry_after(err: Exception) -> dict[str, str] | None:
+    """When to try again, for the answers worth retrying: a full queue drains in about a
+    second; a store that went away (a restart) or a service shutting down takes longer."""
+    if isinstance(err, QueueFull):
+        return {"Retry-After": "1"}
+    if isinstance(err, (StoreError, ShuttingDown)):
+        return {"Retry-After": "5"}
+    return None
+
+
 def request_id(request: Request) -> str:
     return getattr(request.state, "request_id", None) or "-"
 
@@ -128,8 +138,7 @@ def install(app: FastAPI) -> None:
     """Exception handlers turning everything into problems."""
 
     async def on_any(request: Request, err: Exception) -> Any:
-        headers = {"Retry-After": "1"} if isinstance(err, QueueFull) else None
-        return problem(request, classify(err), headers)
+        return problem(request, classify(err), retry_after(err))
 
     async def on_http(request: Request, err: Exception) -> Any:
         assert isinstance(err, HTTPException)
