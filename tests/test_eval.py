@@ -804,3 +804,28 @@ def test_a_turn_with_a_lone_surrogate_is_read_not_a_run_that_can_never_finish(
     lo = load_locomo(path)
     assert lo.units[0].sessions[0].turns[0].text.endswith(" \ufffd")
     assert lo.notes == ["1 turns held a lone surrogate (not valid Unicode), read as U+FFFD"]
+
+
+def test_two_rescores_within_one_second_keep_both_backups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--rescore` moved questions.jsonl aside as questions.<second>.jsonl.bak: a second
+    rescore within the same second replaced the first backup, and its answers were lost."""
+    from mem0g.eval import runner
+
+    monkeypatch.setattr(runner.time, "time", lambda: 1_800_000_000.0)
+    run_dir = tmp_path / "r"
+    kwargs: dict[str, Any] = {"mode": "retrieval", "memory_config": dead_llm(), "progress": False}
+    run_locomo(LOCOMO, run_dir, **kwargs)
+    first = (run_dir / "questions.jsonl").read_text(encoding="utf-8")
+    (run_dir / "questions.jsonl").write_text(first + '{"id": "marker"}\n', encoding="utf-8")
+    run_locomo(LOCOMO, run_dir, rescore=True, **kwargs)
+    run_locomo(LOCOMO, run_dir, rescore=True, **kwargs)
+    backups = sorted(run_dir.glob("questions.*.jsonl.bak"))
+    assert [b.name for b in backups] == [
+        "questions.1800000000-1.jsonl.bak",
+        "questions.1800000000.jsonl.bak",
+    ]
+    assert '"marker"' in backups[1].read_text(encoding="utf-8")  # the first one's, kept
+    assert '"marker"' not in backups[0].read_text(encoding="utf-8")
+    assert len(_jsonl(run_dir / "questions.jsonl")) == 7

@@ -22,7 +22,9 @@ it, so an interruption between the two (a kill at that instant) repeats at most 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import os
 import re
 import threading
 import time
@@ -356,7 +358,7 @@ class Harness(RetrievalMode, FullMode):
         )
         questions_path = o.run_dir / "questions.jsonl"
         if o.rescore and questions_path.exists():
-            questions_path.replace(o.run_dir / f"questions.{int(time.time())}.jsonl.bak")
+            _back_up(questions_path)
         self.ingested: dict[tuple[str, int], dict[str, Any]] = {
             (r["unit"], r["step"]): r for r in _jsonl(o.run_dir / "ingest.jsonl")
         }
@@ -606,6 +608,27 @@ class Harness(RetrievalMode, FullMode):
                 "episodes": stats.episodes,
             }
         )
+
+
+def _back_up(path: Path) -> Path:
+    """Move `path` aside as `<stem>.<unix second>[-N].jsonl.bak` under a name no file has: a
+    hard link fails where the name is taken (so two rescores within one second keep both
+    backups), then the original goes."""
+    stamp = int(time.time())
+    for n in itertools.count():
+        backup = path.with_name(f"{path.stem}.{stamp}{f'-{n}' if n else ''}.jsonl.bak")
+        try:
+            os.link(path, backup)
+        except FileExistsError:
+            continue
+        except OSError:  # a file system with no hard links: look, then move
+            if backup.exists():
+                continue
+            path.rename(backup)
+            return backup
+        path.unlink()
+        return backup
+    raise AssertionError("unreachable")
 
 
 def _memory_client(config: MemoryConfig) -> Any:
