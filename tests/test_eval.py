@@ -829,3 +829,40 @@ def test_two_rescores_within_one_second_keep_both_backups(
     assert '"marker"' in backups[1].read_text(encoding="utf-8")  # the first one's, kept
     assert '"marker"' not in backups[0].read_text(encoding="utf-8")
     assert len(_jsonl(run_dir / "questions.jsonl")) == 7
+
+
+def test_a_question_with_a_lone_surrogate_is_read_not_a_run_that_fails_at_its_search(
+    tmp_path: Path,
+) -> None:
+    """The loaders mended a turn's lone surrogate but not a question's: its search (and its
+    answer and judge prompts) refused the text, and every resume stopped at that question."""
+    data = json.loads(LME.read_text(encoding="utf-8"))
+    data[0]["question"] = "What breed is my dog? \ud83d"
+    data[1]["answer"] += " \udc00"
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    lme = load_longmemeval(path)
+    assert lme.units[0].questions[0].text == "What breed is my dog? \ufffd"
+    assert str(lme.units[1].questions[0].answer).endswith(" \ufffd")
+    assert lme.notes == [
+        "2 questions (text or answer) held a lone surrogate (not valid Unicode), read as U+FFFD"
+    ]
+    results = run_longmemeval(
+        path, tmp_path / "r", mode="retrieval", memory_config=dead_llm(), progress=False
+    )
+    assert results["questions"] == 3 and "partial" not in results
+
+    data = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    data[0]["qa"][0]["question"] += " \ud83d"
+    data[0]["conversation"]["session_1"][0]["text"] += " \udc00"
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    lo = load_locomo(path)
+    assert lo.units[0].questions[0].text.endswith(" \ufffd")
+    assert lo.notes == [
+        "1 turns held a lone surrogate (not valid Unicode), read as U+FFFD",
+        "1 questions (text or answer) held a lone surrogate (not valid Unicode), read as U+FFFD",
+    ]
+    results = run_locomo(path, tmp_path / "lo", mode="retrieval", memory_config=dead_llm(),
+                         progress=False)  # fmt: skip
+    assert results["questions"] == 7

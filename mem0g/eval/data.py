@@ -193,10 +193,22 @@ def _unicode(text: str, mended: list[int]) -> str:
         return _SURROGATE.sub("\ufffd", text)
 
 
-def _surrogate_notes(mended: list[int]) -> list[str]:
-    if not mended[0]:
-        return []
-    return [f"{mended[0]} turns held a lone surrogate (not valid Unicode), read as U+FFFD"]
+def _surrogate_notes(mended: list[int], questions: list[int]) -> list[str]:
+    what = ((mended[0], "turns"), (questions[0], "questions (text or answer)"))
+    return [f"{n} {label} held a lone surrogate (not valid Unicode), read as U+FFFD"
+            for n, label in what if n]  # fmt: skip
+
+
+def _question_texts(
+    question: Any, answers: tuple[Any, ...], mended: list[int]
+) -> tuple[str, list[str | None]]:
+    """A question's text and answers as `_unicode` reads a turn (its search, answer prompt
+    and judge prompt take no lone surrogate either); the question counted once."""
+    seen = [0]
+    text = _unicode(str(question), seen)
+    out = [None if a is None else _unicode(str(a), seen) for a in answers]
+    mended[0] += bool(seen[0])
+    return text, out
 
 
 def _image_note(turn: dict[str, Any]) -> str:
@@ -293,7 +305,7 @@ def load_locomo(path: Path | str) -> Dataset:
     digest, records = _records(path, "locomo", "sample", ("sample_id", "conversation", "qa"))
     units: list[Unit] = []
     log = _RefLog()
-    mended = [0]
+    mended, asked = [0], [0]
     for uid, sample in records:
         conv = sample["conversation"]
         if not isinstance(conv, dict) or "speaker_a" not in conv or "speaker_b" not in conv:
@@ -356,20 +368,20 @@ def load_locomo(path: Path | str) -> Dataset:
                 category = 0
             if category not in LOCOMO_CATEGORIES:
                 raise _fail(path, qwhere, f"unknown category {qa['category']!r} (1-5)")
-            answer = qa.get("answer")
-            if category != 5 and answer is None:
+            if category != 5 and qa.get("answer") is None:
                 raise _fail(path, qwhere, "no `answer`")
+            text, (answer, adversarial) = _question_texts(
+                qa["question"], (qa.get("answer"), qa.get("adversarial_answer") or None), asked
+            )
             questions.append(
                 Question(
                     id=f"{uid}:q{j}",
                     unit=uid,
-                    text=str(qa["question"]),
-                    answer=None if answer is None else str(answer),
+                    text=text,
+                    answer=answer,
                     category=str(category),
                     evidence=_refs(qa.get("evidence") or [], log),
-                    adversarial_answer=(
-                        str(qa["adversarial_answer"]) if qa.get("adversarial_answer") else None
-                    ),
+                    adversarial_answer=adversarial,
                 )
             )
         turn_ids = {t.ref for s in sessions for t in s.turns}
@@ -377,7 +389,8 @@ def load_locomo(path: Path | str) -> Dataset:
             f"{ref} ({q.id})" for q in questions for ref in q.evidence if ref not in turn_ids
         ]
         units.append(Unit(uid, sessions, questions, observations, (a, b)))
-    return Dataset("locomo", path, digest, units, log.notes() + _surrogate_notes(mended))
+    notes = log.notes() + _surrogate_notes(mended, asked)
+    return Dataset("locomo", path, digest, units, notes)
 
 
 def load_longmemeval(path: Path | str) -> Dataset:
@@ -386,7 +399,7 @@ def load_longmemeval(path: Path | str) -> Dataset:
     digest, records = _records(path, "longmemeval", "question", need)
     units: list[Unit] = []
     unsorted, repeated = [], 0
-    mended = [0]
+    mended, asked = [0], [0]
     for qid, item in records:
         qtype = str(item["question_type"])
         if qtype not in LONGMEMEVAL_TYPES:
@@ -431,11 +444,12 @@ def load_longmemeval(path: Path | str) -> Dataset:
             question_date = parse_longmemeval_time(qdate) if qdate else None
         except ValueError as err:
             raise _fail(path, f"{qid}: question_date", str(err)) from None
+        text, (answer,) = _question_texts(item["question"], (item["answer"],), asked)
         question = Question(
             id=qid,
             unit=qid,
-            text=str(item["question"]),
-            answer=str(item["answer"]),
+            text=text,
+            answer=answer,
             category=qtype,
             answer_sessions=[str(s) for s in item.get("answer_session_ids") or []],
             date=question_date,
@@ -450,7 +464,7 @@ def load_longmemeval(path: Path | str) -> Dataset:
     if repeated:
         notes.append(f"{repeated} sessions repeat an earlier session id of their haystack "
                      "(kept, each added with its own date)")  # fmt: skip
-    return Dataset("longmemeval", path, digest, units, notes + _surrogate_notes(mended))
+    return Dataset("longmemeval", path, digest, units, notes + _surrogate_notes(mended, asked))
 
 
 def load(benchmark: str, path: Path | str) -> Dataset:
