@@ -866,3 +866,74 @@ def test_a_question_with_a_lone_surrogate_is_read_not_a_run_that_fails_at_its_se
     results = run_locomo(path, tmp_path / "lo", mode="retrieval", memory_config=dead_llm(),
                          progress=False)  # fmt: skip
     assert results["questions"] == 7
+
+
+_SLOW_CLI = """
+import sys, time
+from mem0g.eval.retrieval import RetrievalMode
+original = RetrievalMode._retrieve
+def slow(self, *a):
+    time.sleep(0.3)
+    return original(self, *a)
+RetrievalMode._retrieve = slow
+from mem0g.cli import app
+app()
+"""
+
+
+def test_ctrl_c_stops_the_run_at_once_with_one_line_saying_how_to_resume(tmp_path: Path) -> None:
+    """Ctrl-C did not stop a run: the pool's exit waited for every queued unit's whole work,
+    then the CLI ended with exit 130 and not a word of what was kept."""
+    run_dir = tmp_path / "run"
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(dead_llm()))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    argv = [sys.executable, "-c", _SLOW_CLI, "--config", str(config), "eval", "locomo",
+            str(LOCOMO), "-o", str(run_dir), "--mode", "retrieval", "--quiet"]  # fmt: skip
+    child = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's
+    )  # fmt: skip
+    answered = run_dir / "questions.jsonl"
+    deadline = time.monotonic() + 60
+    while not (answered.exists() and answered.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err.decode()
+    lines = err.decode().strip().splitlines()
+    done = len(_jsonl(answered))
+    assert done < 7  # two workers, each stopped at its next question
+    assert lines == [
+        f"Error: interrupted; 3 adds and {done} questions done are saved in {run_dir}: run the "
+        "same command to resume"
+    ]
+    assert _jsonl(run_dir / "runs.jsonl")[-1]["error"] == "KeyboardInterrupt: "
+    results = run_locomo(LOCOMO, run_dir, mode="retrieval", memory_config=dead_llm(),
+                         progress=False)  # fmt: skip
+    assert results["questions"] == 7 and results["ingest"]["adds"] == 3
+
+
+def test_an_unexpected_error_ends_the_cli_with_one_line_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ValueError from inside the run (a search refusing a question) ended as bad input
+    (exit 2) and said nothing of what was kept or how to go on."""
+    from mem0g.eval.retrieval import RetrievalMode
+
+    def refuse(self: Any, *a: Any) -> Any:
+        raise ValueError("query is not valid Unicode")
+
+    monkeypatch.setattr(RetrievalMode, "_retrieve", refuse)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(dead_llm()))
+    run_dir = tmp_path / "run"
+    cli = ["--config", str(config), "eval", "locomo", str(LOCOMO), "--mode", "retrieval"]
+    result = CliRunner().invoke(app, [*cli, "-o", str(run_dir), "--quiet"])
+    assert result.exit_code == 1
+    assert result.output.replace("\n", " ").strip() == (
+        "Error: ValueError: query is not valid Unicode; 3 adds and 0 questions done are saved "
+        f"in {run_dir}: run the same command to resume"
+    )
+    result = CliRunner().invoke(app, [*cli, "-o", str(tmp_path / "r2"), "--limit-questions", "0"])
+    assert result.exit_code == 2  # bad input stays exit 2

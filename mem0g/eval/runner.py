@@ -490,11 +490,17 @@ class Harness(RetrievalMode, FullMode):
         step (what is done stays recorded) and is raised once all have stopped."""
         futures = {pool.submit(work, unit): unit.id for unit in self.units}
         error: BaseException | None = None
-        for future in as_completed(futures):
-            exc = future.exception()
-            if exc is not None and not isinstance(exc, _Stop) and error is None:
-                error = exc
-                self.stop.set()
+        try:
+            for future in as_completed(futures):
+                exc = future.exception()
+                if exc is not None and not isinstance(exc, _Stop) and error is None:
+                    error = exc
+                    self.stop.set()
+        except BaseException:  # Ctrl-C reaches this thread: the workers stop at their next
+            self.stop.set()  # step, the units not begun are not begun (the pool's exit
+            for future in futures:  # waited for every queued unit's whole work)
+                future.cancel()
+            raise
         if error is not None:
             raise error
         return {uid: future.result() for future, uid in futures.items()}
