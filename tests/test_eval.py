@@ -937,3 +937,31 @@ def test_an_unexpected_error_ends_the_cli_with_one_line_and_exit_1(
     )
     result = CliRunner().invoke(app, [*cli, "-o", str(tmp_path / "r2"), "--limit-questions", "0"])
     assert result.exit_code == 2  # bad input stays exit 2
+
+
+def test_a_resume_with_a_narrower_selection_reports_that_selection_only(tmp_path: Path) -> None:
+    """A resume with narrower --categories or limits rewrote config.json, while the report
+    still averaged every question answered under the wider selection: a report saying
+    "categories=['2']" gave the figures of all seven questions."""
+    run_dir = tmp_path / "r"
+    kwargs: dict[str, Any] = {"mode": "retrieval", "memory_config": dead_llm(), "progress": False}
+    whole = run_locomo(LOCOMO, run_dir, **kwargs)
+    assert whole["questions"] == 7 and whole["ingest"]["adds"] == 3
+
+    narrow = run_locomo(LOCOMO, run_dir, categories=["2"], **kwargs)
+    assert narrow["config"]["categories"] == ["2"]
+    assert narrow["questions"] == 1 and narrow["outside_selection"] == 6
+    assert list(narrow["retrieval"]["bm25"]) == ["2", "overall 1-4", "all 1-5"]
+    assert narrow["retrieval"]["bm25"]["all 1-5"]["evidence_n"] == 1
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "- limits: categories=['2']" in report
+    assert "- 6 questions answered under an earlier, wider selection are kept" in report
+
+    first = run_locomo(LOCOMO, run_dir, limit_conversations=1, **kwargs)
+    assert first["questions"] == 5 and first["ingest"]["adds"] == 2  # tiny-1's two sessions
+    assert 0 < first["store"]["facts"] < whole["store"]["facts"]
+
+    again = run_locomo(LOCOMO, run_dir, **kwargs)  # wide again: nothing asked anew
+    assert again["questions"] == 7 and "outside_selection" not in again
+    assert again["retrieval"] == whole["retrieval"]
+    assert len(_jsonl(run_dir / "questions.jsonl")) == 7

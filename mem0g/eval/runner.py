@@ -5,8 +5,10 @@ store's, so a question asked while another unit was still being added could rank
 
 Run directory:
     config.json      what was asked (a resumed run must ask the same)
-    planned.json     the ids of the questions this invocation asks (the report counts what is
-                     missing from them, when a run stopped)
+    planned.json     the ids of the questions and units this invocation's selection holds:
+                     the report covers exactly these (a resume with narrower --categories or
+                     limits keeps the wider run's records, out of its figures) and counts what
+                     is missing from them, when a run stopped
     ingest.jsonl     one line per `add` done: unit, step, timing, usage, fact ids -> refs
     questions.jsonl  one line per question done
     runs.jsonl       one line per invocation: network calls made, cache hits
@@ -353,9 +355,11 @@ class Harness(RetrievalMode, FullMode):
         (o.run_dir / "config.json").write_text(
             json.dumps(self.run_config, indent=2, ensure_ascii=False), encoding="utf-8"
         )
-        (o.run_dir / "planned.json").write_text(
-            json.dumps([q.id for u in self.units for q in u.questions]), encoding="utf-8"
-        )
+        planned = {
+            "questions": [q.id for u in self.units for q in u.questions],
+            "units": [u.id for u in self.units],
+        }
+        (o.run_dir / "planned.json").write_text(json.dumps(planned), encoding="utf-8")
         questions_path = o.run_dir / "questions.jsonl"
         if o.rescore and questions_path.exists():
             _back_up(questions_path)
