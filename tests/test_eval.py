@@ -965,3 +965,68 @@ def test_a_resume_with_a_narrower_selection_reports_that_selection_only(tmp_path
     assert again["questions"] == 7 and "outside_selection" not in again
     assert again["retrieval"] == whole["retrieval"]
     assert len(_jsonl(run_dir / "questions.jsonl")) == 7
+
+
+def test_longmemeval_own_recall_counts_user_turns_as_its_retrieval_scripts_do(
+    tmp_path: Path,
+) -> None:
+    """LongMemEval's run_retrieval.py indexes the user turns only, takes the user turns marked
+    has_answer (and their sessions) as the targets, and leaves out a question with none; the
+    harness named its figures after LongMemEval's but counted assistant turns too, both as
+    targets and as ranked hits, and scored every question."""
+    from types import SimpleNamespace
+
+    from mem0g.eval.data import Question, Session, Turn, Unit
+    from mem0g.eval.retrieval import RetrievalMode
+
+    answers = {"s2:0", "s2:1", "s7:0"}  # s2's user and assistant turns, s7's user turn
+    sessions = [
+        Session(f"s{n}", None, [Turn(f"s{n}:{j}", role, role, "hi", f"s{n}",  # type: ignore[arg-type]
+                                     has_answer=f"s{n}:{j}" in answers)
+                                for j, role in enumerate(("user", "assistant"))])
+        for n in range(10)
+    ]  # fmt: skip
+    ranked = [[r] for r in ("s2:1", "s0:1", "s3:1", "s2:0", "s4:1", "s5:0", "s6:0", "s7:0",
+                            "s8:0", "s9:0")]  # fmt: skip
+    fakes = SimpleNamespace(
+        unit=Unit("u", sessions, []), dense=lambda *_: ranked, bm25=lambda *_: ranked,
+        rrf=lambda *_: ranked,
+    )  # fmt: skip
+    memory = SimpleNamespace(
+        search=lambda *a, **k: SimpleNamespace(facts=[SimpleNamespace(id=r[0]) for r in ranked]),
+        context_block=lambda *a, **k: SimpleNamespace(tokens=1),
+    )
+    mode = RetrievalMode()
+    mode.o = SimpleNamespace(benchmark="longmemeval", context_limit=10, context_tokens=1000)  # type: ignore[assignment]
+    q = Question("u", "u", "where?", "x", "multi-session", answer_sessions=["s2", "s7"])
+    row = mode._retrieve(memory, "t", q, {r[0]: r for r in ranked}, fakes)  # type: ignore[arg-type]
+    for scores in row["systems"].values():
+        assert scores["turn_recall@5"] == pytest.approx(2 / 3)  # mem0g's: s2:1, s2:0 of three
+        # LongMemEval's: the user turns ranked are s2:0 s5:0 s6:0 s7:0 s8:0: both targets
+        assert scores["turn_recall_all@5"] == scores["session_recall_all@5"] == 1.0
+    assert "skipped_longmemeval" not in row
+
+    assistant = Question("u", "u", "what did you say?", "x", "single-session-assistant",
+                         answer_sessions=["s3"])  # fmt: skip
+    fakes.unit = Unit("u", [Session("s3", None, [  # type: ignore[arg-type]
+        Turn("s3:0", "user", "user", "hi", "s3"),
+        Turn("s3:1", "assistant", "assistant", "hi", "s3", has_answer=True)])], [])  # fmt: skip
+    row = mode._retrieve(memory, "t", assistant, {r[0]: r for r in ranked}, fakes)  # type: ignore[arg-type]
+    assert row["skipped_longmemeval"].startswith("no has_answer user turn")
+    for scores in row["systems"].values():
+        assert scores["turn_recall@5"] == 1.0  # mem0g's own still scores it
+        assert not any("recall_all" in key or "recall_any" in key for key in scores)
+
+    data = json.loads(LME.read_text(encoding="utf-8"))
+    for turn in data[0]["haystack_sessions"][1]:  # lme-1's evidence: the assistant's turn
+        turn["has_answer"] = turn["role"] == "assistant"
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    results = run_longmemeval(path, tmp_path / "r", mode="retrieval", memory_config=dead_llm(),
+                              progress=False)  # fmt: skip
+    overall = results["retrieval"]["bm25"]["overall"]
+    assert overall["session_n"] == overall["turn_n"] == 2
+    assert overall["session_n_longmemeval"] == overall["turn_n_longmemeval"] == 1
+    report = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert "| overall | 1 |" in report.split("## session recall_all@k")[1]
+    assert "assistant hits passed over" in report

@@ -206,6 +206,11 @@ def _retrieval(bench: str, questions: list[dict[str, Any]], order: list[str]) ->
                         entry[key] = _r(mean(vals))
                     vals = [1 for q in qs if f"{kind}_recall@{k}" in q["systems"].get(system, {})]
                     entry[f"{kind}_n"] = len(vals)
+                    if bench != "locomo":  # the questions LongMemEval's own metrics cover
+                        key = f"{kind}_recall_all@{k}"
+                        entry[f"{kind}_n_longmemeval"] = sum(
+                            1 for q in qs if key in q["systems"].get(system, {})
+                        )
             per[name] = entry
         out[system] = per
     return out
@@ -325,8 +330,9 @@ def _markdown(results: dict[str, Any]) -> str:
                 "| category | n | " + " | ".join(f"{s} @{k}" for s in SYSTEMS for k in KS) + " |",
                 "|---|---|" + "---|" * (len(SYSTEMS) * len(KS)),
             ]
+            n_key = f"{kind}_n" if metric == "recall" else f"{kind}_n_longmemeval"
             for cat in r["mem0g"]:
-                n = r["mem0g"][cat].get(f"{kind}_n", 0)
+                n = r["mem0g"][cat].get(n_key, 0)
                 label = category_name(bench, cat) if bench == "locomo" and cat.isdigit() else cat
                 vals = [
                     _fmt(r[s][cat].get(f"{kind}_{metric}@{k}"), pct=True)
@@ -335,6 +341,17 @@ def _markdown(results: dict[str, Any]) -> str:
                 ]
                 lines.append(f"| {label} | {n} | " + " | ".join(vals) + " |")
             lines.append("")
+        if bench != "locomo":
+            lines += [
+                "recall@k: mem0g's measure, the share of the evidence found (every turn marked "
+                "has_answer, the assistant's too; the dataset's answer sessions). "
+                "recall_all@k: LongMemEval's, as its run_retrieval.py scores it: 1 when every "
+                "user turn marked has_answer (or each of their sessions) is among the top k "
+                "user turns (or sessions) of the ranking, assistant hits passed over as its "
+                "index holds user turns only; questions with no such turn are left out (n). "
+                "results.json has its recall_any@k too.",
+                "",
+            ]
         lines += [
             "mem0g: the turns (or observations) stored with `infer=False` and found by "
             "`Memory.search`; dense: cosine over the same stored texts with the same embedding "
