@@ -1030,3 +1030,66 @@ def test_longmemeval_own_recall_counts_user_turns_as_its_retrieval_scripts_do(
     report = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert "| overall | 1 |" in report.split("## session recall_all@k")[1]
     assert "assistant hits passed over" in report
+
+
+def _haystacks(path: Path, questions: int) -> list[dict[str, Any]]:
+    """A LongMemEval-shaped file of made-up sessions (no real data)."""
+    text = "we planned the garden and a weekend trip by train to the city " * 3
+    items = [{
+        "question_id": f"q{q}", "question_type": "multi-session", "question": "Where?",
+        "answer": "Rome", "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_session_ids": [f"s{q}-{s}" for s in range(10)],
+        "haystack_dates": [f"2023/05/{s + 1:02d} (Mon) 10:00" for s in range(10)],
+        "haystack_sessions": [[{"role": r, "content": f"{text} {q} {s} {j}"}
+                               for j, r in enumerate(("user", "assistant") * 3)]
+                              for s in range(10)],
+        "answer_session_ids": [f"s{q}-0"], "score": 1.5,
+    } for q in range(questions)]  # fmt: skip
+    path.write_text(json.dumps(items, indent=1), encoding="utf-8")
+    return items
+
+
+def test_longmemeval_is_read_one_question_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loaders parsed the whole file at once and held it while building the sessions:
+    about four times the file at the peak, some 11 GB for longmemeval_m's 2.7 GB
+    (docs/benchmarks.md). They now read it in chunks and parse one element at a time: the
+    peak is what the loaded dataset holds, plus little."""
+    import hashlib
+    import tracemalloc
+
+    from mem0g.eval import data as data_module
+
+    monkeypatch.setattr(data_module, "_CHUNK", 1 << 16)  # the file many chunks long, as _m is
+    path = tmp_path / "big.json"
+    items = _haystacks(path, 150)
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        loaded = load_longmemeval(path)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak - held < size / 2, (size, held, peak)  # was about 2.2 times the file
+    assert len(loaded.units) == 150 and loaded.units[149].id == "q149"
+    assert loaded.units[7].sessions[3].turns[5].text.endswith(" 7 3 5")
+    assert loaded.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+    # chunks that end anywhere: inside a string, an escape, a number, a multibyte character
+    monkeypatch.setattr(data_module, "_CHUNK", 7)
+    items[1]["question"] = "Wo? \u00fc\u20ac\U0001f600 \ud83d"
+    raw = "\ufeff" + json.dumps(items[:3], ensure_ascii=False).replace(", ", " ,\n ")
+    path.write_bytes(raw.encode("utf-8", "surrogatepass"))
+    small = load_longmemeval(path)
+    assert small.units[1].questions[0].text == "Wo? \u00fc\u20ac\U0001f600 \ufffd"
+    assert small.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    for bad, message in [
+        (raw[:-40], "not a JSON file"),
+        (raw + " []", "not a JSON file .extra data"),
+        ('{"question_id": 1}', "not a longmemeval file"),
+        ("[]", "not a longmemeval file"),
+    ]:
+        path.write_bytes(bad.encode("utf-8", "surrogatepass"))
+        with pytest.raises(EvalInputError, match=message):
+            load_longmemeval(path)
