@@ -804,3 +804,292 @@ def test_a_turn_with_a_lone_surrogate_is_read_not_a_run_that_can_never_finish(
     lo = load_locomo(path)
     assert lo.units[0].sessions[0].turns[0].text.endswith(" \ufffd")
     assert lo.notes == ["1 turns held a lone surrogate (not valid Unicode), read as U+FFFD"]
+
+
+def test_two_rescores_within_one_second_keep_both_backups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--rescore` moved questions.jsonl aside as questions.<second>.jsonl.bak: a second
+    rescore within the same second replaced the first backup, and its answers were lost."""
+    from mem0g.eval import runner
+
+    monkeypatch.setattr(runner.time, "time", lambda: 1_800_000_000.0)
+    run_dir = tmp_path / "r"
+    kwargs: dict[str, Any] = {"mode": "retrieval", "memory_config": dead_llm(), "progress": False}
+    run_locomo(LOCOMO, run_dir, **kwargs)
+    first = (run_dir / "questions.jsonl").read_text(encoding="utf-8")
+    (run_dir / "questions.jsonl").write_text(first + '{"id": "marker"}\n', encoding="utf-8")
+    run_locomo(LOCOMO, run_dir, rescore=True, **kwargs)
+    run_locomo(LOCOMO, run_dir, rescore=True, **kwargs)
+    backups = sorted(run_dir.glob("questions.*.jsonl.bak"))
+    assert [b.name for b in backups] == [
+        "questions.1800000000-1.jsonl.bak",
+        "questions.1800000000.jsonl.bak",
+    ]
+    assert '"marker"' in backups[1].read_text(encoding="utf-8")  # the first one's, kept
+    assert '"marker"' not in backups[0].read_text(encoding="utf-8")
+    assert len(_jsonl(run_dir / "questions.jsonl")) == 7
+
+
+def test_a_question_with_a_lone_surrogate_is_read_not_a_run_that_fails_at_its_search(
+    tmp_path: Path,
+) -> None:
+    """The loaders mended a turn's lone surrogate but not a question's: its search (and its
+    answer and judge prompts) refused the text, and every resume stopped at that question."""
+    data = json.loads(LME.read_text(encoding="utf-8"))
+    data[0]["question"] = "What breed is my dog? \ud83d"
+    data[1]["answer"] += " \udc00"
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    lme = load_longmemeval(path)
+    assert lme.units[0].questions[0].text == "What breed is my dog? \ufffd"
+    assert str(lme.units[1].questions[0].answer).endswith(" \ufffd")
+    assert lme.notes == [
+        "2 questions (text or answer) held a lone surrogate (not valid Unicode), read as U+FFFD"
+    ]
+    results = run_longmemeval(
+        path, tmp_path / "r", mode="retrieval", memory_config=dead_llm(), progress=False
+    )
+    assert results["questions"] == 3 and "partial" not in results
+
+    data = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    data[0]["qa"][0]["question"] += " \ud83d"
+    data[0]["conversation"]["session_1"][0]["text"] += " \udc00"
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    lo = load_locomo(path)
+    assert lo.units[0].questions[0].text.endswith(" \ufffd")
+    assert lo.notes == [
+        "1 turns held a lone surrogate (not valid Unicode), read as U+FFFD",
+        "1 questions (text or answer) held a lone surrogate (not valid Unicode), read as U+FFFD",
+    ]
+    results = run_locomo(path, tmp_path / "lo", mode="retrieval", memory_config=dead_llm(),
+                         progress=False)  # fmt: skip
+    assert results["questions"] == 7
+
+
+_SLOW_CLI = """
+import sys, time
+from mem0g.eval.retrieval import RetrievalMode
+original = RetrievalMode._retrieve
+def slow(self, *a):
+    time.sleep(0.3)
+    return original(self, *a)
+RetrievalMode._retrieve = slow
+from mem0g.cli import app
+app()
+"""
+
+
+def test_ctrl_c_stops_the_run_at_once_with_one_line_saying_how_to_resume(tmp_path: Path) -> None:
+    """Ctrl-C did not stop a run: the pool's exit waited for every queued unit's whole work,
+    then the CLI ended with exit 130 and not a word of what was kept."""
+    run_dir = tmp_path / "run"
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(dead_llm()))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    argv = [sys.executable, "-c", _SLOW_CLI, "--config", str(config), "eval", "locomo",
+            str(LOCOMO), "-o", str(run_dir), "--mode", "retrieval", "--quiet"]  # fmt: skip
+    child = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's
+    )  # fmt: skip
+    answered = run_dir / "questions.jsonl"
+    deadline = time.monotonic() + 60
+    while not (answered.exists() and answered.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err.decode()
+    lines = err.decode().strip().splitlines()
+    done = len(_jsonl(answered))
+    assert done < 7  # two workers, each stopped at its next question
+    assert lines == [
+        f"Error: interrupted; 3 adds and {done} questions done are saved in {run_dir}: run the "
+        "same command to resume"
+    ]
+    assert _jsonl(run_dir / "runs.jsonl")[-1]["error"] == "KeyboardInterrupt: "
+    results = run_locomo(LOCOMO, run_dir, mode="retrieval", memory_config=dead_llm(),
+                         progress=False)  # fmt: skip
+    assert results["questions"] == 7 and results["ingest"]["adds"] == 3
+
+
+def test_an_unexpected_error_ends_the_cli_with_one_line_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ValueError from inside the run (a search refusing a question) ended as bad input
+    (exit 2) and said nothing of what was kept or how to go on."""
+    from mem0g.eval.retrieval import RetrievalMode
+
+    def refuse(self: Any, *a: Any) -> Any:
+        raise ValueError("query is not valid Unicode")
+
+    monkeypatch.setattr(RetrievalMode, "_retrieve", refuse)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(dead_llm()))
+    run_dir = tmp_path / "run"
+    cli = ["--config", str(config), "eval", "locomo", str(LOCOMO), "--mode", "retrieval"]
+    result = CliRunner().invoke(app, [*cli, "-o", str(run_dir), "--quiet"])
+    assert result.exit_code == 1
+    assert result.output.replace("\n", " ").strip() == (
+        "Error: ValueError: query is not valid Unicode; 3 adds and 0 questions done are saved "
+        f"in {run_dir}: run the same command to resume"
+    )
+    result = CliRunner().invoke(app, [*cli, "-o", str(tmp_path / "r2"), "--limit-questions", "0"])
+    assert result.exit_code == 2  # bad input stays exit 2
+
+
+def test_a_resume_with_a_narrower_selection_reports_that_selection_only(tmp_path: Path) -> None:
+    """A resume with narrower --categories or limits rewrote config.json, while the report
+    still averaged every question answered under the wider selection: a report saying
+    "categories=['2']" gave the figures of all seven questions."""
+    run_dir = tmp_path / "r"
+    kwargs: dict[str, Any] = {"mode": "retrieval", "memory_config": dead_llm(), "progress": False}
+    whole = run_locomo(LOCOMO, run_dir, **kwargs)
+    assert whole["questions"] == 7 and whole["ingest"]["adds"] == 3
+
+    narrow = run_locomo(LOCOMO, run_dir, categories=["2"], **kwargs)
+    assert narrow["config"]["categories"] == ["2"]
+    assert narrow["questions"] == 1 and narrow["outside_selection"] == 6
+    assert list(narrow["retrieval"]["bm25"]) == ["2", "overall 1-4", "all 1-5"]
+    assert narrow["retrieval"]["bm25"]["all 1-5"]["evidence_n"] == 1
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "- limits: categories=['2']" in report
+    assert "- 6 questions answered under an earlier, wider selection are kept" in report
+
+    first = run_locomo(LOCOMO, run_dir, limit_conversations=1, **kwargs)
+    assert first["questions"] == 5 and first["ingest"]["adds"] == 2  # tiny-1's two sessions
+    assert 0 < first["store"]["facts"] < whole["store"]["facts"]
+
+    again = run_locomo(LOCOMO, run_dir, **kwargs)  # wide again: nothing asked anew
+    assert again["questions"] == 7 and "outside_selection" not in again
+    assert again["retrieval"] == whole["retrieval"]
+    assert len(_jsonl(run_dir / "questions.jsonl")) == 7
+
+
+def test_longmemeval_own_recall_counts_user_turns_as_its_retrieval_scripts_do(
+    tmp_path: Path,
+) -> None:
+    """LongMemEval's run_retrieval.py indexes the user turns only, takes the user turns marked
+    has_answer (and their sessions) as the targets, and leaves out a question with none; the
+    harness named its figures after LongMemEval's but counted assistant turns too, both as
+    targets and as ranked hits, and scored every question."""
+    from types import SimpleNamespace
+
+    from mem0g.eval.data import Question, Session, Turn, Unit
+    from mem0g.eval.retrieval import RetrievalMode
+
+    answers = {"s2:0", "s2:1", "s7:0"}  # s2's user and assistant turns, s7's user turn
+    sessions = [
+        Session(f"s{n}", None, [Turn(f"s{n}:{j}", role, role, "hi", f"s{n}",  # type: ignore[arg-type]
+                                     has_answer=f"s{n}:{j}" in answers)
+                                for j, role in enumerate(("user", "assistant"))])
+        for n in range(10)
+    ]  # fmt: skip
+    ranked = [[r] for r in ("s2:1", "s0:1", "s3:1", "s2:0", "s4:1", "s5:0", "s6:0", "s7:0",
+                            "s8:0", "s9:0")]  # fmt: skip
+    fakes = SimpleNamespace(
+        unit=Unit("u", sessions, []), dense=lambda *_: ranked, bm25=lambda *_: ranked,
+        rrf=lambda *_: ranked,
+    )  # fmt: skip
+    memory = SimpleNamespace(
+        search=lambda *a, **k: SimpleNamespace(facts=[SimpleNamespace(id=r[0]) for r in ranked]),
+        context_block=lambda *a, **k: SimpleNamespace(tokens=1),
+    )
+    mode = RetrievalMode()
+    mode.o = SimpleNamespace(benchmark="longmemeval", context_limit=10, context_tokens=1000)  # type: ignore[assignment]
+    q = Question("u", "u", "where?", "x", "multi-session", answer_sessions=["s2", "s7"])
+    row = mode._retrieve(memory, "t", q, {r[0]: r for r in ranked}, fakes)  # type: ignore[arg-type]
+    for scores in row["systems"].values():
+        assert scores["turn_recall@5"] == pytest.approx(2 / 3)  # mem0g's: s2:1, s2:0 of three
+        # LongMemEval's: the user turns ranked are s2:0 s5:0 s6:0 s7:0 s8:0: both targets
+        assert scores["turn_recall_all@5"] == scores["session_recall_all@5"] == 1.0
+    assert "skipped_longmemeval" not in row
+
+    assistant = Question("u", "u", "what did you say?", "x", "single-session-assistant",
+                         answer_sessions=["s3"])  # fmt: skip
+    fakes.unit = Unit("u", [Session("s3", None, [  # type: ignore[arg-type]
+        Turn("s3:0", "user", "user", "hi", "s3"),
+        Turn("s3:1", "assistant", "assistant", "hi", "s3", has_answer=True)])], [])  # fmt: skip
+    row = mode._retrieve(memory, "t", assistant, {r[0]: r for r in ranked}, fakes)  # type: ignore[arg-type]
+    assert row["skipped_longmemeval"].startswith("no has_answer user turn")
+    for scores in row["systems"].values():
+        assert scores["turn_recall@5"] == 1.0  # mem0g's own still scores it
+        assert not any("recall_all" in key or "recall_any" in key for key in scores)
+
+    data = json.loads(LME.read_text(encoding="utf-8"))
+    for turn in data[0]["haystack_sessions"][1]:  # lme-1's evidence: the assistant's turn
+        turn["has_answer"] = turn["role"] == "assistant"
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    results = run_longmemeval(path, tmp_path / "r", mode="retrieval", memory_config=dead_llm(),
+                              progress=False)  # fmt: skip
+    overall = results["retrieval"]["bm25"]["overall"]
+    assert overall["session_n"] == overall["turn_n"] == 2
+    assert overall["session_n_longmemeval"] == overall["turn_n_longmemeval"] == 1
+    report = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert "| overall | 1 |" in report.split("## session recall_all@k")[1]
+    assert "assistant hits passed over" in report
+
+
+def _haystacks(path: Path, questions: int) -> list[dict[str, Any]]:
+    """A LongMemEval-shaped file of made-up sessions (no real data)."""
+    text = "we planned the garden and a weekend trip by train to the city " * 3
+    items = [{
+        "question_id": f"q{q}", "question_type": "multi-session", "question": "Where?",
+        "answer": "Rome", "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_session_ids": [f"s{q}-{s}" for s in range(10)],
+        "haystack_dates": [f"2023/05/{s + 1:02d} (Mon) 10:00" for s in range(10)],
+        "haystack_sessions": [[{"role": r, "content": f"{text} {q} {s} {j}"}
+                               for j, r in enumerate(("user", "assistant") * 3)]
+                              for s in range(10)],
+        "answer_session_ids": [f"s{q}-0"], "score": 1.5,
+    } for q in range(questions)]  # fmt: skip
+    path.write_text(json.dumps(items, indent=1), encoding="utf-8")
+    return items
+
+
+def test_longmemeval_is_read_one_question_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loaders parsed the whole file at once and held it while building the sessions:
+    about four times the file at the peak, some 11 GB for longmemeval_m's 2.7 GB
+    (docs/benchmarks.md). They now read it in chunks and parse one element at a time: the
+    peak is what the loaded dataset holds, plus little."""
+    import hashlib
+    import tracemalloc
+
+    from mem0g.eval import data as data_module
+
+    monkeypatch.setattr(data_module, "_CHUNK", 1 << 16)  # the file many chunks long, as _m is
+    path = tmp_path / "big.json"
+    items = _haystacks(path, 150)
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        loaded = load_longmemeval(path)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak - held < size / 2, (size, held, peak)  # was about 2.2 times the file
+    assert len(loaded.units) == 150 and loaded.units[149].id == "q149"
+    assert loaded.units[7].sessions[3].turns[5].text.endswith(" 7 3 5")
+    assert loaded.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+    # chunks that end anywhere: inside a string, an escape, a number, a multibyte character
+    monkeypatch.setattr(data_module, "_CHUNK", 7)
+    items[1]["question"] = "Wo? \u00fc\u20ac\U0001f600 \ud83d"
+    raw = "\ufeff" + json.dumps(items[:3], ensure_ascii=False).replace(", ", " ,\n ")
+    path.write_bytes(raw.encode("utf-8", "surrogatepass"))
+    small = load_longmemeval(path)
+    assert small.units[1].questions[0].text == "Wo? \u00fc\u20ac\U0001f600 \ufffd"
+    assert small.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    for bad, message in [
+        (raw[:-40], "not a JSON file"),
+        (raw + " []", "not a JSON file .extra data"),
+        ('{"question_id": 1}', "not a longmemeval file"),
+        ("[]", "not a longmemeval file"),
+    ]:
+        path.write_bytes(bad.encode("utf-8", "surrogatepass"))
+        with pytest.raises(EvalInputError, match=message):
+            load_longmemeval(path)

@@ -56,6 +56,20 @@ def _memory_config(ctx: typer.Context) -> dict[str, Any]:
     return loaded
 
 
+def _saved(run_dir: Path) -> str:
+    """What a run that stopped keeps, and how to go on: the end of its one-line message."""
+    from mem0g.eval.rundir import _jsonl
+
+    if not (run_dir / "config.json").exists():
+        return f"nothing was saved ({run_dir} holds no run yet)"
+    adds = len(_jsonl(run_dir / "ingest.jsonl"))
+    answered = len({r.get("id") for r in _jsonl(run_dir / "questions.jsonl")})
+    return (
+        f"{adds} adds and {answered} questions done are saved in {run_dir}: run the same "
+        "command to resume"
+    )
+
+
 RunDir = Annotated[
     Path | None,
     typer.Option("--run-dir", "-o", help="Run directory (default: runs/<benchmark>-<mode>)."),
@@ -102,13 +116,21 @@ def _run(
         progress=not quiet,
         **options,
     )
+    debug = bool(getattr(ctx.obj, "debug", False))
     try:
         results = run_eval(run)
     except EvalInputError as err:
         _fail(str(err), 2)
         return
-    except (RuntimeError, OSError) as err:
-        _fail(f"{err} (the run directory keeps what was done; run the same command to resume)", 1)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        _fail(f"interrupted; {_saved(run.run_dir)}", 130)
+        return
+    except Exception as err:  # one line, not a traceback (`mem0g --debug eval ...` for one)
+        if debug:
+            raise
+        _fail(f"{type(err).__name__}: {err}; {_saved(run.run_dir)}", 1)
         return
     out = Console(highlight=False)
     out.print(Text(f"report: {run.run_dir / 'report.md'}"), soft_wrap=True)

@@ -7,10 +7,11 @@ The user supplies the files (LoCoMo's `data/locomo10.json`, LongMemEval's
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import pairwise
@@ -43,7 +44,7 @@ class EvalInputError(ValueError):
     """Bad input (file, option, unreachable endpoint): reported before any work starts."""
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__ each: longmemeval_m holds millions
 class Turn:
     ref: str  # LoCoMo dia_id ("D1:3"); LongMemEval "<session id>:<turn index>"
     speaker: str
@@ -138,15 +139,105 @@ def parse_longmemeval_time(text: str) -> datetime:
     raise ValueError(f'not a LongMemEval date like "2023/05/20 (Sat) 02:21": {text!r}')
 
 
-def _read(path: Path) -> tuple[Any, str]:
-    if not path.is_file():
-        raise EvalInputError(f"{path}: no such file")
-    raw = path.read_bytes()
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise EvalInputError(f"{path}: not a JSON file ({err})") from None
-    return data, hashlib.sha256(raw).hexdigest()
+_CHUNK = 1 << 24  # 16 MiB of the file read at a time
+_SPACE = " \t\n\r"
+
+
+class _Items:
+    """The elements of the JSON array a file holds, parsed one at a time (by `json`'s own
+    decoder, so a string reads exactly as `json.loads` reads it, lone surrogates included):
+    longmemeval_m_cleaned.json is 2.7 GB, and parsing it whole held the file's bytes and
+    every parsed session at once, about four times the file (docs/benchmarks.md). `digest`
+    is the file's sha256, once every element is read. Raises EvalInputError for a file that
+    is not JSON; `first` is the first element (None for a file that holds no array or an
+    empty one), for telling which benchmark's file it is."""
+
+    def __init__(self, path: Path) -> None:
+        if not path.is_file():
+            raise EvalInputError(f"{path}: no such file")
+        self.path = path
+        self._file = path.open("rb")
+        self._hash = hashlib.sha256()
+        self._text = codecs.getincrementaldecoder("utf-8-sig")("surrogatepass")
+        self._decoder = json.JSONDecoder()
+        self._buf, self._pos, self._eof = "", 0, False
+        self.first: Any = None
+        self._pending: list[Any] = []
+        if self._next_char() == "[":
+            self._pos += 1
+            if self._next_char() == "]":
+                self._pos += 1
+            else:
+                self.first = self._element()
+                self._pending.append(self.first)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def _more(self) -> bool:
+        if self._eof:
+            return False
+        try:
+            chunk = self._file.read(_CHUNK)
+            self._hash.update(chunk)
+            self._eof = not chunk
+            text = self._text.decode(chunk, final=self._eof)
+        except (OSError, UnicodeDecodeError) as err:
+            raise EvalInputError(f"{self.path}: not a JSON file ({err})") from None
+        self._buf = self._buf[self._pos :] + text
+        self._pos = 0
+        return True
+
+    def _next_char(self) -> str:
+        """The next character that is not white space ("" at the end), not consumed."""
+        while True:
+            while self._pos < len(self._buf) and self._buf[self._pos] in _SPACE:
+                self._pos += 1
+            if self._pos < len(self._buf):
+                return self._buf[self._pos]
+            if not self._more():
+                return ""
+
+    def _bad(self, what: str) -> EvalInputError:
+        return EvalInputError(f"{self.path}: not a JSON file ({what})")
+
+    def _element(self) -> Any:
+        self._next_char()
+        while True:
+            try:
+                value, end = self._decoder.raw_decode(self._buf, self._pos)
+            except json.JSONDecodeError as err:
+                if self._more():  # cut by the end of what is read so far: read on
+                    continue
+                raise self._bad(str(err)) from None
+            if end == len(self._buf) and self._more():  # a number may go on
+                continue
+            self._pos = end
+            return value
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            if self._pending:
+                yield self._pending.pop()
+                while True:
+                    c = self._next_char()
+                    if c == "]":
+                        self._pos += 1
+                        break
+                    if c != ",":
+                        raise self._bad(f"expected ',' or ']' at {c!r}" if c else "cut short")
+                    self._pos += 1
+                    yield self._element()
+            if self._next_char():
+                raise self._bad("extra data after the array")
+            while self._more():
+                pass
+        finally:
+            self.close()
+
+    @property
+    def digest(self) -> str:
+        return self._hash.hexdigest()
 
 
 def detect(data: Any) -> str | None:
@@ -193,10 +284,22 @@ def _unicode(text: str, mended: list[int]) -> str:
         return _SURROGATE.sub("\ufffd", text)
 
 
-def _surrogate_notes(mended: list[int]) -> list[str]:
-    if not mended[0]:
-        return []
-    return [f"{mended[0]} turns held a lone surrogate (not valid Unicode), read as U+FFFD"]
+def _surrogate_notes(mended: list[int], questions: list[int]) -> list[str]:
+    what = ((mended[0], "turns"), (questions[0], "questions (text or answer)"))
+    return [f"{n} {label} held a lone surrogate (not valid Unicode), read as U+FFFD"
+            for n, label in what if n]  # fmt: skip
+
+
+def _question_texts(
+    question: Any, answers: tuple[Any, ...], mended: list[int]
+) -> tuple[str, list[str | None]]:
+    """A question's text and answers as `_unicode` reads a turn (its search, answer prompt
+    and judge prompt take no lone surrogate either); the question counted once."""
+    seen = [0]
+    text = _unicode(str(question), seen)
+    out = [None if a is None else _unicode(str(a), seen) for a in answers]
+    mended[0] += bool(seen[0])
+    return text, out
 
 
 def _image_note(turn: dict[str, Any]) -> str:
@@ -265,35 +368,40 @@ def _refs(value: Any, log: _RefLog | None = None) -> list[str]:
 
 def _records(
     path: Path, benchmark: str, label: str, required: tuple[str, ...]
-) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
-    """The file's records, each a JSON object with the required keys and a unique id (the
-    first key); returns the file's digest too."""
-    data, digest = _read(path)
-    if detect(data) != benchmark:
-        raise _wrong_format(path, data, benchmark)
-    seen: set[str] = set()
-    records = []
-    for i, item in enumerate(data):
-        where = f"{label} #{i}"
-        if not isinstance(item, dict):
-            raise _fail(path, where, "not a JSON object")
-        for key in required:
-            if key not in item:
-                raise _fail(path, where, f"missing `{key}`")
-        uid = str(item[required[0]])
-        if uid in seen:
-            raise _fail(path, where, f"duplicate {required[0]} {uid!r}")
-        seen.add(uid)
-        records.append((uid, item))
-    return digest, records
+) -> tuple[_Items, Iterator[tuple[str, dict[str, Any]]]]:
+    """The file's records, read one at a time, each a JSON object with the required keys and
+    a unique id (the first key); the `_Items`' digest is the file's sha256 once they are
+    all read."""
+    items = _Items(path)
+    first = None if items.first is None else [items.first]
+    if detect(first) != benchmark:
+        items.close()
+        raise _wrong_format(path, first, benchmark)
+
+    def checked() -> Iterator[tuple[str, dict[str, Any]]]:
+        seen: set[str] = set()
+        for i, item in enumerate(items):
+            where = f"{label} #{i}"
+            if not isinstance(item, dict):
+                raise _fail(path, where, "not a JSON object")
+            for key in required:
+                if key not in item:
+                    raise _fail(path, where, f"missing `{key}`")
+            uid = str(item[required[0]])
+            if uid in seen:
+                raise _fail(path, where, f"duplicate {required[0]} {uid!r}")
+            seen.add(uid)
+            yield uid, item
+
+    return items, checked()
 
 
 def load_locomo(path: Path | str) -> Dataset:
     path = Path(path)
-    digest, records = _records(path, "locomo", "sample", ("sample_id", "conversation", "qa"))
+    source, records = _records(path, "locomo", "sample", ("sample_id", "conversation", "qa"))
     units: list[Unit] = []
     log = _RefLog()
-    mended = [0]
+    mended, asked = [0], [0]
     for uid, sample in records:
         conv = sample["conversation"]
         if not isinstance(conv, dict) or "speaker_a" not in conv or "speaker_b" not in conv:
@@ -356,20 +464,20 @@ def load_locomo(path: Path | str) -> Dataset:
                 category = 0
             if category not in LOCOMO_CATEGORIES:
                 raise _fail(path, qwhere, f"unknown category {qa['category']!r} (1-5)")
-            answer = qa.get("answer")
-            if category != 5 and answer is None:
+            if category != 5 and qa.get("answer") is None:
                 raise _fail(path, qwhere, "no `answer`")
+            text, (answer, adversarial) = _question_texts(
+                qa["question"], (qa.get("answer"), qa.get("adversarial_answer") or None), asked
+            )
             questions.append(
                 Question(
                     id=f"{uid}:q{j}",
                     unit=uid,
-                    text=str(qa["question"]),
-                    answer=None if answer is None else str(answer),
+                    text=text,
+                    answer=answer,
                     category=str(category),
                     evidence=_refs(qa.get("evidence") or [], log),
-                    adversarial_answer=(
-                        str(qa["adversarial_answer"]) if qa.get("adversarial_answer") else None
-                    ),
+                    adversarial_answer=adversarial,
                 )
             )
         turn_ids = {t.ref for s in sessions for t in s.turns}
@@ -377,16 +485,17 @@ def load_locomo(path: Path | str) -> Dataset:
             f"{ref} ({q.id})" for q in questions for ref in q.evidence if ref not in turn_ids
         ]
         units.append(Unit(uid, sessions, questions, observations, (a, b)))
-    return Dataset("locomo", path, digest, units, log.notes() + _surrogate_notes(mended))
+    notes = log.notes() + _surrogate_notes(mended, asked)
+    return Dataset("locomo", path, source.digest, units, notes)
 
 
 def load_longmemeval(path: Path | str) -> Dataset:
     path = Path(path)
     need = ("question_id", "question_type", "question", "answer", "haystack_sessions")
-    digest, records = _records(path, "longmemeval", "question", need)
+    source, records = _records(path, "longmemeval", "question", need)
     units: list[Unit] = []
     unsorted, repeated = [], 0
-    mended = [0]
+    mended, asked = [0], [0]
     for qid, item in records:
         qtype = str(item["question_type"])
         if qtype not in LONGMEMEVAL_TYPES:
@@ -431,11 +540,12 @@ def load_longmemeval(path: Path | str) -> Dataset:
             question_date = parse_longmemeval_time(qdate) if qdate else None
         except ValueError as err:
             raise _fail(path, f"{qid}: question_date", str(err)) from None
+        text, (answer,) = _question_texts(item["question"], (item["answer"],), asked)
         question = Question(
             id=qid,
             unit=qid,
-            text=str(item["question"]),
-            answer=str(item["answer"]),
+            text=text,
+            answer=answer,
             category=qtype,
             answer_sessions=[str(s) for s in item.get("answer_session_ids") or []],
             date=question_date,
@@ -450,7 +560,9 @@ def load_longmemeval(path: Path | str) -> Dataset:
     if repeated:
         notes.append(f"{repeated} sessions repeat an earlier session id of their haystack "
                      "(kept, each added with its own date)")  # fmt: skip
-    return Dataset("longmemeval", path, digest, units, notes + _surrogate_notes(mended))
+    return Dataset(
+        "longmemeval", path, source.digest, units, notes + _surrogate_notes(mended, asked)
+    )
 
 
 def load(benchmark: str, path: Path | str) -> Dataset:

@@ -61,9 +61,23 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     ingest = [r for r in _rows(run_dir / "ingest.jsonl")]
     runs = _rows(run_dir / "runs.jsonl")
     stores = _latest(_rows(run_dir / "stores.jsonl"), "unit")
+    planned, units = _planned(run_dir)
+    # the figures cover the run's current selection (config.json's categories and limits):
+    # what a wider selection answered before stays in the records, for a wider resume
+    outside = 0
+    if planned is not None:
+        wanted = set(planned)
+        outside = sum(1 for q in questions if q["id"] not in wanted)
+        questions = [q for q in questions if q["id"] in wanted]
+    if units is not None:
+        chosen = set(units)
+        ingest = [r for r in ingest if r["unit"] in chosen]
+        stores = [r for r in stores if r["unit"] in chosen]
     bench = config["benchmark"]
     results: dict[str, Any] = {"config": config, "questions": len(questions)}
-    if partial := _partial(run_dir, questions, runs):
+    if outside:
+        results["outside_selection"] = outside
+    if partial := _partial(planned, questions, runs):
         results["partial"] = partial
 
     # ingestion
@@ -126,15 +140,25 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     return results
 
 
+def _planned(run_dir: Path) -> tuple[list[str] | None, list[str] | None]:
+    """The question and unit ids of the last invocation's selection (planned.json: a list of
+    question ids in run directories made before it named the units too); None: unknown."""
+    path = run_dir / "planned.json"
+    if not path.exists():
+        return None, None
+    planned = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(planned, list):
+        return [str(q) for q in planned], None
+    return [str(q) for q in planned["questions"]], [str(u) for u in planned["units"]]
+
+
 def _partial(
-    run_dir: Path, questions: list[dict[str, Any]], runs: list[dict[str, Any]]
+    planned: list[str] | None, questions: list[dict[str, Any]], runs: list[dict[str, Any]]
 ) -> dict[str, Any] | None:
     """How far a run that stopped got: the questions its last invocation planned, how many of
     them are answered, and why it stopped; None for a run that finished."""
-    path = run_dir / "planned.json"
-    if not path.exists():
+    if planned is None:
         return None
-    planned = json.loads(path.read_text(encoding="utf-8"))
     done = {q["id"] for q in questions}
     answered = sum(1 for qid in planned if qid in done)
     last = runs[-1] if runs else {}
@@ -182,6 +206,11 @@ def _retrieval(bench: str, questions: list[dict[str, Any]], order: list[str]) ->
                         entry[key] = _r(mean(vals))
                     vals = [1 for q in qs if f"{kind}_recall@{k}" in q["systems"].get(system, {})]
                     entry[f"{kind}_n"] = len(vals)
+                    if bench != "locomo":  # the questions LongMemEval's own metrics cover
+                        key = f"{kind}_recall_all@{k}"
+                        entry[f"{kind}_n_longmemeval"] = sum(
+                            1 for q in qs if key in q["systems"].get(system, {})
+                        )
             per[name] = entry
         out[system] = per
     return out
@@ -281,6 +310,11 @@ def _markdown(results: dict[str, Any]) -> str:
     lines.append(
         f"- limits: {', '.join(f'{k}={v}' for k, v in limits.items() if v) or 'none (whole file)'}"
     )
+    if outside := results.get("outside_selection"):
+        lines.append(
+            f"- {outside} questions answered under an earlier, wider selection are kept in "
+            "questions.jsonl and left out of these figures, which cover this selection only"
+        )
     lines += ["", f"{MAPPING}" if bench == "locomo" else "", ""]
     if c["mode"] == "retrieval":
         r = results["retrieval"]
@@ -296,8 +330,9 @@ def _markdown(results: dict[str, Any]) -> str:
                 "| category | n | " + " | ".join(f"{s} @{k}" for s in SYSTEMS for k in KS) + " |",
                 "|---|---|" + "---|" * (len(SYSTEMS) * len(KS)),
             ]
+            n_key = f"{kind}_n" if metric == "recall" else f"{kind}_n_longmemeval"
             for cat in r["mem0g"]:
-                n = r["mem0g"][cat].get(f"{kind}_n", 0)
+                n = r["mem0g"][cat].get(n_key, 0)
                 label = category_name(bench, cat) if bench == "locomo" and cat.isdigit() else cat
                 vals = [
                     _fmt(r[s][cat].get(f"{kind}_{metric}@{k}"), pct=True)
@@ -306,6 +341,17 @@ def _markdown(results: dict[str, Any]) -> str:
                 ]
                 lines.append(f"| {label} | {n} | " + " | ".join(vals) + " |")
             lines.append("")
+        if bench != "locomo":
+            lines += [
+                "recall@k: mem0g's measure, the share of the evidence found (every turn marked "
+                "has_answer, the assistant's too; the dataset's answer sessions). "
+                "recall_all@k: LongMemEval's, as its run_retrieval.py scores it: 1 when every "
+                "user turn marked has_answer (or each of their sessions) is among the top k "
+                "user turns (or sessions) of the ranking, assistant hits passed over as its "
+                "index holds user turns only; questions with no such turn are left out (n). "
+                "results.json has its recall_any@k too.",
+                "",
+            ]
         lines += [
             "mem0g: the turns (or observations) stored with `infer=False` and found by "
             "`Memory.search`; dense: cosine over the same stored texts with the same embedding "

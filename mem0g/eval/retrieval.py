@@ -103,13 +103,21 @@ class RetrievalMode:
             "context_tokens": block.tokens,
             "systems": {},
         }
+        turns = [t for s in baselines.unit.sessions for t in s.turns]
         if self.o.benchmark == "locomo":
             relevant = {"evidence": q.evidence}
-        else:
-            turns = [t.ref for s in baselines.unit.sessions for t in s.turns if t.has_answer]
-            relevant = {"session": q.answer_sessions, "turn": turns}
+        else:  # mem0g's own: every turn marked has_answer, the assistant's too
+            evidence = [t.ref for t in turns if t.has_answer]
+            relevant = {"session": q.answer_sessions, "turn": evidence}
+        # LongMemEval's own (its run_retrieval.py): an index of the user turns only, the user
+        # turns marked has_answer as the targets, and their sessions; a question with no
+        # such turn is left out of its averages
+        user = {t.ref for t in turns if t.role == "user"}
+        targets = [t.ref for t in turns if t.has_answer and t.role == "user"]
         if q.abstention:
             row["skipped"] = "abstention (no evidence to retrieve)"
+        elif self.o.benchmark == "longmemeval" and not targets:
+            row["skipped_longmemeval"] = "no has_answer user turn (LongMemEval leaves it out)"
         for system, refs in ranked.items():
             scores: dict[str, Any] = {"top": refs[:k]}
             for kind, wanted in relevant.items():
@@ -118,13 +126,28 @@ class RetrievalMode:
                 items = refs if kind != "session" else _distinct_sessions(refs)
                 for kk in KS:
                     scores[f"{kind}_recall@{kk}"] = recall_at_k(items, wanted, kk)
-                    if self.o.benchmark == "longmemeval":  # its own metrics, as it scores them
-                        for name, every in (("all", True), ("any", False)):
-                            scores[f"{kind}_recall_{name}@{kk}"] = found_at_k(
-                                items, wanted, kk, every=every
-                            )
+            if self.o.benchmark == "longmemeval" and targets and not q.abstention:
+                scores.update(_longmemeval_recall(refs, user, targets))
             row["systems"][system] = scores
         return row
+
+
+def _longmemeval_recall(
+    refs: list[list[str]], user: set[str], targets: list[str]
+) -> dict[str, float]:
+    """recall_all@k and recall_any@k as LongMemEval scores them, at turn and session level,
+    over the ranking's user turns (each once, in order: its index holds no assistant turn,
+    so an assistant hit is passed over). Only the top max(KS) hits are read: where they hold
+    fewer than k user turns (or sessions) this is a lower bound."""
+    ranked = [[r] for r in dict.fromkeys(r for hit in refs for r in hit if r in user)]
+    sessions = _distinct_sessions(ranked)
+    wanted = {"turn": targets, "session": sorted({t.rsplit(":", 1)[0] for t in targets})}
+    out: dict[str, float] = {}
+    for kind, items in (("session", sessions), ("turn", ranked)):
+        for kk in KS:
+            for name, every in (("all", True), ("any", False)):
+                out[f"{kind}_recall_{name}@{kk}"] = found_at_k(items, wanted[kind], kk, every=every)
+    return out
 
 
 def _distinct_sessions(refs: list[list[str]]) -> list[list[str]]:

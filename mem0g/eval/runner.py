@@ -5,8 +5,10 @@ store's, so a question asked while another unit was still being added could rank
 
 Run directory:
     config.json      what was asked (a resumed run must ask the same)
-    planned.json     the ids of the questions this invocation asks (the report counts what is
-                     missing from them, when a run stopped)
+    planned.json     the ids of the questions and units this invocation's selection holds:
+                     the report covers exactly these (a resume with narrower --categories or
+                     limits keeps the wider run's records, out of its figures) and counts what
+                     is missing from them, when a run stopped
     ingest.jsonl     one line per `add` done: unit, step, timing, usage, fact ids -> refs
     questions.jsonl  one line per question done
     runs.jsonl       one line per invocation: network calls made, cache hits
@@ -22,7 +24,9 @@ it, so an interruption between the two (a kill at that instant) repeats at most 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import os
 import re
 import threading
 import time
@@ -351,12 +355,14 @@ class Harness(RetrievalMode, FullMode):
         (o.run_dir / "config.json").write_text(
             json.dumps(self.run_config, indent=2, ensure_ascii=False), encoding="utf-8"
         )
-        (o.run_dir / "planned.json").write_text(
-            json.dumps([q.id for u in self.units for q in u.questions]), encoding="utf-8"
-        )
+        planned = {
+            "questions": [q.id for u in self.units for q in u.questions],
+            "units": [u.id for u in self.units],
+        }
+        (o.run_dir / "planned.json").write_text(json.dumps(planned), encoding="utf-8")
         questions_path = o.run_dir / "questions.jsonl"
         if o.rescore and questions_path.exists():
-            questions_path.replace(o.run_dir / f"questions.{int(time.time())}.jsonl.bak")
+            _back_up(questions_path)
         self.ingested: dict[tuple[str, int], dict[str, Any]] = {
             (r["unit"], r["step"]): r for r in _jsonl(o.run_dir / "ingest.jsonl")
         }
@@ -488,11 +494,17 @@ class Harness(RetrievalMode, FullMode):
         step (what is done stays recorded) and is raised once all have stopped."""
         futures = {pool.submit(work, unit): unit.id for unit in self.units}
         error: BaseException | None = None
-        for future in as_completed(futures):
-            exc = future.exception()
-            if exc is not None and not isinstance(exc, _Stop) and error is None:
-                error = exc
-                self.stop.set()
+        try:
+            for future in as_completed(futures):
+                exc = future.exception()
+                if exc is not None and not isinstance(exc, _Stop) and error is None:
+                    error = exc
+                    self.stop.set()
+        except BaseException:  # Ctrl-C reaches this thread: the workers stop at their next
+            self.stop.set()  # step, the units not begun are not begun (the pool's exit
+            for future in futures:  # waited for every queued unit's whole work)
+                future.cancel()
+            raise
         if error is not None:
             raise error
         return {uid: future.result() for future, uid in futures.items()}
@@ -606,6 +618,27 @@ class Harness(RetrievalMode, FullMode):
                 "episodes": stats.episodes,
             }
         )
+
+
+def _back_up(path: Path) -> Path:
+    """Move `path` aside as `<stem>.<unix second>[-N].jsonl.bak` under a name no file has: a
+    hard link fails where the name is taken (so two rescores within one second keep both
+    backups), then the original goes."""
+    stamp = int(time.time())
+    for n in itertools.count():
+        backup = path.with_name(f"{path.stem}.{stamp}{f'-{n}' if n else ''}.jsonl.bak")
+        try:
+            os.link(path, backup)
+        except FileExistsError:
+            continue
+        except OSError:  # a file system with no hard links: look, then move
+            if backup.exists():
+                continue
+            path.rename(backup)
+            return backup
+        path.unlink()
+        return backup
+    raise AssertionError("unreachable")
 
 
 def _memory_client(config: MemoryConfig) -> Any:
