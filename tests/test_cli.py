@@ -871,7 +871,7 @@ def test_reads_dumps_and_deletes_load_no_model(history: Cli) -> None:
     dumped = broken("dump", "-u", "alice")
     assert dumped.exit_code == 0, dumped.output
     assert len(from_json(dumped.stdout).relations) == 3
-    assert broken("delete", "--user", "bob").exit_code == 0
+    assert broken("delete", "--user", "bob", "--yes").exit_code == 0
     assert broken.stats()["tenants"] == 1
     searched = broken("search", "Alice", "-u", "alice")  # a search needs the model: clear error
     assert searched.exit_code != 0
@@ -1086,11 +1086,17 @@ def test_reset_after_confirmation(history: Cli) -> None:
 
 
 def test_delete_tenant(history: Cli) -> None:
+    """It asks first, saying how much (it deleted a user's whole memory unasked, while
+    `reset` asked); no answer or "n" deletes nothing."""
     before = history.stats("-u", "alice")
     assert before["episodes"] > 0 and before["facts"] == 2
-    result = history("delete", "--user", "alice")
-    assert result.exit_code == 0, result.output
     counts = ", ".join(f"{before[k]} {k}" for k in ("entities", "relations", "facts", "episodes"))
+    for answer in (None, "n\n"):
+        kept = history("delete", "--user", "alice", input=answer)
+        assert kept.exit_code == 1 and f"Delete {counts} of user 'alice'?" in kept.output
+        assert history.stats("-u", "alice") == before
+    result = history("delete", "--user", "alice", input="y\n")
+    assert result.exit_code == 0, result.output
     assert f"deleted {counts} of user 'alice', with their history" in result.stdout
     assert history.stats("-u", "alice")["episodes"] == 0
     assert history.stats("-u", "alice")["entities"] == 0
@@ -1394,7 +1400,7 @@ def test_delete_without_a_user_needs_all_users(cli: Cli) -> None:
     assert refused.exit_code == 2
     assert "--all-users" in _error_line(refused)
     assert cli.stats()["tenants"] == 2
-    done = cli("delete", "--agent", "dj", "--all-users")
+    done = cli("delete", "--agent", "dj", "--all-users", "--yes")
     assert done.exit_code == 0, done.output
     assert cli.stats()["tenants"] == 0
 

@@ -38,6 +38,7 @@ from mem0g.cli.common import (
 from mem0g.config import MemoryConfig, resolve_setting
 from mem0g.embed import make_embedder
 from mem0g.llm.client import LLMClient, LLMError
+from mem0g.memory.upkeep import check_delete_scope
 from mem0g.stores import make_store
 from mem0g.stores.base import VECTOR_KINDS, GraphStore, WarmupStatus, wait_until_ended
 from mem0g.types import Tenant
@@ -485,9 +486,9 @@ def reset(
     """Delete everything in the store, every tenant."""
     state = _state(ctx)
     where = _location(state.config())
-    if not yes:
-        typer.confirm(f"Delete every memory of every tenant in {where}?", abort=True)
-    with state.memory(embeddings=False) as memory:
+    with state.memory(embeddings=False) as memory:  # no store there: said before asking
+        if not yes:
+            typer.confirm(f"Delete every memory of every tenant in {where}?", abort=True)
         memory.reset()
     _say(_out(), f"reset {where}")
 
@@ -501,13 +502,17 @@ def delete(
     all_users: Annotated[
         bool, typer.Option("--all-users", help="Confirm a delete without --user (every user).")
     ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete every entity, relation, fact (with its history) and episode of a tenant (unset
-    ids match any)."""
+    ids match any); asks first, as `reset` does, saying how much."""
     ids = _tenant(user, agent, run)
-    with _state(ctx).memory(embeddings=False) as memory:
-        before = memory.stats(**ids)
-        memory.delete_all(**ids, all_users=all_users)
     kinds = ("entities", "relations", "facts", "episodes")
-    counts = ", ".join(f"{getattr(before, kind)} {kind}" for kind in kinds)
+    with _state(ctx).memory(embeddings=False) as memory:
+        check_delete_scope(Tenant(**ids), all_users)  # refused before asking
+        before = memory.stats(**ids)
+        counts = ", ".join(f"{getattr(before, kind)} {kind}" for kind in kinds)
+        if not yes and any(getattr(before, kind) for kind in kinds):
+            typer.confirm(f"Delete {counts} of {_describe(ids)}?", abort=True)
+        memory.delete_all(**ids, all_users=all_users)
     _say(_out(), f"deleted {counts} of {_describe(ids)}, with their history")

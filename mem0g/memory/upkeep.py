@@ -11,6 +11,16 @@ from mem0g.stores.repair import describe
 from mem0g.types import Tenant
 
 
+def check_delete_scope(scope: Tenant, all_users: bool) -> None:
+    """A delete without user_id spans users (`agent_id="x"` is agent x with every user): it
+    must be confirmed with `all_users`; a ValueError otherwise (the CLI asks it first)."""
+    if scope.user_id is None and not all_users:
+        raise ValueError(
+            f"delete_all without user_id deletes the data of {describe(scope)} for every "
+            "user; pass all_users=True (CLI: --all-users) to confirm"
+        )
+
+
 class StoreUpkeep(MemoryPart):
     """`Memory`'s tenant list, deletes, counts and index upkeep."""
 
@@ -30,11 +40,7 @@ class StoreUpkeep(MemoryPart):
         Without `user_id` the filter spans users (`agent_id="x"` is agent x with *every*
         user), so it must be confirmed with `all_users=True`; ValueError otherwise."""
         scope = self._tenant(user_id, agent_id, run_id)
-        if scope.user_id is None and not all_users:
-            raise ValueError(
-                f"delete_all without user_id deletes the data of {describe(scope)} for every "
-                "user; pass all_users=True (CLI: --all-users) to confirm"
-            )
+        check_delete_scope(scope, all_users)
         self.summaries.wait_idle()  # a refresh finishing later must not bring a summary back
         with self.summaries.deleting():  # nor one another thread's add queues meanwhile
             deleted = self.store.delete_tenant(scope)
