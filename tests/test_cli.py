@@ -1504,6 +1504,20 @@ def test_a_dash_is_stdout_and_stdin(cli: Cli, tmp_path: Path, monkeypatch) -> No
     assert other.stats("-u", "bob")["facts"] == 1
 
 
+def test_an_archive_that_is_not_utf8_is_named(cli: Cli, tmp_path: Path) -> None:
+    """A byte that is no UTF-8 in an archive ended the import with Python's "'utf-8' codec
+    can't decode byte 0xff in position 428", naming neither the file nor what was imported."""
+    assert cli("add", "hello", "--no-infer", "-u", "alice").exit_code == 0
+    text = cli("export", "--no-embeddings").stdout.encode()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(text.replace(b"hello", b"h\xffllo"))
+    other = Cli(tmp_path / "other", cli.env)
+    refused = other("import", str(bad))
+    assert refused.exit_code == 2
+    assert f"{bad}: not UTF-8 text" in _error_line(refused, progress=True)
+    assert "0 tenants before it were imported" in _error_line(refused, progress=True)
+
+
 def test_a_closed_pipe_ends_the_output_quietly(cli: Cli) -> None:
     """`mem0g export | head -1`: the reader leaving is no error to print (exit 1, as click
     does for the commands that print tables), so stderr keeps nothing but the progress."""

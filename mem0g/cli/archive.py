@@ -118,17 +118,28 @@ def import_command(
     or another model's."""
     bar = _TenantBar("importing")
 
+    written: list[ImportedTenant] = []
+
     def progress(done: ImportedTenant) -> None:
+        written.append(done)
         how = " (merged)" if done.merged else ""
         bar.advance(f"imported {describe(done.tenant)}{how}: {done.counts}")
 
+    name = "stdin" if archive == STDIO else str(archive)
     with _open_archive(archive) as handle:
-        lines = _checked_header(handle)  # a refused archive makes no store
-        with _state(ctx).memory(create=True) as memory, bar:
-            counted = archive != STDIO and archive.is_file()  # a pipe reads once
-            bar.start(_tenant_lines(archive) if counted else None)
-            done = import_archive(memory, lines, merge=merge, progress=progress, batch=batch)
-    _say(_out(), f"imported {len(done)} tenants from {'stdin' if archive == STDIO else archive}")
+        try:
+            lines = _checked_header(handle)  # a refused archive makes no store
+            with _state(ctx).memory(create=True) as memory, bar:
+                counted = archive != STDIO and archive.is_file()  # a pipe reads once
+                bar.start(_tenant_lines(archive) if counted else None)
+                done = import_archive(memory, lines, merge=merge, progress=progress, batch=batch)
+        except UnicodeDecodeError as err:  # named neither the file nor what was imported
+            imported = len(written)
+            raise InputError(
+                f"{name}: not UTF-8 text (byte {err.object[err.start : err.start + 1]!r}); "
+                f"{imported} tenants before it were imported"
+            ) from None
+    _say(_out(), f"imported {len(done)} tenants from {name}")
 
 
 def _open_archive(archive: Path) -> IO[str]:
