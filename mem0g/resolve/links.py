@@ -31,9 +31,11 @@ _STOP = frozenset(
     its me my of on or our she so that the their them they this to was we were what when where
     which who whom whose why will with you your before after now still ever""".split()
 )
-# `regex`'s \w: a word keeps its combining marks (Devanagari vowel signs), as names.py does
-_TOKEN = regex.compile(r"[\w'&.-]+")
-_POSSESSIVE = re.compile(r"'s$", re.IGNORECASE)  # "Caroline's" names Caroline
+# `regex`'s \w: a word keeps its combining marks (Devanagari vowel signs), as names.py does;
+# every apostrophe the names' normalisation drops stays inside its word ("O’Neil" is "oneil")
+_APOSTROPHES = "'’‘`´"
+_TOKEN = regex.compile(rf"[\w{_APOSTROPHES}&.-]+")
+_POSSESSIVE = re.compile(rf"[{_APOSTROPHES}]s$", re.IGNORECASE)  # "Caroline's" names Caroline
 
 
 def name_ngrams(text: str, max_n: int = 4) -> list[str]:
@@ -42,7 +44,9 @@ def name_ngrams(text: str, max_n: int = 4) -> list[str]:
     normalised once and an n-gram's key joined from them (the same as normalising the joined
     words: the normalisation works per character, then drops a leading "the"), since a long
     message has hundreds of n-grams."""
-    tokens = [_POSSESSIVE.sub("", t.strip(".-")).strip(".'-") for t in _TOKEN.findall(text)]
+    tokens = [
+        _POSSESSIVE.sub("", t.strip(".-")).strip(f".-{_APOSTROPHES}") for t in _TOKEN.findall(text)
+    ]
     tokens = [t for t in tokens if t]
     normal = [normal_words(t) for t in tokens]
     stop = [t.casefold() in _STOP for t in tokens]
