@@ -168,6 +168,13 @@ RELATIONS = [
     ("Tom Baker, Jr.", "Tom Baker Junior", "person", SAME),
     ("T. Baker Jr.", "Tom Baker Jr.", "person", ALIAS),
     ("Tom", "Tom Baker Jr.", "person", ALIAS),
+    # and on a one-word name too: "Tom Jr." is Tom's son, "Tom" may be either
+    ("Tom Jr.", "Tom Sr.", "person", CONFLICT),
+    ("Tom Jr.", "Tom Baker Sr.", "person", CONFLICT),
+    ("Tom Jr.", "Tom Baker", "person", POSSIBLE),
+    ("Tom Jr.", "Tom", "person", ALIAS),
+    ("Tom Jr.", "Tom Baker Jr.", "person", ALIAS),
+    ("Tom Jr.", "Jim Baker", "person", CONFLICT),
     ("Paris", "Paris, Texas", "location", CONFLICT),
     ("Paris", "Paris, Texas", None, CONFLICT),
     ("Paris, France", "Paris, Texas", "location", CONFLICT),

@@ -416,3 +416,35 @@ def test_a_short_form_goes_to_the_person_the_conversation_just_named(
     _add(m, f"{short} loves pottery.", "2024-01-03")
     assert (her, "loves", "pottery") in _edges(m)
     assert _of_type(m, "person") == {him: [short], her: [short]}
+
+
+def test_a_one_word_name_with_a_suffix_is_not_the_father(make_memory) -> None:
+    """ "Tom Jr." is Tom's son: the suffix counted only between names of two words or more,
+    so "Tom Jr." was a short form of "Tom Baker" (merged: the son's city became the
+    father's second one) and "Tom Sr." / "Tom Jr." one name (father and son one node)."""
+    rules = turn(
+        "Tom Baker lives",
+        [("Tom Baker", "person"), ("Leeds", "city")],
+        [("Tom Baker", "lives_in", "Leeds")],
+    )
+    rules += turn(
+        "Tom Jr. lives",
+        [("Tom Jr.", "person"), ("York", "city")],
+        [("Tom Jr.", "lives_in", "York")],
+    )
+    rules += turn(
+        "Ann Sr. and Ann Jr.",
+        [("Ann Sr.", "person"), ("Ann Jr.", "person"), ("chess", "hobby")],
+        [("Ann Sr.", "plays", "chess"), ("Ann Jr.", "teaches", "chess")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Tom Baker lives in Leeds.", "2024-01-01")
+    result = _add(m, "His son Tom Jr. lives in York.", "2024-01-02")
+    _add(m, "Ann Sr. and Ann Jr. both love chess.", "2024-01-03")
+    assert _of_type(m, "person") == {n: [] for n in ("Tom Baker", "Tom Jr.", "Ann Sr.", "Ann Jr.")}
+    edges = _edges(m)
+    assert ("Tom Jr.", "lives_in", "York") in edges and ("Tom Baker", "lives_in", "Leeds") in edges
+    assert ("Ann Sr.", "plays", "chess") in edges and ("Ann Jr.", "teaches", "chess") in edges
+    (pair,) = result.possible_duplicates  # the son, or Tom Baker Jr. written without it
+    assert "generational suffix" in pair.reason

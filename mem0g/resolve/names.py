@@ -413,14 +413,16 @@ def name_relation(a: str, b: str, type_: str | None = None) -> NameRelation:
         return NameRelation.CONFLICT  # "Mr. Chen" / "Mrs. Chen"
     if kind in (PERSON, ENTITY):
         (ta, ga), (tb, gb) = _generation(ta), _generation(tb)
-        if ga != gb and len(ta) > 1 and len(tb) > 1:
-            if ga and gb:
-                return NameRelation.CONFLICT  # "Tom Baker Jr." / "Tom Baker Sr."
+        if ga and gb and ga != gb:
+            return NameRelation.CONFLICT  # "Tom Baker Jr." / "Tom Baker Sr.", "Tom Jr." / "Tom Sr."
+        if ga != gb:
             rest = name_relation(" ".join(ta), " ".join(tb), type_)
-            if rest is NameRelation.ALIAS and _abbreviated(ta if gb else tb):
-                return rest  # "R. Baker" may be "Rob Baker Jr." as "Rob" may: the context says
+            lacking = ta if gb else tb  # the name without the suffix
+            one_word = rest is NameRelation.SAME and len(lacking) == 1  # "Tom" / "Tom Jr."
+            if (rest is NameRelation.ALIAS or one_word) and _abbreviated(lacking):
+                return NameRelation.ALIAS  # "Tom" or "R. Baker" may be the son: the context says
             if rest in (NameRelation.SAME, NameRelation.ALIAS, NameRelation.POSSIBLE):
-                return NameRelation.POSSIBLE  # "Tom Baker" / "Tom Baker Jr."
+                return NameRelation.POSSIBLE  # "Tom Baker" / "Tom Baker Jr." or "Tom Jr."
             return NameRelation.CONFLICT
     if ta == tb or "".join(ta) == "".join(tb):
         return NameRelation.SAME
