@@ -425,3 +425,16 @@ def test_a_nickname_alias_is_no_proof_of_who() -> None:
         cand("mj", "Mia Jones", 0.6),
     ]
     assert judge("Maggie Jones", "person", married, T).target == "ms"
+
+
+def test_a_title_of_the_other_gender_on_a_stored_alias_keeps_them_apart() -> None:
+    """John Smith, known as "Mr. Smith" too, is not "Mrs. Smith": the node's name alone said
+    ALIAS (a title and the surname), and the alias that says otherwise was not read."""
+    john = cand("j", "John Smith", 0.7, aliases=["Mr. Smith"])
+    jane = cand("n", "Jane Smith", 0.7, aliases=["Mrs Smith"])
+    assert not should_merge("Mrs. Smith", "person", john.name, "person", 0.7, T, john.aliases)
+    assert pick_merge_target("Mrs. Smith", "person", [john], T) is None
+    assert pick_merge_target("Mrs. Smith", "person", [john, jane], T) == "n"
+    assert pick_merge_target("Mr. Smith", "person", [john, jane], T) == "j"
+    assert pick_merge_target("Ms. Smith", None, [john], T) is None  # untyped, as name_relation
+    assert pick_merge_target("Dr. Smith", "person", [john], T) == "j"  # a neutral title may be

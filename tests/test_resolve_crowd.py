@@ -448,3 +448,25 @@ def test_a_one_word_name_with_a_suffix_is_not_the_father(make_memory) -> None:
     assert ("Ann Sr.", "plays", "chess") in edges and ("Ann Jr.", "teaches", "chess") in edges
     (pair,) = result.possible_duplicates  # the son, or Tom Baker Jr. written without it
     assert "generational suffix" in pair.reason
+
+
+def test_mrs_smith_is_not_the_man_already_called_mr_smith(make_memory) -> None:
+    """John Smith was called "Mr. Smith" too; "Mrs. Smith" later is someone else (the node's
+    own name said title + surname, and its alias saying "Mr." was not read): her piano
+    lessons landed on him."""
+    rules = turn(
+        "John Smith lives",
+        [("John Smith", "person"), ("Bath", "city"), ("Mr. Smith", "person")],
+        [("John Smith", "lives_in", "Bath"), ("Mr. Smith", "works_as", "baker")],
+    )
+    rules += turn(
+        "Mrs. Smith teaches",
+        [("Mrs. Smith", "person"), ("piano", "instrument")],
+        [("Mrs. Smith", "teaches", "piano")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "John Smith lives in Bath. Mr. Smith is a baker.", "2024-01-01")
+    _add(m, "Mrs. Smith teaches piano.", "2024-01-02")
+    assert _of_type(m, "person") == {"John Smith": ["Mr. Smith"], "Mrs. Smith": []}
+    assert ("Mrs. Smith", "teaches", "piano") in _edges(m)

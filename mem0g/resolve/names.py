@@ -454,9 +454,14 @@ def _candidate_relation(
     "Anna Kowalczyk" in). But a person's alias that is a short form of the node's own name
     ("Pat Kim" stored on Patrick Kim) proves no more than the name does: equal to it, the
     relation stays that ALIAS, so "Pat Kim" after "Patricia Kim" is left to the conversation."""
-    relations = [name_relation(new_name, n, kind) for n in (cand_name, *cand_aliases)]
+    names = (cand_name, *cand_aliases)
+    relations = [name_relation(new_name, n, kind) for n in names]
     if relations[0] is NameRelation.SAME:
         return NameRelation.SAME
+    if NameRelation.SAME not in relations and kind in (PERSON, ENTITY):
+        gender = _title_gender(normalize_name(new_name))
+        if gender and any({gender, _title_gender(normalize_name(n))} == {"m", "f"} for n in names):
+            return NameRelation.CONFLICT  # "Mrs. Smith" / John Smith, also called "Mr. Smith"
     if NameRelation.SAME in relations:
         if kind in _GIVEN_NAME_KINDS and relations[0] is NameRelation.ALIAS:
             return NameRelation.ALIAS
