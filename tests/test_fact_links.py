@@ -77,7 +77,8 @@ def test_name_ngrams_equal_each_ngram_normalised_whole(seed: int) -> None:
     rng = random.Random(seed)
     pieces = ["the", "The", "THE", "a", "of", "x.", "-y", "3.5", ".5", "Bob's", "'s", "St.",
               "&", "Zoë", "AT&T", "C++", "’The__b.e’", "_", "U.S.", "the-x", "ＡＢＣ",
-              ",", "O’Neil", "Bob’s", "’s", "’the", "it‘s", "`"]  # fmt: skip
+              ",", "O’Neil", "Bob’s", "’s", "’the", "it‘s", "`", "\u0410nna", "П\u043eпoв",
+              "x\u0430-\u0430", "\u03bao"]  # fmt: skip
     for _ in range(3000):
         text = " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
         assert name_ngrams(text) == _reference_ngrams(text), text

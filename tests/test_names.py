@@ -82,6 +82,27 @@ def test_names_one_vowel_sign_apart_are_different_names(a: str, b: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("raw", "normalized"),
+    [
+        ("\u0410nna Smith", "anna smith"),  # a Cyrillic capital A in a Latin name
+        ("J\u043ehn Sm\u0456th", "john smith"),  # Cyrillic o and Ukrainian i
+        ("\u0412ob", "bob"),  # a Cyrillic capital В, which looks like a B
+        ("Ale\u03bai", "aleki"),  # a Greek kappa
+        ("\u041fo\u043f\u043e\u0432", "\u043f\u043e\u043f\u043e\u0432"),  # a Latin o in Попов
+        ("\u0418\u0432\u0430\u043d", "\u0438\u0432\u0430\u043d"),  # Иван stays Cyrillic
+        ("Ivan \u0418\u0432\u0430\u043d", "ivan \u0438\u0432\u0430\u043d"),  # two words
+        ("Zo\u0451", "zoe"),  # "Zoë" typed with a Cyrillic ё
+    ],
+)
+def test_a_look_alike_letter_of_another_script_inside_a_word_is_read_as_its_twin(
+    raw: str, normalized: str
+) -> None:
+    """A Cyrillic "а" typed (or pasted) into "Anna" is the same name to any reader; it made
+    another name, so the same person became two nodes and a query naming her linked none."""
+    assert normalize_name(raw) == normalized
+
+
+@pytest.mark.parametrize(
     ("type_", "group"),
     [
         ("Person", "person"),

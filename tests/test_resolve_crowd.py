@@ -470,3 +470,27 @@ def test_mrs_smith_is_not_the_man_already_called_mr_smith(make_memory) -> None:
     _add(m, "Mrs. Smith teaches piano.", "2024-01-02")
     assert _of_type(m, "person") == {"John Smith": ["Mr. Smith"], "Mrs. Smith": []}
     assert ("Mrs. Smith", "teaches", "piano") in _edges(m)
+
+
+def test_a_name_typed_with_a_look_alike_cyrillic_letter_is_the_same_person(make_memory) -> None:
+    """ "Аnna Smith" with a Cyrillic А (a paste, a keyboard layout) is Anna Smith: it was
+    another name, so she became two nodes, and a query written either way missed one."""
+    homoglyph = "\u0410nna Smith"
+    rules = turn(
+        "lives in Oslo",
+        [("Anna Smith", "person"), ("Oslo", "city")],
+        [("Anna Smith", "lives_in", "Oslo")],
+    )
+    rules += turn(
+        "plays chess",
+        [(homoglyph, "person"), ("chess", "hobby")],
+        [(homoglyph, "plays", "chess")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Anna Smith lives in Oslo.", "2024-01-01")
+    _add(m, f"{homoglyph} plays chess.", "2024-01-02")
+    people = _of_type(m, "person")
+    assert people == {"Anna Smith": [homoglyph]}
+    hits = m.search(f"Where does {homoglyph} live?", user_id=U)
+    assert [(e.name, e.matched_by) for e in hits.entities][:1] == [("Anna Smith", "name")]

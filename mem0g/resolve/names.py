@@ -156,6 +156,46 @@ def _fold_accents(text: str) -> str:
     return unicodedata.normalize("NFC", "".join(c for c in decomposed if not _accent(c)))
 
 
+# Letters of one script that look like (casefolded) Latin ones: inside a word of the other
+# script they are a typo or a paste ("Аnna" with a Cyrillic А), not another name. Cyrillic
+# lower-case forms of capitals that look Latin count too ("В" is "в" once casefolded).
+_CYRILLIC_LATIN = dict(zip("авекмнорстухіјѕԁһӏ", "abekmhopctyxijsdhl", strict=True))
+_GREEK_LATIN = dict(zip("αβεικνορτυχ", "abeiknoptux", strict=True))
+_TO_LATIN = str.maketrans({**_CYRILLIC_LATIN, **_GREEK_LATIN})
+_TO_CYRILLIC = str.maketrans({lat: cyr for cyr, lat in _CYRILLIC_LATIN.items() if cyr not in "ԁһӏ"})
+_WORD = regex.compile(r"\w+")
+
+
+def _script(c: str) -> str:
+    """ "latin", "cyrillic", "greek" or "" for a letter of another script or no letter."""
+    if "a" <= c <= "z":
+        return "latin"
+    if "\u0400" <= c <= "\u052f":
+        return "cyrillic"
+    if "\u0370" <= c <= "\u03ff":
+        return "greek"
+    return ""
+
+
+def _unmixed(word: regex.Match[str]) -> str:
+    """A word mixing Latin with Cyrillic or Greek letters, read in its main script when every
+    letter of the other is a look-alike ("аnna" -> "anna", "пoпов" -> "попов")."""
+    text = word.group()
+    counts = {"latin": 0, "cyrillic": 0, "greek": 0}
+    for c in text:
+        if script := _script(c):
+            counts[script] += 1
+    if not counts["latin"] or not (counts["cyrillic"] or counts["greek"]):
+        return text
+    main = "latin" if counts["latin"] >= counts["cyrillic"] + counts["greek"] else "cyrillic"
+    if main == "cyrillic" and counts["greek"]:
+        return text
+    folded = text.translate(_TO_LATIN if main == "latin" else _TO_CYRILLIC)
+    if any(_script(c) not in (main, "") for c in folded):
+        return text  # a letter with no twin: a word of two scripts, as written
+    return folded
+
+
 @lru_cache(maxsize=65536)
 def normalize_name(name: str) -> str:
     """Lower-case, accent-free, punctuation-free form: equal forms are the same name. Cached:
@@ -171,7 +211,8 @@ def normal_words(text: str) -> str:
     """`normalize_name` but for its leading "the" rule: per character, so the words of a text
     normalised one by one and joined are the joined text normalised (resolve.links)."""
     text = _fold_accents(unicodedata.normalize("NFKC", text).casefold())
-    return " ".join(_SEPARATORS.sub(" ", _DROPPED.sub("", text)).split())
+    text = " ".join(_SEPARATORS.sub(" ", _DROPPED.sub("", text)).split())
+    return text if text.isascii() else _WORD.sub(_unmixed, text)
 
 
 def _snake(text: str) -> str:
