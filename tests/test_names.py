@@ -216,6 +216,13 @@ RELATIONS = [
     ("Kate Okafor", "Katherine Okafor", "person", ALIAS),
     # two formal names the dataset links are still two people
     ("Andrea Chen", "Andrew Chen", "person", CONFLICT),
+    # nor is a formal name the dataset lists as a nickname of another ("John" under Ivan and
+    # Johann, "William" under Wilma): a name with diminutives of its own is no diminutive
+    ("Wilma Smith", "William Smith", "person", CONFLICT),
+    ("Wilma", "William", "person", CONFLICT),
+    ("Ivan Smith", "John Smith", "person", CONFLICT),
+    ("Johann", "John Smith", "person", CONFLICT),
+    ("Jack Smith", "John Smith", "person", ALIAS),  # a diminutive of John all the same
     # a shared surname, another given name: another person, whatever the cosine
     ("Anna Chen", "Maria Chen", "person", CONFLICT),
     ("Diego Yilmaz", "Mateo Yilmaz", "person", CONFLICT),
@@ -459,3 +466,14 @@ def test_a_title_of_the_other_gender_on_a_stored_alias_keeps_them_apart() -> Non
     assert pick_merge_target("Mr. Smith", "person", [john, jane], T) == "j"
     assert pick_merge_target("Ms. Smith", None, [john], T) is None  # untyped, as name_relation
     assert pick_merge_target("Dr. Smith", "person", [john], T) == "j"  # a neutral title may be
+
+
+def test_every_nickname_of_the_crowd_benchmark_still_links() -> None:
+    """The 20 nicknames scripts/bench_resolver.py uses, each the name of a person there."""
+    pairs = ("Robert Bob, William Bill, Elizabeth Liz, Katherine Kate, Michael Mike, James Jim,"
+             " Alexander Alex, Margaret Maggie, Daniel Dan, Christopher Chris, Jennifer Jenny,"
+             " Thomas Tom, Richard Rick, Joseph Joe, Samuel Sam, Patricia Trish, Victoria Vicky,"
+             " Benjamin Ben, Rebecca Becky, Nicholas Nick")  # fmt: skip
+    for pair in pairs.split(","):
+        formal, nick = pair.split()
+        assert name_relation(f"{nick} Chen", f"{formal} Chen", "person") is ALIAS, pair

@@ -325,9 +325,14 @@ def nickname_linked(x: str, y: str) -> bool:
         return False
     if abs(len(x) - len(y)) < 2 and _look_alike(x, y):
         return False  # "Jon"/"John", "Louis"/"Louise": a near miss, not a nickname
+    if _formal(x) and _formal(y):
+        return False
     nn = _nicknamer()
-    linked = y in nn.nicknames_of(x) or y in nn.canonicals_of(x)
-    return linked and not (_formal(x) and _formal(y))
+    # the nickname side is no formal name: the dataset files "John" under Ivan and Johann,
+    # "William" under Wilma, which are other people's names, not their diminutives
+    return (y in nn.nicknames_of(x) and not _formal(y)) or (
+        x in nn.nicknames_of(y) and not _formal(x)
+    )
 
 
 def _given_variants(token: str) -> set[str]:
