@@ -233,6 +233,14 @@ RELATIONS = [
     ("Bob", "Robert Li", "dog", ALIAS),  # pets follow the person rules
     ("Fontaine", "Coco Fontaine", "pet", ALIAS),
     ("Dr. Yilmaz", "Diego Yilmaz", "person", ALIAS),
+    # a surname of several words, led by a particle, alone or after a title
+    ("van der Berg", "Jan van der Berg", "person", ALIAS),
+    ("Dr. de la Cruz", "Maria de la Cruz", "person", ALIAS),
+    ("Mr. von Trapp", "Georg von Trapp", "person", ALIAS),
+    ("bin Salman", "Mohammed bin Salman", "person", ALIAS),
+    ("van der Berg", "Jan van den Berg", "person", CONFLICT),
+    ("Jan van der Berg", "Piet van der Berg", "person", CONFLICT),
+    ("Ann Smith", "Mary Ann Smith", "person", CONFLICT),  # no particle: a given name
     # structure is silent: embeddings decide, for descriptive names only (should_merge)
     ("Paris, TX", "Paris, Texas", "location", ALIAS),
     ("Jon", "John", "person", CONFLICT),  # the dataset links them; they are spelled alike
@@ -477,3 +485,13 @@ def test_every_nickname_of_the_crowd_benchmark_still_links() -> None:
     for pair in pairs.split(","):
         formal, nick = pair.split()
         assert name_relation(f"{nick} Chen", f"{formal} Chen", "person") is ALIAS, pair
+
+
+def test_a_surname_of_several_words_is_a_short_form() -> None:
+    """ "Dr. van der Berg" is Jan van der Berg when he is the only one; with Piet stored too
+    it could be either, and a node called just "van der Berg" is no proof for a full name."""
+    jan, piet = cand("j", "Jan van der Berg", 0.7), cand("p", "Piet van der Berg", 0.7)
+    assert pick_merge_target("Dr. van der Berg", "person", [jan], T) == "j"
+    assert judge("van der Berg", "person", [jan, piet], T).ambiguous == ("j", "p")
+    bare = cand("b", "van der Berg", 0.8)
+    assert pick_merge_target("Jan van der Berg", "person", [bare, piet], T) is None

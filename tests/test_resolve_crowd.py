@@ -494,3 +494,24 @@ def test_a_name_typed_with_a_look_alike_cyrillic_letter_is_the_same_person(make_
     assert people == {"Anna Smith": [homoglyph]}
     hits = m.search(f"Where does {homoglyph} live?", user_id=U)
     assert [(e.name, e.matched_by) for e in hits.entities][:1] == [("Anna Smith", "name")]
+
+
+def test_a_title_and_a_surname_of_several_words_find_the_one_person(make_memory) -> None:
+    """ "Dr. van der Berg" is Jan van der Berg, the only van der Berg: a surname of several
+    words was no short form (another given name "van"), so he became two nodes."""
+    rules = turn(
+        "Jan van der Berg lives",
+        [("Jan van der Berg", "person"), ("Utrecht", "city")],
+        [("Jan van der Berg", "lives_in", "Utrecht")],
+    )
+    rules += turn(
+        "teaches physics",
+        [("Dr. van der Berg", "person"), ("physics", "subject")],
+        [("Dr. van der Berg", "teaches", "physics")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Jan van der Berg lives in Utrecht.", "2024-01-01")
+    _add(m, "Dr. van der Berg teaches physics.", "2024-01-02")
+    assert _of_type(m, "person") == {"Jan van der Berg": ["Dr. van der Berg"]}
+    assert ("Jan van der Berg", "teaches", "physics") in _edges(m)

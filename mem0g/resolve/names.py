@@ -342,6 +342,13 @@ def _given_variants(token: str) -> set[str]:
     return {token} | {n for n in related if nickname_linked(token, n) and " " not in n}
 
 
+# Words that open a surname of several words ("van der Berg", "de la Cruz", "bin Salman"):
+# such a name's tail from one of them on is the surname alone, as one word is elsewhere.
+_SURNAME_PARTICLES = _words(
+    "van von vom zu de der den des del della degli di da das dos do du la le ter ten bin ibn"
+)
+
+
 def _person_relation(short: list[str], long_: list[str]) -> NameRelation:
     """Persons and pets. Two names are one only when structure links them; a shared surname
     alone never does ("Diego Yilmaz" / "Mateo Yilmaz" are two people, whatever their cosine)."""
@@ -357,6 +364,8 @@ def _person_relation(short: list[str], long_: list[str]) -> NameRelation:
         return NameRelation.CONFLICT
     if long_[: len(short)] == short:
         return NameRelation.ALIAS  # "Mary Ann" / "Mary Ann Smith"
+    if short[0] in _SURNAME_PARTICLES and long_[-len(short) :] == short:
+        return NameRelation.ALIAS  # the surname alone: "van der Berg" / "Jan van der Berg"
     first = _compatible_token(short[0], long_[0]) or nickname_linked(short[0], long_[0])
     last = _compatible_token(short[-1], long_[-1])
     middle_s, middle_l = short[1:-1], long_[1:-1]
@@ -616,13 +625,14 @@ def is_short_form(name: str, type_: str | None) -> bool:
 
 
 def _is_short_form(name: str, kind: str) -> bool:
-    """A single given name or surname (after titles), or initials for the given names ("R.
-    Horvat", "J. R. R. Tolkien", "Bob C."): it names someone without saying who. Equal to a
-    node's name or alias it is still no proof: "R. Horvat" stored on Richard Horvat may be
-    Rebecca Horvat next time."""
+    """A single given name or surname (after titles; "van der Berg" too), or initials for the
+    given names ("R. Horvat", "J. R. R. Tolkien", "Bob C."): it names someone without saying
+    who. Equal to a node's name or alias it is still no proof: "R. Horvat" stored on Richard
+    Horvat may be Rebecca Horvat next time."""
     if kind not in _GIVEN_NAME_KINDS:
         return False
-    return _abbreviated(_generation(_key_tokens(normalize_name(name), kind))[0])
+    tokens = _generation(_key_tokens(normalize_name(name), kind))[0]
+    return _abbreviated(tokens) or tokens[0] in _SURNAME_PARTICLES  # or "van der Berg"
 
 
 def _abbreviated(tokens: Sequence[str]) -> bool:
