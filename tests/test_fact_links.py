@@ -322,3 +322,15 @@ def test_a_name_with_a_curly_apostrophe_links_its_facts_and_queries(
         assert by_name["Siobhan O’Neil"].matched_by == "name", query
         found = {f.id: f for f in hits.facts}
         assert "entity_linked_facts" in found[early.facts[0].id].sources, query
+
+
+def test_named_in_full_skips_a_name_inside_a_longer_one() -> None:
+    owners = {"tom baker": {"father"}, "tom baker jr": {"son"}, "smith": {"john"},
+              "jane smith": {"jane"}, "beatles": {"band"}}  # fmt: skip
+    assert links.named_in_full("Where does Tom Baker Jr. live?", owners) == {"son"}
+    assert links.named_in_full("Tom Baker and Tom Baker Jr.", owners) == {"father", "son"}
+    assert links.named_in_full("Jane Smith met Smith", owners) == {"jane", "john"}
+    assert links.named_in_full("Did the Beatles play?", owners) == {"band"}
+    assert links.named(  # a fact's links keep every n-gram
+        "Where does Tom Baker Jr. live?", owners
+    ) == {"father", "son"}

@@ -515,3 +515,46 @@ def test_a_title_and_a_surname_of_several_words_find_the_one_person(make_memory)
     _add(m, "Dr. van der Berg teaches physics.", "2024-01-02")
     assert _of_type(m, "person") == {"Jan van der Berg": ["Dr. van der Berg"]}
     assert ("Jan van der Berg", "teaches", "physics") in _edges(m)
+
+
+def test_a_query_naming_the_son_or_a_sister_in_full_links_only_them_by_name(make_memory) -> None:
+    """A query links the entities whose name or alias is a word n-gram of it, and every
+    shorter n-gram inside "Tom Baker Jr." counted too: "tom baker" linked the father as an
+    exact name (score 1), and "smith" inside "Jane Smith" linked John Smith by his alias
+    "Smith". Inside a name the query writes in full, a shorter name is no name."""
+    rules = turn(
+        "Tom Baker lives",
+        [("Tom Baker", "person"), ("Leeds", "city")],
+        [("Tom Baker", "lives_in", "Leeds")],
+    )
+    rules += turn(
+        "Tom Baker Jr. lives",
+        [("Tom Baker Jr.", "person"), ("Denver", "city")],
+        [("Tom Baker Jr.", "lives_in", "Denver")],
+    )
+    rules += turn(
+        "John Smith fixes",
+        [("John Smith", "person"), ("bikes", "thing"), ("Smith", "person")],
+        [("John Smith", "fixes", "bikes"), ("Smith", "sells", "bikes")],
+    )
+    rules += turn(
+        "Jane Smith teaches",
+        [("Jane Smith", "person"), ("piano", "instrument")],
+        [("Jane Smith", "teaches", "piano")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Tom Baker lives in Leeds.", "2024-01-01")
+    _add(m, "Tom Baker Jr. lives in Denver.", "2024-01-02")
+    _add(m, "John Smith fixes bikes; Smith sells bikes too.", "2024-01-03")
+    _add(m, "Jane Smith teaches piano.", "2024-01-04")
+    assert _of_type(m, "person")["John Smith"] == ["Smith"]
+
+    def by_name(query: str) -> set[str]:
+        hits = m.search(query, user_id=U).entities
+        return {h.name for h in hits if h.matched_by == "name"}
+
+    assert by_name("Where does Tom Baker Jr. live?") == {"Tom Baker Jr."}
+    assert by_name("What does Jane Smith teach?") == {"Jane Smith"}
+    assert by_name("Does Tom Baker know Tom Baker Jr.?") == {"Tom Baker", "Tom Baker Jr."}
+    assert by_name("What does Smith sell?") == {"John Smith"}
