@@ -495,3 +495,21 @@ def test_a_surname_of_several_words_is_a_short_form() -> None:
     assert judge("van der Berg", "person", [jan, piet], T).ambiguous == ("j", "p")
     bare = cand("b", "van der Berg", 0.8)
     assert pick_merge_target("Jan van der Berg", "person", [bare, piet], T) is None
+
+
+def test_an_untyped_lower_case_word_is_not_a_person_or_a_company_of_that_name() -> None:
+    """ "bill" (the invoice) and "apple" (the fruit), given no type, are compatible with any
+    type, so the person rules read "bill" as Bill or as William's nickname and "apple" as
+    Apple the company's very name: a thing merged into a person or a company. Written in
+    lower case and untyped it is a description (`is_proper`), which a proper name of a
+    person, pet, place or organisation never is; capitalised, it may still be one."""
+    bill, william = cand("b", "Bill", 0.9), cand("w", "William Smith", 0.5)
+    company = cand("a", "Apple", 0.9, "organization")
+    assert pick_merge_target("bill", None, [bill], T) is None
+    assert pick_merge_target("will", "entity", [william], T) is None
+    assert pick_merge_target("apple", "entity", [company], T) is None
+    assert not should_merge("apple", None, "Apple", "company", 1.0, T)
+    assert not should_merge("Apple", "company", "apple", None, 1.0, T)  # either way round
+    assert pick_merge_target("Bill", None, [bill], T) == "b"
+    assert pick_merge_target("Apple", None, [company], T) == "a"
+    assert should_merge("hiking", None, "Hiking", "hobby", 1.0, T)  # no proper kind

@@ -558,3 +558,23 @@ def test_a_query_naming_the_son_or_a_sister_in_full_links_only_them_by_name(make
     assert by_name("What does Jane Smith teach?") == {"Jane Smith"}
     assert by_name("Does Tom Baker know Tom Baker Jr.?") == {"Tom Baker", "Tom Baker Jr."}
     assert by_name("What does Smith sell?") == {"John Smith"}
+
+
+def test_an_untyped_lower_case_bill_is_not_bill_the_person(make_memory) -> None:
+    """The extractor gives the invoice no type: "bill" was compatible with the person Bill
+    and the same name once case is folded, so the electricity bill merged into him."""
+    rules = turn(
+        "Bill lives", [("Bill", "person"), ("Leeds", "city")], [("Bill", "lives_in", "Leeds")]
+    )
+    rules += turn(
+        "electricity",
+        [("bill", "entity"), ("electricity", "entity")],
+        [("bill", "covers", "electricity")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Bill lives in Leeds.", "2024-01-01")
+    _add(m, "The bill covers electricity.", "2024-01-02")
+    names = {e.name: (e.type, e.aliases) for e in m.get_all(user_id=U).entities}
+    assert names["Bill"] == ("person", []) and names["bill"] == ("entity", [])
+    assert ("bill", "covers", "electricity") in _edges(m)

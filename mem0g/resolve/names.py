@@ -549,6 +549,27 @@ def is_proper(name: str, type_: str | None) -> bool:
     return any(w[0].isupper() for w in words[1:])
 
 
+def _untyped_description(name: str, type_: str | None) -> bool:
+    """An untyped name written in lower case ("bill", "apple"): a description (`is_proper`).
+    A caseless script ("王伟") says nothing either way."""
+    return (
+        canonical_type(type_) == ENTITY
+        and any(c.islower() for c in name)
+        and not is_proper(name, type_)
+    )
+
+
+def _fits(name: str, type_: str | None, cand_name: str, cand_type: str | None) -> bool:
+    """`types_compatible`, and no untyped description against a person, pet, place or
+    organisation, which are always proper names: "bill" is not Bill, "apple" not Apple."""
+    if not types_compatible(type_, cand_type):
+        return False
+    return not (
+        (_untyped_description(name, type_) and canonical_type(cand_type) in NAMED_KINDS)
+        or (_untyped_description(cand_name, cand_type) and canonical_type(type_) in NAMED_KINDS)
+    )
+
+
 def _decide(
     relation: NameRelation, similarity: float, threshold: float, proper: bool, kind: str = ENTITY
 ) -> bool:
@@ -571,7 +592,7 @@ def should_merge(
     cand_aliases: Sequence[str] = (),
 ) -> bool:
     """The whole merge decision for one (new entity, candidate node) pair."""
-    if not types_compatible(new_type, cand_type):
+    if not _fits(new_name, new_type, cand_name, cand_type):
         return False
     kind = _shared_kind(new_type, cand_type)
     relation = _candidate_relation(new_name, cand_name, cand_aliases, kind)
@@ -660,7 +681,7 @@ def judge(
     possible: list[Candidate] = []
     proper_new = is_proper(new_name, new_type)
     for cand in candidates:
-        if types_compatible(new_type, cand.type):
+        if _fits(new_name, new_type, cand.name, cand.type):
             kind = _shared_kind(new_type, cand.type)
             relation = _candidate_relation(new_name, cand.name, cand.aliases, kind)
             proper = proper_new or is_proper(cand.name, cand.type)
@@ -705,7 +726,7 @@ def judge(
                 c
                 for c in candidates
                 if c.id != target.id
-                and types_compatible(new_type, c.type)
+                and _fits(new_name, new_type, c.name, c.type)
                 and name_relation(target.name, c.name, kind) is NameRelation.ALIAS
                 and not any(c.id == p.id for p in pool)
             ]
