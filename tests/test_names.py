@@ -513,3 +513,16 @@ def test_an_untyped_lower_case_word_is_not_a_person_or_a_company_of_that_name() 
     assert pick_merge_target("Bill", None, [bill], T) == "b"
     assert pick_merge_target("Apple", None, [company], T) == "a"
     assert should_merge("hiking", None, "Hiking", "hobby", 1.0, T)  # no proper kind
+
+
+@pytest.mark.parametrize(
+    "role", ["singer", "Musician", "actress", "doctor", "teacher", "wife", "Brothers", "coworker"]
+)
+def test_a_person_typed_by_role_or_kinship_is_a_person(role: str) -> None:
+    """Extractors type people by what they are to the speaker or do ("singer", "wife"): the
+    type was none of the person group's words, so "Taylor Swift" the singer was
+    incompatible with Taylor Swift the person (two nodes), and "Taylor" never found her."""
+    assert canonical_type(role) == "person"
+    assert should_merge("Taylor Swift", "person", "Taylor Swift", role, 0.9, T)
+    assert pick_merge_target("Taylor", "person", [cand("t", "Taylor Swift", 0.6, role)], T) == "t"
+    assert not types_compatible(role, "organization")

@@ -77,6 +77,11 @@ _TYPE_GROUPS: dict[str, frozenset[str]] = {
     PERSON: _words(
         "person human people individual user speaker friend colleague contact family_member"
         " relative man woman child customer employee character author per"
+        # roles and kin an extractor types people by ("singer", "wife")
+        " musician singer actor actress athlete doctor nurse teacher student politician writer"
+        " poet scientist coworker spouse husband wife son daughter mother father brother"
+        " sister parent sibling kid baby neighbor neighbour roommate classmate teammate"
+        " patient coach mentor boss"
     ),
     ORGANIZATION: _words(
         "organization organisation company org employer business institution team firm"
