@@ -55,7 +55,8 @@ def test_name_ngrams_match_names_with_a_possessive() -> None:
 def _reference_ngrams(text: str, max_n: int = 4) -> list[str]:
     """The definition: each n-gram of the name words normalised as a whole."""
     tokens = [
-        links._POSSESSIVE.sub("", t.strip(".-")).strip(".'-") for t in links._TOKEN.findall(text)
+        links._POSSESSIVE.sub("", t.strip(".-")).strip(".-" + links._APOSTROPHES)
+        for t in links._TOKEN.findall(text)
     ]
     tokens = [t for t in tokens if t]
     grams: list[str] = []
@@ -76,7 +77,8 @@ def test_name_ngrams_equal_each_ngram_normalised_whole(seed: int) -> None:
     rng = random.Random(seed)
     pieces = ["the", "The", "THE", "a", "of", "x.", "-y", "3.5", ".5", "Bob's", "'s", "St.",
               "&", "Zoë", "AT&T", "C++", "’The__b.e’", "_", "U.S.", "the-x", "ＡＢＣ",
-              ","]  # fmt: skip
+              ",", "O’Neil", "Bob’s", "’s", "’the", "it‘s", "`", "\u0410nna", "П\u043eпoв",
+              "x\u0430-\u0430", "\u03bao"]  # fmt: skip
     for _ in range(3000):
         text = " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
         assert name_ngrams(text) == _reference_ngrams(text), text
@@ -283,3 +285,52 @@ def test_link_lexical_links_a_first_name_to_a_full_name(make_memory: MemoryFacto
     m.config.retrieval.link_lexical = False  # the retriever reads this config object
     off = m.search("Where does Caroline work?", user_id="a").entities
     assert all(e.matched_by != "lexical" for e in off)
+
+
+def test_a_curly_apostrophe_inside_a_name_or_a_possessive_is_read_as_a_straight_one() -> None:
+    """The names' normalisation drops every apostrophe ("O’Neil" is "oneil"), so a text must
+    too: "Sean O’Neil" was read as the words "O" and "Neil" and named nobody."""
+    for text in ("I met Sean O’Neil today", "I met Sean O‘Neil today", "I met Sean O`Neil"):
+        assert "sean oneil" in name_ngrams(text), text
+    grams = name_ngrams("Caroline’s café")
+    assert "caroline" in grams and "caroline s" not in grams and "s" not in grams
+
+
+def test_a_name_with_a_curly_apostrophe_links_its_facts_and_queries(
+    make_memory: MemoryFactory,
+) -> None:
+    """The same person written "O'Neil" and "O’Neil" (LLMs and keyboards use both): each
+    spelling of the query links the entity, and the facts naming her are linked to her."""
+    m = make_memory(
+        [
+            *turn(
+                "Siobhan O",
+                [("Siobhan O’Neil", "person"), ("Dublin", "city")],
+                [("Siobhan O’Neil", "lives_in", "Dublin")],
+                facts=[],
+            ),
+            add_everything(),
+        ],
+        memory={"facts": True},
+        retrieval={"fusion": "hybrid_linked"},
+    )
+    early = m.add("Siobhan O’Neil plays the fiddle on Fridays", user_id="a", infer=False)
+    m.add("Siobhan O’Neil lives in Dublin", user_id="a")
+    for query in ("What does Siobhan O’Neil play?", "What does Siobhan O'Neil play?"):
+        hits = m.search(query, user_id="a", limit=5)
+        by_name = {e.name: e for e in hits.entities}
+        assert by_name["Siobhan O’Neil"].matched_by == "name", query
+        found = {f.id: f for f in hits.facts}
+        assert "entity_linked_facts" in found[early.facts[0].id].sources, query
+
+
+def test_named_in_full_skips_a_name_inside_a_longer_one() -> None:
+    owners = {"tom baker": {"father"}, "tom baker jr": {"son"}, "smith": {"john"},
+              "jane smith": {"jane"}, "beatles": {"band"}}  # fmt: skip
+    assert links.named_in_full("Where does Tom Baker Jr. live?", owners) == {"son"}
+    assert links.named_in_full("Tom Baker and Tom Baker Jr.", owners) == {"father", "son"}
+    assert links.named_in_full("Jane Smith met Smith", owners) == {"jane", "john"}
+    assert links.named_in_full("Did the Beatles play?", owners) == {"band"}
+    assert links.named(  # a fact's links keep every n-gram
+        "Where does Tom Baker Jr. live?", owners
+    ) == {"father", "son"}

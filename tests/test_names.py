@@ -82,6 +82,27 @@ def test_names_one_vowel_sign_apart_are_different_names(a: str, b: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("raw", "normalized"),
+    [
+        ("\u0410nna Smith", "anna smith"),  # a Cyrillic capital A in a Latin name
+        ("J\u043ehn Sm\u0456th", "john smith"),  # Cyrillic o and Ukrainian i
+        ("\u0412ob", "bob"),  # a Cyrillic capital В, which looks like a B
+        ("Ale\u03bai", "aleki"),  # a Greek kappa
+        ("\u041fo\u043f\u043e\u0432", "\u043f\u043e\u043f\u043e\u0432"),  # a Latin o in Попов
+        ("\u0418\u0432\u0430\u043d", "\u0438\u0432\u0430\u043d"),  # Иван stays Cyrillic
+        ("Ivan \u0418\u0432\u0430\u043d", "ivan \u0438\u0432\u0430\u043d"),  # two words
+        ("Zo\u0451", "zoe"),  # "Zoë" typed with a Cyrillic ё
+    ],
+)
+def test_a_look_alike_letter_of_another_script_inside_a_word_is_read_as_its_twin(
+    raw: str, normalized: str
+) -> None:
+    """A Cyrillic "а" typed (or pasted) into "Anna" is the same name to any reader; it made
+    another name, so the same person became two nodes and a query naming her linked none."""
+    assert normalize_name(raw) == normalized
+
+
+@pytest.mark.parametrize(
     ("type_", "group"),
     [
         ("Person", "person"),
@@ -168,6 +189,13 @@ RELATIONS = [
     ("Tom Baker, Jr.", "Tom Baker Junior", "person", SAME),
     ("T. Baker Jr.", "Tom Baker Jr.", "person", ALIAS),
     ("Tom", "Tom Baker Jr.", "person", ALIAS),
+    # and on a one-word name too: "Tom Jr." is Tom's son, "Tom" may be either
+    ("Tom Jr.", "Tom Sr.", "person", CONFLICT),
+    ("Tom Jr.", "Tom Baker Sr.", "person", CONFLICT),
+    ("Tom Jr.", "Tom Baker", "person", POSSIBLE),
+    ("Tom Jr.", "Tom", "person", ALIAS),
+    ("Tom Jr.", "Tom Baker Jr.", "person", ALIAS),
+    ("Tom Jr.", "Jim Baker", "person", CONFLICT),
     ("Paris", "Paris, Texas", "location", CONFLICT),
     ("Paris", "Paris, Texas", None, CONFLICT),
     ("Paris, France", "Paris, Texas", "location", CONFLICT),
@@ -188,6 +216,13 @@ RELATIONS = [
     ("Kate Okafor", "Katherine Okafor", "person", ALIAS),
     # two formal names the dataset links are still two people
     ("Andrea Chen", "Andrew Chen", "person", CONFLICT),
+    # nor is a formal name the dataset lists as a nickname of another ("John" under Ivan and
+    # Johann, "William" under Wilma): a name with diminutives of its own is no diminutive
+    ("Wilma Smith", "William Smith", "person", CONFLICT),
+    ("Wilma", "William", "person", CONFLICT),
+    ("Ivan Smith", "John Smith", "person", CONFLICT),
+    ("Johann", "John Smith", "person", CONFLICT),
+    ("Jack Smith", "John Smith", "person", ALIAS),  # a diminutive of John all the same
     # a shared surname, another given name: another person, whatever the cosine
     ("Anna Chen", "Maria Chen", "person", CONFLICT),
     ("Diego Yilmaz", "Mateo Yilmaz", "person", CONFLICT),
@@ -198,6 +233,14 @@ RELATIONS = [
     ("Bob", "Robert Li", "dog", ALIAS),  # pets follow the person rules
     ("Fontaine", "Coco Fontaine", "pet", ALIAS),
     ("Dr. Yilmaz", "Diego Yilmaz", "person", ALIAS),
+    # a surname of several words, led by a particle, alone or after a title
+    ("van der Berg", "Jan van der Berg", "person", ALIAS),
+    ("Dr. de la Cruz", "Maria de la Cruz", "person", ALIAS),
+    ("Mr. von Trapp", "Georg von Trapp", "person", ALIAS),
+    ("bin Salman", "Mohammed bin Salman", "person", ALIAS),
+    ("van der Berg", "Jan van den Berg", "person", CONFLICT),
+    ("Jan van der Berg", "Piet van der Berg", "person", CONFLICT),
+    ("Ann Smith", "Mary Ann Smith", "person", CONFLICT),  # no particle: a given name
     # structure is silent: embeddings decide, for descriptive names only (should_merge)
     ("Paris, TX", "Paris, Texas", "location", ALIAS),
     ("Jon", "John", "person", CONFLICT),  # the dataset links them; they are spelled alike
@@ -418,3 +461,68 @@ def test_a_nickname_alias_is_no_proof_of_who() -> None:
         cand("mj", "Mia Jones", 0.6),
     ]
     assert judge("Maggie Jones", "person", married, T).target == "ms"
+
+
+def test_a_title_of_the_other_gender_on_a_stored_alias_keeps_them_apart() -> None:
+    """John Smith, known as "Mr. Smith" too, is not "Mrs. Smith": the node's name alone said
+    ALIAS (a title and the surname), and the alias that says otherwise was not read."""
+    john = cand("j", "John Smith", 0.7, aliases=["Mr. Smith"])
+    jane = cand("n", "Jane Smith", 0.7, aliases=["Mrs Smith"])
+    assert not should_merge("Mrs. Smith", "person", john.name, "person", 0.7, T, john.aliases)
+    assert pick_merge_target("Mrs. Smith", "person", [john], T) is None
+    assert pick_merge_target("Mrs. Smith", "person", [john, jane], T) == "n"
+    assert pick_merge_target("Mr. Smith", "person", [john, jane], T) == "j"
+    assert pick_merge_target("Ms. Smith", None, [john], T) is None  # untyped, as name_relation
+    assert pick_merge_target("Dr. Smith", "person", [john], T) == "j"  # a neutral title may be
+
+
+def test_every_nickname_of_the_crowd_benchmark_still_links() -> None:
+    """The 20 nicknames scripts/bench_resolver.py uses, each the name of a person there."""
+    pairs = ("Robert Bob, William Bill, Elizabeth Liz, Katherine Kate, Michael Mike, James Jim,"
+             " Alexander Alex, Margaret Maggie, Daniel Dan, Christopher Chris, Jennifer Jenny,"
+             " Thomas Tom, Richard Rick, Joseph Joe, Samuel Sam, Patricia Trish, Victoria Vicky,"
+             " Benjamin Ben, Rebecca Becky, Nicholas Nick")  # fmt: skip
+    for pair in pairs.split(","):
+        formal, nick = pair.split()
+        assert name_relation(f"{nick} Chen", f"{formal} Chen", "person") is ALIAS, pair
+
+
+def test_a_surname_of_several_words_is_a_short_form() -> None:
+    """ "Dr. van der Berg" is Jan van der Berg when he is the only one; with Piet stored too
+    it could be either, and a node called just "van der Berg" is no proof for a full name."""
+    jan, piet = cand("j", "Jan van der Berg", 0.7), cand("p", "Piet van der Berg", 0.7)
+    assert pick_merge_target("Dr. van der Berg", "person", [jan], T) == "j"
+    assert judge("van der Berg", "person", [jan, piet], T).ambiguous == ("j", "p")
+    bare = cand("b", "van der Berg", 0.8)
+    assert pick_merge_target("Jan van der Berg", "person", [bare, piet], T) is None
+
+
+def test_an_untyped_lower_case_word_is_not_a_person_or_a_company_of_that_name() -> None:
+    """ "bill" (the invoice) and "apple" (the fruit), given no type, are compatible with any
+    type, so the person rules read "bill" as Bill or as William's nickname and "apple" as
+    Apple the company's very name: a thing merged into a person or a company. Written in
+    lower case and untyped it is a description (`is_proper`), which a proper name of a
+    person, pet, place or organisation never is; capitalised, it may still be one."""
+    bill, william = cand("b", "Bill", 0.9), cand("w", "William Smith", 0.5)
+    company = cand("a", "Apple", 0.9, "organization")
+    assert pick_merge_target("bill", None, [bill], T) is None
+    assert pick_merge_target("will", "entity", [william], T) is None
+    assert pick_merge_target("apple", "entity", [company], T) is None
+    assert not should_merge("apple", None, "Apple", "company", 1.0, T)
+    assert not should_merge("Apple", "company", "apple", None, 1.0, T)  # either way round
+    assert pick_merge_target("Bill", None, [bill], T) == "b"
+    assert pick_merge_target("Apple", None, [company], T) == "a"
+    assert should_merge("hiking", None, "Hiking", "hobby", 1.0, T)  # no proper kind
+
+
+@pytest.mark.parametrize(
+    "role", ["singer", "Musician", "actress", "doctor", "teacher", "wife", "Brothers", "coworker"]
+)
+def test_a_person_typed_by_role_or_kinship_is_a_person(role: str) -> None:
+    """Extractors type people by what they are to the speaker or do ("singer", "wife"): the
+    type was none of the person group's words, so "Taylor Swift" the singer was
+    incompatible with Taylor Swift the person (two nodes), and "Taylor" never found her."""
+    assert canonical_type(role) == "person"
+    assert should_merge("Taylor Swift", "person", "Taylor Swift", role, 0.9, T)
+    assert pick_merge_target("Taylor", "person", [cand("t", "Taylor Swift", 0.6, role)], T) == "t"
+    assert not types_compatible(role, "organization")

@@ -416,3 +416,165 @@ def test_a_short_form_goes_to_the_person_the_conversation_just_named(
     _add(m, f"{short} loves pottery.", "2024-01-03")
     assert (her, "loves", "pottery") in _edges(m)
     assert _of_type(m, "person") == {him: [short], her: [short]}
+
+
+def test_a_one_word_name_with_a_suffix_is_not_the_father(make_memory) -> None:
+    """ "Tom Jr." is Tom's son: the suffix counted only between names of two words or more,
+    so "Tom Jr." was a short form of "Tom Baker" (merged: the son's city became the
+    father's second one) and "Tom Sr." / "Tom Jr." one name (father and son one node)."""
+    rules = turn(
+        "Tom Baker lives",
+        [("Tom Baker", "person"), ("Leeds", "city")],
+        [("Tom Baker", "lives_in", "Leeds")],
+    )
+    rules += turn(
+        "Tom Jr. lives",
+        [("Tom Jr.", "person"), ("York", "city")],
+        [("Tom Jr.", "lives_in", "York")],
+    )
+    rules += turn(
+        "Ann Sr. and Ann Jr.",
+        [("Ann Sr.", "person"), ("Ann Jr.", "person"), ("chess", "hobby")],
+        [("Ann Sr.", "plays", "chess"), ("Ann Jr.", "teaches", "chess")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Tom Baker lives in Leeds.", "2024-01-01")
+    result = _add(m, "His son Tom Jr. lives in York.", "2024-01-02")
+    _add(m, "Ann Sr. and Ann Jr. both love chess.", "2024-01-03")
+    assert _of_type(m, "person") == {n: [] for n in ("Tom Baker", "Tom Jr.", "Ann Sr.", "Ann Jr.")}
+    edges = _edges(m)
+    assert ("Tom Jr.", "lives_in", "York") in edges and ("Tom Baker", "lives_in", "Leeds") in edges
+    assert ("Ann Sr.", "plays", "chess") in edges and ("Ann Jr.", "teaches", "chess") in edges
+    (pair,) = result.possible_duplicates  # the son, or Tom Baker Jr. written without it
+    assert "generational suffix" in pair.reason
+
+
+def test_mrs_smith_is_not_the_man_already_called_mr_smith(make_memory) -> None:
+    """John Smith was called "Mr. Smith" too; "Mrs. Smith" later is someone else (the node's
+    own name said title + surname, and its alias saying "Mr." was not read): her piano
+    lessons landed on him."""
+    rules = turn(
+        "John Smith lives",
+        [("John Smith", "person"), ("Bath", "city"), ("Mr. Smith", "person")],
+        [("John Smith", "lives_in", "Bath"), ("Mr. Smith", "works_as", "baker")],
+    )
+    rules += turn(
+        "Mrs. Smith teaches",
+        [("Mrs. Smith", "person"), ("piano", "instrument")],
+        [("Mrs. Smith", "teaches", "piano")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "John Smith lives in Bath. Mr. Smith is a baker.", "2024-01-01")
+    _add(m, "Mrs. Smith teaches piano.", "2024-01-02")
+    assert _of_type(m, "person") == {"John Smith": ["Mr. Smith"], "Mrs. Smith": []}
+    assert ("Mrs. Smith", "teaches", "piano") in _edges(m)
+
+
+def test_a_name_typed_with_a_look_alike_cyrillic_letter_is_the_same_person(make_memory) -> None:
+    """ "Аnna Smith" with a Cyrillic А (a paste, a keyboard layout) is Anna Smith: it was
+    another name, so she became two nodes, and a query written either way missed one."""
+    homoglyph = "\u0410nna Smith"
+    rules = turn(
+        "lives in Oslo",
+        [("Anna Smith", "person"), ("Oslo", "city")],
+        [("Anna Smith", "lives_in", "Oslo")],
+    )
+    rules += turn(
+        "plays chess",
+        [(homoglyph, "person"), ("chess", "hobby")],
+        [(homoglyph, "plays", "chess")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Anna Smith lives in Oslo.", "2024-01-01")
+    _add(m, f"{homoglyph} plays chess.", "2024-01-02")
+    people = _of_type(m, "person")
+    assert people == {"Anna Smith": [homoglyph]}
+    hits = m.search(f"Where does {homoglyph} live?", user_id=U)
+    assert [(e.name, e.matched_by) for e in hits.entities][:1] == [("Anna Smith", "name")]
+
+
+def test_a_title_and_a_surname_of_several_words_find_the_one_person(make_memory) -> None:
+    """ "Dr. van der Berg" is Jan van der Berg, the only van der Berg: a surname of several
+    words was no short form (another given name "van"), so he became two nodes."""
+    rules = turn(
+        "Jan van der Berg lives",
+        [("Jan van der Berg", "person"), ("Utrecht", "city")],
+        [("Jan van der Berg", "lives_in", "Utrecht")],
+    )
+    rules += turn(
+        "teaches physics",
+        [("Dr. van der Berg", "person"), ("physics", "subject")],
+        [("Dr. van der Berg", "teaches", "physics")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Jan van der Berg lives in Utrecht.", "2024-01-01")
+    _add(m, "Dr. van der Berg teaches physics.", "2024-01-02")
+    assert _of_type(m, "person") == {"Jan van der Berg": ["Dr. van der Berg"]}
+    assert ("Jan van der Berg", "teaches", "physics") in _edges(m)
+
+
+def test_a_query_naming_the_son_or_a_sister_in_full_links_only_them_by_name(make_memory) -> None:
+    """A query links the entities whose name or alias is a word n-gram of it, and every
+    shorter n-gram inside "Tom Baker Jr." counted too: "tom baker" linked the father as an
+    exact name (score 1), and "smith" inside "Jane Smith" linked John Smith by his alias
+    "Smith". Inside a name the query writes in full, a shorter name is no name."""
+    rules = turn(
+        "Tom Baker lives",
+        [("Tom Baker", "person"), ("Leeds", "city")],
+        [("Tom Baker", "lives_in", "Leeds")],
+    )
+    rules += turn(
+        "Tom Baker Jr. lives",
+        [("Tom Baker Jr.", "person"), ("Denver", "city")],
+        [("Tom Baker Jr.", "lives_in", "Denver")],
+    )
+    rules += turn(
+        "John Smith fixes",
+        [("John Smith", "person"), ("bikes", "thing"), ("Smith", "person")],
+        [("John Smith", "fixes", "bikes"), ("Smith", "sells", "bikes")],
+    )
+    rules += turn(
+        "Jane Smith teaches",
+        [("Jane Smith", "person"), ("piano", "instrument")],
+        [("Jane Smith", "teaches", "piano")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Tom Baker lives in Leeds.", "2024-01-01")
+    _add(m, "Tom Baker Jr. lives in Denver.", "2024-01-02")
+    _add(m, "John Smith fixes bikes; Smith sells bikes too.", "2024-01-03")
+    _add(m, "Jane Smith teaches piano.", "2024-01-04")
+    assert _of_type(m, "person")["John Smith"] == ["Smith"]
+
+    def by_name(query: str) -> set[str]:
+        hits = m.search(query, user_id=U).entities
+        return {h.name for h in hits if h.matched_by == "name"}
+
+    assert by_name("Where does Tom Baker Jr. live?") == {"Tom Baker Jr."}
+    assert by_name("What does Jane Smith teach?") == {"Jane Smith"}
+    assert by_name("Does Tom Baker know Tom Baker Jr.?") == {"Tom Baker", "Tom Baker Jr."}
+    assert by_name("What does Smith sell?") == {"John Smith"}
+
+
+def test_an_untyped_lower_case_bill_is_not_bill_the_person(make_memory) -> None:
+    """The extractor gives the invoice no type: "bill" was compatible with the person Bill
+    and the same name once case is folded, so the electricity bill merged into him."""
+    rules = turn(
+        "Bill lives", [("Bill", "person"), ("Leeds", "city")], [("Bill", "lives_in", "Leeds")]
+    )
+    rules += turn(
+        "electricity",
+        [("bill", "entity"), ("electricity", "entity")],
+        [("bill", "covers", "electricity")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    _add(m, "Bill lives in Leeds.", "2024-01-01")
+    _add(m, "The bill covers electricity.", "2024-01-02")
+    names = {e.name: (e.type, e.aliases) for e in m.get_all(user_id=U).entities}
+    assert names["Bill"] == ("person", []) and names["bill"] == ("entity", [])
+    assert ("bill", "covers", "electricity") in _edges(m)

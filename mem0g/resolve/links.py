@@ -31,9 +31,11 @@ _STOP = frozenset(
     its me my of on or our she so that the their them they this to was we were what when where
     which who whom whose why will with you your before after now still ever""".split()
 )
-# `regex`'s \w: a word keeps its combining marks (Devanagari vowel signs), as names.py does
-_TOKEN = regex.compile(r"[\w'&.-]+")
-_POSSESSIVE = re.compile(r"'s$", re.IGNORECASE)  # "Caroline's" names Caroline
+# `regex`'s \w: a word keeps its combining marks (Devanagari vowel signs), as names.py does;
+# every apostrophe the names' normalisation drops stays inside its word ("O’Neil" is "oneil")
+_APOSTROPHES = "'’‘`´"
+_TOKEN = regex.compile(rf"[\w{_APOSTROPHES}&.-]+")
+_POSSESSIVE = re.compile(rf"[{_APOSTROPHES}]s$", re.IGNORECASE)  # "Caroline's" names Caroline
 
 
 def name_ngrams(text: str, max_n: int = 4) -> list[str]:
@@ -42,11 +44,18 @@ def name_ngrams(text: str, max_n: int = 4) -> list[str]:
     normalised once and an n-gram's key joined from them (the same as normalising the joined
     words: the normalisation works per character, then drops a leading "the"), since a long
     message has hundreds of n-grams."""
-    tokens = [_POSSESSIVE.sub("", t.strip(".-")).strip(".'-") for t in _TOKEN.findall(text)]
+    return list(dict.fromkeys(key for key, _, _ in name_spans(text, max_n)))
+
+
+def name_spans(text: str, max_n: int = 4) -> list[tuple[str, int, int]]:
+    """`name_ngrams` with where each stands: (key, first word, end word), longest first."""
+    tokens = [
+        _POSSESSIVE.sub("", t.strip(".-")).strip(f".-{_APOSTROPHES}") for t in _TOKEN.findall(text)
+    ]
     tokens = [t for t in tokens if t]
     normal = [normal_words(t) for t in tokens]
     stop = [t.casefold() in _STOP for t in tokens]
-    grams: dict[str, None] = {}
+    spans: list[tuple[str, int, int]] = []
     for n in range(min(max_n, len(tokens)), 0, -1):
         for start in range(len(tokens) - n + 1):
             if all(stop[start : start + n]):
@@ -55,8 +64,8 @@ def name_ngrams(text: str, max_n: int = 4) -> list[str]:
             if len(words) > 1 and words[0] == "the":
                 words = words[1:]
             if key := " ".join(words):
-                grams.setdefault(key)
-    return list(grams)
+                spans.append((key, start, start + n))
+    return spans
 
 
 def _owners(entities: Iterable[tuple[str, Sequence[str]]]) -> dict[str, set[str]]:
@@ -73,6 +82,21 @@ def named(text: str, owners: Mapping[str, set[str]]) -> set[str]:
     found: set[str] = set()
     for gram in name_ngrams(text):
         found |= owners.get(gram, set())
+    return found
+
+
+def named_in_full(text: str, owners: Mapping[str, set[str]], max_n: int = 4) -> set[str]:
+    """`named` as a reader links a query: a name inside a longer one the text names is no
+    name of its own ("tom baker" inside "Tom Baker Jr.", an alias "smith" inside "Jane
+    Smith"); the longest names first, each word range inside a named one skipped."""
+    found: set[str] = set()
+    taken: list[tuple[int, int]] = []
+    for key, start, end in name_spans(text, max_n):
+        ids = owners.get(key)
+        if not ids or any(s <= start and end <= e for s, e in taken):
+            continue
+        found |= ids
+        taken.append((start, end))
     return found
 
 

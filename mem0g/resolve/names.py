@@ -77,6 +77,11 @@ _TYPE_GROUPS: dict[str, frozenset[str]] = {
     PERSON: _words(
         "person human people individual user speaker friend colleague contact family_member"
         " relative man woman child customer employee character author per"
+        # roles and kin an extractor types people by ("singer", "wife")
+        " musician singer actor actress athlete doctor nurse teacher student politician writer"
+        " poet scientist coworker spouse husband wife son daughter mother father brother"
+        " sister parent sibling kid baby neighbor neighbour roommate classmate teammate"
+        " patient coach mentor boss"
     ),
     ORGANIZATION: _words(
         "organization organisation company org employer business institution team firm"
@@ -156,6 +161,46 @@ def _fold_accents(text: str) -> str:
     return unicodedata.normalize("NFC", "".join(c for c in decomposed if not _accent(c)))
 
 
+# Letters of one script that look like (casefolded) Latin ones: inside a word of the other
+# script they are a typo or a paste ("Аnna" with a Cyrillic А), not another name. Cyrillic
+# lower-case forms of capitals that look Latin count too ("В" is "в" once casefolded).
+_CYRILLIC_LATIN = dict(zip("авекмнорстухіјѕԁһӏ", "abekmhopctyxijsdhl", strict=True))
+_GREEK_LATIN = dict(zip("αβεικνορτυχ", "abeiknoptux", strict=True))
+_TO_LATIN = str.maketrans({**_CYRILLIC_LATIN, **_GREEK_LATIN})
+_TO_CYRILLIC = str.maketrans({lat: cyr for cyr, lat in _CYRILLIC_LATIN.items() if cyr not in "ԁһӏ"})
+_WORD = regex.compile(r"\w+")
+
+
+def _script(c: str) -> str:
+    """ "latin", "cyrillic", "greek" or "" for a letter of another script or no letter."""
+    if "a" <= c <= "z":
+        return "latin"
+    if "\u0400" <= c <= "\u052f":
+        return "cyrillic"
+    if "\u0370" <= c <= "\u03ff":
+        return "greek"
+    return ""
+
+
+def _unmixed(word: regex.Match[str]) -> str:
+    """A word mixing Latin with Cyrillic or Greek letters, read in its main script when every
+    letter of the other is a look-alike ("аnna" -> "anna", "пoпов" -> "попов")."""
+    text = word.group()
+    counts = {"latin": 0, "cyrillic": 0, "greek": 0}
+    for c in text:
+        if script := _script(c):
+            counts[script] += 1
+    if not counts["latin"] or not (counts["cyrillic"] or counts["greek"]):
+        return text
+    main = "latin" if counts["latin"] >= counts["cyrillic"] + counts["greek"] else "cyrillic"
+    if main == "cyrillic" and counts["greek"]:
+        return text
+    folded = text.translate(_TO_LATIN if main == "latin" else _TO_CYRILLIC)
+    if any(_script(c) not in (main, "") for c in folded):
+        return text  # a letter with no twin: a word of two scripts, as written
+    return folded
+
+
 @lru_cache(maxsize=65536)
 def normalize_name(name: str) -> str:
     """Lower-case, accent-free, punctuation-free form: equal forms are the same name. Cached:
@@ -171,7 +216,8 @@ def normal_words(text: str) -> str:
     """`normalize_name` but for its leading "the" rule: per character, so the words of a text
     normalised one by one and joined are the joined text normalised (resolve.links)."""
     text = _fold_accents(unicodedata.normalize("NFKC", text).casefold())
-    return " ".join(_SEPARATORS.sub(" ", _DROPPED.sub("", text)).split())
+    text = " ".join(_SEPARATORS.sub(" ", _DROPPED.sub("", text)).split())
+    return text if text.isascii() else _WORD.sub(_unmixed, text)
 
 
 def _snake(text: str) -> str:
@@ -284,9 +330,14 @@ def nickname_linked(x: str, y: str) -> bool:
         return False
     if abs(len(x) - len(y)) < 2 and _look_alike(x, y):
         return False  # "Jon"/"John", "Louis"/"Louise": a near miss, not a nickname
+    if _formal(x) and _formal(y):
+        return False
     nn = _nicknamer()
-    linked = y in nn.nicknames_of(x) or y in nn.canonicals_of(x)
-    return linked and not (_formal(x) and _formal(y))
+    # the nickname side is no formal name: the dataset files "John" under Ivan and Johann,
+    # "William" under Wilma, which are other people's names, not their diminutives
+    return (y in nn.nicknames_of(x) and not _formal(y)) or (
+        x in nn.nicknames_of(y) and not _formal(x)
+    )
 
 
 def _given_variants(token: str) -> set[str]:
@@ -294,6 +345,13 @@ def _given_variants(token: str) -> set[str]:
     nn = _nicknamer()
     related = nn.nicknames_of(token) | nn.canonicals_of(token)
     return {token} | {n for n in related if nickname_linked(token, n) and " " not in n}
+
+
+# Words that open a surname of several words ("van der Berg", "de la Cruz", "bin Salman"):
+# such a name's tail from one of them on is the surname alone, as one word is elsewhere.
+_SURNAME_PARTICLES = _words(
+    "van von vom zu de der den des del della degli di da das dos do du la le ter ten bin ibn"
+)
 
 
 def _person_relation(short: list[str], long_: list[str]) -> NameRelation:
@@ -311,6 +369,8 @@ def _person_relation(short: list[str], long_: list[str]) -> NameRelation:
         return NameRelation.CONFLICT
     if long_[: len(short)] == short:
         return NameRelation.ALIAS  # "Mary Ann" / "Mary Ann Smith"
+    if short[0] in _SURNAME_PARTICLES and long_[-len(short) :] == short:
+        return NameRelation.ALIAS  # the surname alone: "van der Berg" / "Jan van der Berg"
     first = _compatible_token(short[0], long_[0]) or nickname_linked(short[0], long_[0])
     last = _compatible_token(short[-1], long_[-1])
     middle_s, middle_l = short[1:-1], long_[1:-1]
@@ -413,14 +473,16 @@ def name_relation(a: str, b: str, type_: str | None = None) -> NameRelation:
         return NameRelation.CONFLICT  # "Mr. Chen" / "Mrs. Chen"
     if kind in (PERSON, ENTITY):
         (ta, ga), (tb, gb) = _generation(ta), _generation(tb)
-        if ga != gb and len(ta) > 1 and len(tb) > 1:
-            if ga and gb:
-                return NameRelation.CONFLICT  # "Tom Baker Jr." / "Tom Baker Sr."
+        if ga and gb and ga != gb:
+            return NameRelation.CONFLICT  # "Tom Baker Jr." / "Tom Baker Sr.", "Tom Jr." / "Tom Sr."
+        if ga != gb:
             rest = name_relation(" ".join(ta), " ".join(tb), type_)
-            if rest is NameRelation.ALIAS and _abbreviated(ta if gb else tb):
-                return rest  # "R. Baker" may be "Rob Baker Jr." as "Rob" may: the context says
+            lacking = ta if gb else tb  # the name without the suffix
+            one_word = rest is NameRelation.SAME and len(lacking) == 1  # "Tom" / "Tom Jr."
+            if (rest is NameRelation.ALIAS or one_word) and _abbreviated(lacking):
+                return NameRelation.ALIAS  # "Tom" or "R. Baker" may be the son: the context says
             if rest in (NameRelation.SAME, NameRelation.ALIAS, NameRelation.POSSIBLE):
-                return NameRelation.POSSIBLE  # "Tom Baker" / "Tom Baker Jr."
+                return NameRelation.POSSIBLE  # "Tom Baker" / "Tom Baker Jr." or "Tom Jr."
             return NameRelation.CONFLICT
     if ta == tb or "".join(ta) == "".join(tb):
         return NameRelation.SAME
@@ -452,9 +514,14 @@ def _candidate_relation(
     "Anna Kowalczyk" in). But a person's alias that is a short form of the node's own name
     ("Pat Kim" stored on Patrick Kim) proves no more than the name does: equal to it, the
     relation stays that ALIAS, so "Pat Kim" after "Patricia Kim" is left to the conversation."""
-    relations = [name_relation(new_name, n, kind) for n in (cand_name, *cand_aliases)]
+    names = (cand_name, *cand_aliases)
+    relations = [name_relation(new_name, n, kind) for n in names]
     if relations[0] is NameRelation.SAME:
         return NameRelation.SAME
+    if NameRelation.SAME not in relations and kind in (PERSON, ENTITY):
+        gender = _title_gender(normalize_name(new_name))
+        if gender and any({gender, _title_gender(normalize_name(n))} == {"m", "f"} for n in names):
+            return NameRelation.CONFLICT  # "Mrs. Smith" / John Smith, also called "Mr. Smith"
     if NameRelation.SAME in relations:
         if kind in _GIVEN_NAME_KINDS and relations[0] is NameRelation.ALIAS:
             return NameRelation.ALIAS
@@ -487,6 +554,27 @@ def is_proper(name: str, type_: str | None) -> bool:
     return any(w[0].isupper() for w in words[1:])
 
 
+def _untyped_description(name: str, type_: str | None) -> bool:
+    """An untyped name written in lower case ("bill", "apple"): a description (`is_proper`).
+    A caseless script ("王伟") says nothing either way."""
+    return (
+        canonical_type(type_) == ENTITY
+        and any(c.islower() for c in name)
+        and not is_proper(name, type_)
+    )
+
+
+def _fits(name: str, type_: str | None, cand_name: str, cand_type: str | None) -> bool:
+    """`types_compatible`, and no untyped description against a person, pet, place or
+    organisation, which are always proper names: "bill" is not Bill, "apple" not Apple."""
+    if not types_compatible(type_, cand_type):
+        return False
+    return not (
+        (_untyped_description(name, type_) and canonical_type(cand_type) in NAMED_KINDS)
+        or (_untyped_description(cand_name, cand_type) and canonical_type(type_) in NAMED_KINDS)
+    )
+
+
 def _decide(
     relation: NameRelation, similarity: float, threshold: float, proper: bool, kind: str = ENTITY
 ) -> bool:
@@ -509,7 +597,7 @@ def should_merge(
     cand_aliases: Sequence[str] = (),
 ) -> bool:
     """The whole merge decision for one (new entity, candidate node) pair."""
-    if not types_compatible(new_type, cand_type):
+    if not _fits(new_name, new_type, cand_name, cand_type):
         return False
     kind = _shared_kind(new_type, cand_type)
     relation = _candidate_relation(new_name, cand_name, cand_aliases, kind)
@@ -563,13 +651,14 @@ def is_short_form(name: str, type_: str | None) -> bool:
 
 
 def _is_short_form(name: str, kind: str) -> bool:
-    """A single given name or surname (after titles), or initials for the given names ("R.
-    Horvat", "J. R. R. Tolkien", "Bob C."): it names someone without saying who. Equal to a
-    node's name or alias it is still no proof: "R. Horvat" stored on Richard Horvat may be
-    Rebecca Horvat next time."""
+    """A single given name or surname (after titles; "van der Berg" too), or initials for the
+    given names ("R. Horvat", "J. R. R. Tolkien", "Bob C."): it names someone without saying
+    who. Equal to a node's name or alias it is still no proof: "R. Horvat" stored on Richard
+    Horvat may be Rebecca Horvat next time."""
     if kind not in _GIVEN_NAME_KINDS:
         return False
-    return _abbreviated(_generation(_key_tokens(normalize_name(name), kind))[0])
+    tokens = _generation(_key_tokens(normalize_name(name), kind))[0]
+    return _abbreviated(tokens) or tokens[0] in _SURNAME_PARTICLES  # or "van der Berg"
 
 
 def _abbreviated(tokens: Sequence[str]) -> bool:
@@ -597,7 +686,7 @@ def judge(
     possible: list[Candidate] = []
     proper_new = is_proper(new_name, new_type)
     for cand in candidates:
-        if types_compatible(new_type, cand.type):
+        if _fits(new_name, new_type, cand.name, cand.type):
             kind = _shared_kind(new_type, cand.type)
             relation = _candidate_relation(new_name, cand.name, cand.aliases, kind)
             proper = proper_new or is_proper(cand.name, cand.type)
@@ -642,7 +731,7 @@ def judge(
                 c
                 for c in candidates
                 if c.id != target.id
-                and types_compatible(new_type, c.type)
+                and _fits(new_name, new_type, c.name, c.type)
                 and name_relation(target.name, c.name, kind) is NameRelation.ALIAS
                 and not any(c.id == p.id for p in pool)
             ]

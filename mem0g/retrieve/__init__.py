@@ -33,7 +33,7 @@ import numpy as np
 
 from mem0g.config import RetrievalConfig
 from mem0g.embed import CachedEmbedder
-from mem0g.resolve.links import name_ngrams
+from mem0g.resolve.links import name_ngrams, named_in_full
 from mem0g.retrieve import linked
 from mem0g.retrieve.facts import FactRetriever
 from mem0g.retrieve.fusion import fuse, ranked
@@ -170,6 +170,13 @@ class DualRetriever:
             nearest = functools.partial(self.store.similar_entities, light=True)
             similar = self.submit(nearest, scope, qvec, k)
         named = early.names.result()
+        if len(named) > 1:  # "Tom Baker Jr." names the son, not his father "Tom Baker" too
+            owners: dict[str, set[str]] = {}
+            for entity in named:
+                for key in entity.keys:
+                    owners.setdefault(key, set()).add(entity.id)
+            full = named_in_full(query, owners)
+            named = [entity for entity in named if entity.id in full]
         if ranker is not None:  # ranked here, exactly; only names not yet in hand are read
             known = {entity.id for entity in named}
             similar = self.submit(ranker.similar, qvec, k, threshold, known)
