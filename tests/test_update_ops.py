@@ -107,3 +107,25 @@ def test_an_old_fact_ends_at_the_first_newer_fact_it_contradicts(make_memory, or
     assert _triples(m.get_all(user_id="alice", as_of="2023-06-01")) == {
         ("Alice", "lives_in", "Paris")
     }
+
+
+def test_a_pairing_of_edges_about_different_entities_ends_nothing(make_memory) -> None:
+    """The LLM sees every candidate edge of the add at once, so it can pair a new triple
+    with another triple's candidate: "Alice lives in Berlin" ended Bob's home in Paris. A
+    fact only contradicts (or repeats) an edge sharing one of its entities."""
+    people = [("Alice", "person"), ("London", "city"), ("Bob", "person"), ("Paris", "city")]
+    homes = [("Alice", "lives_in", "London"), ("Bob", "lives_in", "Paris")]
+    later = [("Alice", "person"), ("Berlin", "city"), ("Bob", "person"), ("tea", "drink")]
+    m = make_memory(
+        turn("Alice lives in London, Bob in Paris", people, homes)
+        + turn("Alice moved to Berlin", later,
+               [("Alice", "lives_in", "Berlin"), ("Bob", "likes", "tea")],
+               [("UPDATE", 0, "e2"), ("NOOP", 1, "e1")])
+    )  # fmt: skip
+    m.add("Alice lives in London, Bob in Paris", user_id="u", timestamp=T1)
+    result = m.add("Alice moved to Berlin; Bob likes tea", user_id="u", timestamp=T2)
+    assert _events(result) == [
+        ("ADD", "Alice", "lives_in", "Berlin"),
+        ("ADD", "Bob", "likes", "tea"),
+    ]
+    assert ("Bob", "lives_in", "Paris") in _triples(m.get_all(user_id="u"))

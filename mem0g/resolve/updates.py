@@ -115,6 +115,10 @@ def change(
     )
 
 
+def _shares_an_end(new: Relation, old: Relation) -> bool:
+    return bool({new.source_id, new.destination_id} & {old.source_id, old.destination_id})
+
+
 def _identical(new: Relation, old: Relation) -> bool:
     return (new.source_id, new.relation, new.destination_id) == (
         old.source_id,
@@ -200,6 +204,12 @@ def resolve_updates(
         index_ok = op.new_index is None or op.new_index in asked
         if not index_ok or (op.existing_id is not None and op.existing_id not in short):
             log.warning("resolve_updates: ignoring operation with unknown index or id: %s", op)
+            continue
+        # a new fact only contradicts or repeats an edge about one of its entities; a
+        # pairing across (another triple's candidate) would end an unrelated edge
+        paired = op.new_index is not None and op.existing_id is not None
+        if paired and not _shares_an_end(new[op.new_index], short[op.existing_id]):  # type: ignore[index]
+            log.warning("resolve_updates: ignoring a pairing of unrelated edges: %s", op)
             continue
         usable.append(op)
     # Precedence, whatever the answer's order: UPDATE, then INVALIDATE (one naming a new
