@@ -38,6 +38,8 @@ from mem0g.types import snake_case
         "my_address",
         "your job",
         "her_city",
+        "ｕｓｅｒ",  # full-width letters (CJK input methods) spell the same word
+        "Ｓｐｅａｋｅｒ ２",
     ],
 )
 def test_placeholders(name: str) -> None:

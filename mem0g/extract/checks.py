@@ -25,6 +25,7 @@ Each rejection is reported in `AddResult.rejected` (what, and which rule).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -67,6 +68,7 @@ def _word_key(name: str) -> str:
     """A name's words in any script, casefolded and joined by "_" ("My Name" -> "my_name",
     "<name>" -> "name", "北京" -> "北京"): rule 1's comparison. It casefolds ("Straße" ->
     "strasse"), where `_key` only lower-cases, as relation names are stored."""
+    name = unicodedata.normalize("NFKC", name)  # full-width "ｕｓｅｒ" is "user"
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", _BRACKETS.sub(" ", name).strip())
     return re.sub(r"[\W_]+", "_", spaced.casefold()).strip("_")
 
