@@ -57,6 +57,8 @@ PAIRS = Path(__file__).parent / "data" / "alias_pairs.jsonl"
         ("كَمال", "كمال"),  # Arabic vowel points are optional, as accents are
         ("שָׁלוֹם", "שלום"),  # and Hebrew's
         ("Nguyễn", "nguyen"),
+        ("Anna\u00adbelle", "annabelle"),  # a soft hyphen (pasted from a web page) is invisible
+        ("Anna\u200bbelle Smith\ufeff", "annabelle smith"),  # as a zero-width space and a BOM
     ],
 )
 def test_normalize_name(raw: str, normalized: str) -> None:
