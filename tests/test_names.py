@@ -528,3 +528,14 @@ def test_a_person_typed_by_role_or_kinship_is_a_person(role: str) -> None:
     assert should_merge("Taylor Swift", "person", "Taylor Swift", role, 0.9, T)
     assert pick_merge_target("Taylor", "person", [cand("t", "Taylor Swift", 0.6, role)], T) == "t"
     assert not types_compatible(role, "organization")
+
+
+@pytest.mark.parametrize("apostrophe", ["'", "’", "‘", "`", "´"])
+def test_a_possessive_never_glues_onto_the_name_it_follows(apostrophe: str) -> None:
+    """The words "Patricia Castillo‘s cat" (a left quote or an accent typed for the apostrophe, as
+    phones and some keyboards do) read as "patricia castillos cat": the name was not in the
+    conversation, so a short form of her found no one to resolve to."""
+    from mem0g.resolve.entities import Mentions
+
+    said = Mentions.of([f"Patricia Castillo{apostrophe}s cat"])
+    assert said.levels[0] == " patricia castillo cat "

@@ -62,7 +62,7 @@ class ResolvedEntities(BaseModel):
     renamed: dict[str, str] = Field(default_factory=dict)  # stored entity id -> new name
 
 
-_POSSESSIVE = re.compile(r"['’]s\b")
+_POSSESSIVE = re.compile(r"['’‘`´]s\b")  # the apostrophes resolve.links reads
 
 
 class Mentions(BaseModel):
