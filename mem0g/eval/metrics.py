@@ -69,10 +69,15 @@ def recall_at_k(retrieved: Sequence[Iterable[str]], relevant: Iterable[str], k: 
     wanted = set(relevant)
     if not wanted:
         return float("nan")
+    return len(wanted & _top(retrieved, k)) / len(wanted)
+
+
+def _top(retrieved: Sequence[Iterable[str]], k: int) -> set[str]:
+    """The ids the top-k retrieved items carry."""
     found: set[str] = set()
     for refs in retrieved[:k]:
         found.update(refs)
-    return len(wanted & found) / len(wanted)
+    return found
 
 
 def found_at_k(
@@ -83,9 +88,7 @@ def found_at_k(
     wanted = set(relevant)
     if not wanted:
         return float("nan")
-    found: set[str] = set()
-    for refs in retrieved[:k]:
-        found.update(refs)
+    found = _top(retrieved, k)
     return float(wanted <= found if every else bool(wanted & found))
 
 
