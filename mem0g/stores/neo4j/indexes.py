@@ -94,6 +94,13 @@ class VectorIndexes(Neo4jSession):
         what cypher/ declares (schema_check.py), else every DDL statement, the migrations of
         older layouts and the vector indexes, all idempotent (concurrent opens agree)."""
         (row,) = self._auto(driver, "schema_version")
+        if (row["version"] or 0) > SCHEMA_VERSION:
+            # a later mem0g's layout: this one's DDL, migrations and writes would mix its
+            # older layout in (as the embedded store, refused before anything is written)
+            raise StoreError(
+                f"the database holds mem0g's data layout version {row['version']}, newer "
+                f"than this mem0g's ({SCHEMA_VERSION}): upgrade mem0g; nothing was written"
+            )
         objects = self._auto(driver, "schema_objects")
         held = check_schema(row["version"], objects, self.dims, SCHEMA_VERSION)
         self.schema_gaps = tuple(held.gaps)
