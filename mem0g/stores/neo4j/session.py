@@ -46,6 +46,30 @@ def _rows(result: Result) -> list[dict[str, Any]]:
     return [dict(record) for record in result]
 
 
+class _OverTransactionLimit(Exception):
+    """Raised inside a transaction function for the server's per-transaction memory limit:
+    not a driver error, so `execute_write` does not retry it."""
+
+
+def _over_transaction_limit(exc: Neo4jError) -> bool:
+    """The transaction needs more memory than `db.memory.transaction.max` lets one have. The
+    server sends this with a *transient* code, which the driver retries with back-off for
+    30 s, to fail the same way each time: the limit is the operator's setting. (The total
+    limits, `db.memory.transaction.total.max` and `dbms.`'s, share the code and are
+    transient indeed: other transactions hold that memory.)"""
+    return (
+        exc.code == "Neo.TransientError.General.MemoryPoolOutOfMemoryError"
+        and "db.memory.transaction.max" in (exc.message or "")
+    )
+
+
+def _too_large(what: str, exc: Neo4jError) -> StoreError:
+    return StoreError(
+        f"{what}: it needs more memory than the server lets one transaction have "
+        f"(db.memory.transaction.max): raise that setting, or add less at once ({exc.message})"
+    )
+
+
 @contextmanager
 def _errors(what: str) -> Iterator[None]:
     """Driver and server errors become StoreError; our own StoreErrors pass through."""
@@ -187,6 +211,8 @@ class Neo4jSession:
                 with self._traffic.call(name), self._session(driver, READ_ACCESS) as session:
                     return _rows(session.run(text, {PACKED: params} if packed else params))
             except (TransientError, SessionExpired, ServiceUnavailable) as exc:
+                if isinstance(exc, TransientError) and _over_transaction_limit(exc):
+                    raise _too_large(f"read {name} failed", exc) from exc
                 if attempt + 1 == _READ_ATTEMPTS:
                     raise StoreError(f"read {name} failed: {exc}") from exc
                 time.sleep(0.05 * 2**attempt)
@@ -208,15 +234,29 @@ class Neo4jSession:
             return session.execute_read(work)
 
     def _write(self, name: str, work: Callable[[ManagedTransaction], _T]) -> _T:
-        """One managed write transaction (retried by the driver on transient errors)."""
+        """One managed write transaction (retried by the driver on transient errors, but
+        not on the per-transaction memory limit, which would only fail again)."""
         driver = self._ready()
+
+        def limited(tx: ManagedTransaction) -> _T:
+            try:
+                return work(tx)
+            except TransientError as exc:
+                if _over_transaction_limit(exc):
+                    raise _OverTransactionLimit() from exc
+                raise
+
         try:
             with (
                 _errors(f"{name} failed, nothing was written"),
                 self._traffic.call(),
                 self._session(driver) as session,
             ):
-                return session.execute_write(work)
+                return session.execute_write(limited)
+        except _OverTransactionLimit as exc:
+            cause = exc.__cause__
+            assert isinstance(cause, Neo4jError)
+            raise _too_large(f"{name} failed, nothing was written", cause) from cause
         except StoreError as exc:
             # the connection broke while the commit was on its way: the server may have
             # applied all of it, so "nothing was written" would be untrue
