@@ -85,6 +85,9 @@ class Neo4jSession:
     _driver: Driver | None
     database: str | None
     _lock: threading.RLock
+    # sessions open on the driver: `close` waits for them (`_in_flight`) before it closes it
+    _gate: threading.Condition
+    _in_flight: int
     _schema_ready: bool
     _traffic: Traffic  # real calls in flight, which the warm-up waits for (traffic.py)
     # names of the statements run, while `recording_reads` is on (the round-trip count of
@@ -169,16 +172,35 @@ class Neo4jSession:
                     raise
                 time.sleep(random.uniform(0.05, 0.2) * 2**attempt)
 
-    def _session(self, driver: Driver, access: str = WRITE_ACCESS) -> Session:
+    @contextmanager
+    def _session(self, driver: Driver, access: str = WRITE_ACCESS) -> Iterator[Session]:
         """Sessions share the driver's bookmark manager (reads see earlier writes, also on a
         cluster) and ask for no notifications: the statements name properties that an
-        empty database does not know yet, which is expected, not worth a warning."""
-        return driver.session(
-            database=self.database,
-            default_access_mode=access,
-            bookmark_manager=driver.execute_query_bookmark_manager,
-            notifications_min_severity="OFF",
-        )
+        empty database does not know yet, which is expected, not worth a warning.
+
+        Each one is counted while open, so `close` lets a write in flight commit (and a read
+        end) before it closes the driver; none opens once `close` has begun."""
+        with self._gate:
+            if self._driver is None:
+                raise StoreError("the store is closed")
+            self._in_flight += 1
+        try:
+            with driver.session(
+                database=self.database,
+                default_access_mode=access,
+                bookmark_manager=driver.execute_query_bookmark_manager,
+                notifications_min_severity="OFF",
+            ) as session:
+                yield session
+        finally:
+            with self._gate:
+                self._in_flight -= 1
+                self._gate.notify_all()
+
+    def _await_sessions(self, timeout: float) -> bool:
+        """After `_driver` was cleared: wait until no session is open (False: `timeout`)."""
+        with self._gate:
+            return self._gate.wait_for(lambda: self._in_flight == 0, timeout)
 
     def _auto(self, driver: Driver, name: str, params: dict[str, Any] | None = None) -> Any:
         """Run a statement in an auto-commit transaction (schema, batched deletes)."""

@@ -38,6 +38,7 @@ modules (see its __init__).
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import threading
 from collections.abc import Sequence
@@ -103,6 +104,12 @@ from mem0g.types import (
     Validity,
 )
 
+# how long `close` waits for other threads' reads and writes under way before it closes the
+# driver under them (a write waiting for its tenant's turn, or retried by the driver)
+_CLOSE_WAIT = 60.0
+
+log = logging.getLogger(__name__)
+
 
 class Neo4jGraphStore(
     VectorIndexes, VectorSearch, OneTripWalk, PlanWrites, EntityRepair, LinkReads
@@ -160,6 +167,8 @@ class Neo4jGraphStore(
         self.reset_batch = max(1, reset_batch)
         self.plan_log_keep = max(0, plan_log)  # plans kept per tenant (writes.py, log_plan)
         self._lock = threading.RLock()
+        self._gate = threading.Condition()  # sessions in flight (session.py, _session)
+        self._in_flight = 0
         self._schema_ready = False
         self._vector_indexes = False
         self._fetch_factor: dict[tuple[Any, ...], float] = {}  # see _from_index
@@ -238,13 +247,18 @@ class Neo4jGraphStore(
         """Idempotent; every later call raises StoreError. A caller's driver stays open."""
         if self._warmup is not None:  # its read under way ends first (a cold JVM's first
             self._warmup.stop(wait=60.0)  # reads take seconds), as the names read's below
-        with self._lock:
+        with self._lock, self._gate:  # (no session opens after this)
             driver, self._driver = self._driver, None
             loader, self._names_loader = self._names_loader, None
         if loader is not None:  # queued reads are dropped; the one under way ends first, since
             # closing a driver while another thread sends on its connection breaks the driver
             # ("BufferError: Existing exports of data"); its later reads fail on the closed store
             loader.shutdown(wait=True, cancel_futures=True)
+        # other threads' reads and writes under way end first, for the same reason, and so a
+        # write commits whole rather than dying between its round trips
+        if driver is not None and not self._await_sessions(_CLOSE_WAIT):
+            log.warning("closing the Neo4j store while %d of its sessions are still open "
+                        "after %.0f s", self._in_flight, _CLOSE_WAIT)  # fmt: skip
         if driver is not None and self._owns_driver:
             driver.close()
 
