@@ -22,7 +22,7 @@ from mem0g.stores.base import VECTOR_KINDS, IndexRebuild, StoreError, check_inde
 from mem0g.stores.neo4j import lexical
 from mem0g.stores.neo4j.rows import _check_dims
 from mem0g.stores.neo4j.schema_check import check_schema, ddl_names
-from mem0g.stores.neo4j.session import Neo4jSession, _errors
+from mem0g.stores.neo4j.session import Neo4jSession
 from mem0g.stores.neo4j.statements import statements
 from mem0g.stores.vectors import vector_sum_change
 
@@ -235,7 +235,7 @@ class VectorIndexes(Neo4jSession):
         rebuilt: list[IndexRebuild] = []
         for kind in chosen:
             begin = time.monotonic()
-            with _errors(f"rebuilding the {kind} vector index failed"):
+            with self._errors(f"rebuilding the {kind} vector index failed"):
                 self._auto(driver, "mark_rebuild", {"kind": kind, "lease": lease})
                 with self._lock:
                     self._paused[kind] = math.inf

@@ -15,9 +15,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Result, Session
 from neo4j.exceptions import (
+    AuthError,
     ClientError,
     DriverError,
     IncompleteCommit,
@@ -70,13 +72,43 @@ def _too_large(what: str, exc: Neo4jError) -> StoreError:
     )
 
 
-@contextmanager
-def _errors(what: str) -> Iterator[None]:
-    """Driver and server errors become StoreError; our own StoreErrors pass through."""
-    try:
-        yield
-    except (Neo4jError, DriverError) as exc:
-        raise StoreError(f"{what}: {exc}") from exc
+def shown_url(url: str) -> str:
+    """`url` without its user info (a user and password written into it): for messages."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _explain(exc: Exception, url: str, user: str | None, database: str | None) -> str:
+    """One line for a driver or server error. Those of reaching the server (refused, wrong
+    password, no such database) name its URL, user and database: the settings to check.
+    The driver's own text of a server error also carries its GQL status, whose description
+    ("unexpected error ... see debug log") misleads; the code and message are kept."""
+    at = f"Neo4j at {url}" if url else "Neo4j"
+    code, message = None, str(exc)
+    if isinstance(exc, Neo4jError) and exc.message and exc.message in message:
+        code, message = exc.code, exc.message  # (not one built by hand, with defaults)
+    if isinstance(exc, AuthError) or code == "Neo.ClientError.Security.Unauthorized":
+        text = f"{at} refused the login of user {user!r}: wrong username or password? ({message})"
+    elif code == "Neo.ClientError.Security.AuthenticationRateLimit":
+        text = f"{at} refuses logins of user {user!r} for now, after wrong passwords ({message})"
+    elif code == "Neo.ClientError.Database.DatabaseNotFound":
+        text = (f"{at} has no database {database!r} (graph_store.database; Community Edition "
+                f"has only 'neo4j') ({message})")  # fmt: skip
+    elif isinstance(exc, (ServiceUnavailable, SessionExpired)):
+        text = f"cannot reach {at}: {message}"
+        if urlsplit(url).scheme.endswith(("+s", "+ssc")):
+            text += f" (a {urlsplit(url).scheme}:// URL needs TLS on the server's Bolt port)"
+    elif code:
+        text = f"{code}: {message}"
+    else:
+        text = message
+    return _one_line(text)
 
 
 class Neo4jSession:
@@ -84,6 +116,9 @@ class Neo4jSession:
 
     _driver: Driver | None
     database: str | None
+    # for messages: the server's URL (without user info; "" for a caller's driver), the user
+    url: str = ""
+    _user: str | None = None
     _lock: threading.RLock
     # sessions open on the driver: `close` waits for them (`_in_flight`) before it closes it
     _gate: threading.Condition
@@ -138,6 +173,17 @@ class Neo4jSession:
 
         def _apply_schema(self, driver: Driver) -> None: ...  # indexes.py
 
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """Driver and server errors become StoreError; our own StoreErrors pass through."""
+        try:
+            yield
+        except (Neo4jError, DriverError) as exc:
+            raise self._failed(what, exc) from exc
+
+    def _failed(self, what: str, exc: Exception) -> StoreError:
+        return StoreError(f"{what}: {_explain(exc, self.url, self._user, self.database)}")
+
     def _connected(self) -> Driver:
         driver = self._driver
         if driver is None:
@@ -152,7 +198,7 @@ class Neo4jSession:
             with self._traffic.call("schema"), self._lock:
                 if not self._schema_ready:
                     began = time.monotonic()
-                    with _errors("could not apply the schema"):
+                    with self._errors("could not open the store (its schema step)"):
                         self._apply_schema_retrying(driver)
                     self.schema_seconds = round(time.monotonic() - began, 3)
                     self._schema_ready = True
@@ -236,10 +282,10 @@ class Neo4jSession:
                 if isinstance(exc, TransientError) and _over_transaction_limit(exc):
                     raise _too_large(f"read {name} failed", exc) from exc
                 if attempt + 1 == _READ_ATTEMPTS:
-                    raise StoreError(f"read {name} failed: {exc}") from exc
+                    raise self._failed(f"read {name} failed", exc) from exc
                 time.sleep(0.05 * 2**attempt)
             except (Neo4jError, DriverError) as exc:
-                raise StoreError(f"read {name} failed: {exc}") from exc
+                raise self._failed(f"read {name} failed", exc) from exc
         raise AssertionError("unreachable")
 
     def _read_tx(self, what: str, work: Callable[[ManagedTransaction], _T]) -> _T:
@@ -249,7 +295,7 @@ class Neo4jSession:
         if (seen := self._reads_seen) is not None:
             seen.append(what)
         with (
-            _errors(f"read {what} failed"),
+            self._errors(f"read {what} failed"),
             self._traffic.call(what),
             self._session(driver, READ_ACCESS) as session,
         ):
@@ -270,7 +316,7 @@ class Neo4jSession:
 
         try:
             with (
-                _errors(f"{name} failed, nothing was written"),
+                self._errors(f"{name} failed, nothing was written"),
                 self._traffic.call(),
                 self._session(driver) as session,
             ):
@@ -285,7 +331,8 @@ class Neo4jSession:
             if isinstance(exc.__cause__, IncompleteCommit):
                 raise StoreError(
                     f"{name}: the connection was lost during the commit, so it is unknown "
-                    f"whether it was written (all or nothing): {exc.__cause__}"
+                    "whether it was written (all or nothing): "
+                    + _explain(exc.__cause__, self.url, self._user, self.database)
                 ) from exc.__cause__
             raise
 

@@ -45,10 +45,11 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 from neo4j import Driver, GraphDatabase, ManagedTransaction
-from neo4j.exceptions import TransientError
+from neo4j.exceptions import DriverError, TransientError
 
 from mem0g.config import GraphStoreConfig
 from mem0g.resources import read_text
@@ -76,7 +77,7 @@ from mem0g.stores.neo4j.rows import (
     _validity,
     present,
 )
-from mem0g.stores.neo4j.session import _rows
+from mem0g.stores.neo4j.session import _rows, shown_url
 from mem0g.stores.neo4j.statements import CYPHER_FILES, parse_statements, statements
 from mem0g.stores.neo4j.traffic import IDLE_GAP, Traffic
 from mem0g.stores.neo4j.vector_search import VectorSearch
@@ -154,12 +155,16 @@ class Neo4jGraphStore(
     ) -> None:
         # (a bad value is refused before connecting)
         self._use_cypher_options(cypher_options, packed_reads)
+        self.database = database
+        self._user = (
+            auth[0] if isinstance(auth, tuple) and auth else getattr(auth, "principal", None)
+        )
         if isinstance(driver_or_uri, str):
-            self._driver: Driver | None = GraphDatabase.driver(driver_or_uri, auth=auth)
+            self.url = shown_url(driver_or_uri)
+            self._driver: Driver | None = _driver(driver_or_uri, self.url, auth)
             self._owns_driver = True
         else:
             self._driver, self._owns_driver = driver_or_uri, False
-        self.database = database
         self.dims = _check_dims(dims)
         self.overfetch = max(1, overfetch)
         self.max_fetch = max(1, max_fetch)
@@ -560,6 +565,22 @@ class Neo4jGraphStore(
             (row,) = self._read("stats_scope", _scope(scope))
             tenants = len(set(row["keys"]))
         return StoreStats.counted(row, tenants)
+
+
+def _driver(uri: str, shown: str, auth: Any) -> Driver:
+    """The driver for `uri`; a URL it cannot use is a StoreError naming it (`shown`: without
+    a password written into it, which the driver's own message would repeat)."""
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme in ("http", "https"):  # the driver's HTTP support is a preview: Bolt only
+        raise StoreError(
+            "the neo4j store speaks Bolt: graph_store.url must be bolt:// or neo4j:// "
+            f"(the server's Bolt port, 7687 by default), not {shown}"
+        )
+    try:
+        return GraphDatabase.driver(uri, auth=auth)
+    except (DriverError, ValueError, TypeError) as exc:
+        text = " ".join(str(exc).replace(uri, shown).split())
+        raise StoreError(f"graph_store.url {shown!r} is not a Neo4j URL: {text}") from None
 
 
 def _has_direction(vector: Sequence[float] | None) -> bool:
