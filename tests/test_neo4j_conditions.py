@@ -7,6 +7,7 @@ logins (Neo4j locks the user out for 5 s after 3)."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from mem0g import Memory
+from mem0g.config import GraphStoreConfig
 from mem0g.stores.base import StoreError
 from mem0g.stores.neo4j import Neo4jGraphStore
 from mem0g.testing.neo4j import Neo4jServer, free_port, start_maven_server
@@ -126,3 +128,19 @@ def test_wrong_password_wrong_database_and_tls_against_a_plain_server_are_named(
     with Neo4jGraphStore(url, (limited.user, limited.password)) as store:
         assert store.stats().entities == 0  # the right settings work, and one wrong login
         # did not lock the user out (three in a row would, for 5 s)
+
+
+def test_a_server_that_accepts_but_never_answers_fails_within_the_connect_timeout() -> None:
+    """A hung server (or a proxy in front of none) takes the TCP connection and never
+    sends the Bolt handshake: each call waited the driver's 60 s; graph_store.connect_timeout
+    bounds it."""
+    with socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(8)  # accepted by the kernel, never answered
+        url = f"bolt://127.0.0.1:{mute.getsockname()[1]}"
+        config = GraphStoreConfig(provider="neo4j", url=url, password="x", connect_timeout=2)
+        with Neo4jGraphStore.from_config(config) as store:
+            began = time.monotonic()
+            with pytest.raises(StoreError, match=f"cannot reach Neo4j at {url}"):
+                store.stats()
+            assert time.monotonic() - began < 10

@@ -152,6 +152,7 @@ class Neo4jGraphStore(
         cypher_options: str = "",
         packed_reads: bool = True,
         plan_log: int = 0,
+        connect_timeout: float | None = None,
     ) -> None:
         # (a bad value is refused before connecting)
         self._use_cypher_options(cypher_options, packed_reads)
@@ -161,7 +162,7 @@ class Neo4jGraphStore(
         )
         if isinstance(driver_or_uri, str):
             self.url = shown_url(driver_or_uri)
-            self._driver: Driver | None = _driver(driver_or_uri, self.url, auth)
+            self._driver: Driver | None = _driver(driver_or_uri, self.url, auth, connect_timeout)
             self._owns_driver = True
         else:
             self._driver, self._owns_driver = driver_or_uri, False
@@ -212,6 +213,7 @@ class Neo4jGraphStore(
             warmup_parallel=config.warmup_parallel, cypher_options=config.cypher_options,
             packed_reads=config.packed_reads,
             plan_log=config.plan_log_keep if config.logs_plans() else 0,
+            connect_timeout=config.connect_timeout,
         )  # fmt: skip
 
     def __enter__(self) -> Neo4jGraphStore:
@@ -567,9 +569,15 @@ class Neo4jGraphStore(
         return StoreStats.counted(row, tenants)
 
 
-def _driver(uri: str, shown: str, auth: Any) -> Driver:
+def _driver(uri: str, shown: str, auth: Any, connect_timeout: float | None) -> Driver:
     """The driver for `uri`; a URL it cannot use is a StoreError naming it (`shown`: without
-    a password written into it, which the driver's own message would repeat)."""
+    a password written into it, which the driver's own message would repeat).
+    `connect_timeout` (None: the driver's 30 s and 60 s) bounds both reaching the server and
+    getting a connection: the Bolt handshake waits under the latter."""
+    timeouts: dict[str, Any] = {}
+    if connect_timeout is not None:
+        timeouts = {"connection_timeout": connect_timeout,
+                    "connection_acquisition_timeout": connect_timeout}  # fmt: skip
     scheme = urlsplit(uri).scheme.lower()
     if scheme in ("http", "https"):  # the driver's HTTP support is a preview: Bolt only
         raise StoreError(
@@ -577,7 +585,7 @@ def _driver(uri: str, shown: str, auth: Any) -> Driver:
             f"(the server's Bolt port, 7687 by default), not {shown}"
         )
     try:
-        return GraphDatabase.driver(uri, auth=auth)
+        return GraphDatabase.driver(uri, auth=auth, **timeouts)
     except (DriverError, ValueError, TypeError) as exc:
         text = " ".join(str(exc).replace(uri, shown).split())
         raise StoreError(f"graph_store.url {shown!r} is not a Neo4j URL: {text}") from None
