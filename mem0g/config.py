@@ -121,6 +121,13 @@ class GraphStoreConfig(_Section):
     username: str | None = None
     password: str | None = Field(default=None, repr=False)
     database: str | None = None
+    connect_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="neo4j: seconds to reach the server (connect, handshake and login, or "
+        "wait for a free connection of the pool) before a call fails; a server that "
+        "accepts connections but does not answer otherwise holds each call 60 s",
+    )
     entity_vectors: int = Field(
         default=250_000,
         ge=0,

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from builders import CURRENT, DIMS, A, chain
 
+from mem0g.stores.base import StoreError
 from mem0g.stores.neo4j import Neo4jGraphStore, statements
 from mem0g.stores.neo4j.indexes import SCHEMA_VERSION
 from mem0g.stores.neo4j.plan_rows import write_order
@@ -261,3 +262,35 @@ def test_write_order_sorts_as_its_numbers_and_id() -> None:
     for written, pos in ((-1, 0), (10**19, 0), (0, -1), (0, 10**9)):
         with pytest.raises(ValueError, match="write order out of range"):
             write_order(written, pos, "x")
+
+
+@pytest.mark.neo4j
+def test_a_newer_layout_is_refused_and_left_untouched(
+    neo4j_connect: Connect, driver: neo4j.Driver, rng: np.random.Generator
+) -> None:
+    """A database a later mem0g wrote (its layout version above ours) is refused with one
+    clear error, before any DDL, migration or write: an older mem0g would write rows in the
+    layout the newer one replaced. A missing index makes the schema step want to run its DDL,
+    which must not run either."""
+    neo4j_connect(dims=DIMS)._ready()
+    newer = SCHEMA_VERSION + 1
+    _cypher(driver, "DROP INDEX mem0g_entity_text")
+    _cypher(driver, f"MATCH (m:Mem0gSchema) SET m.version = {newer}")
+    try:
+        store = neo4j_connect(dims=DIMS)
+        with pytest.raises(StoreError, match=f"layout version {newer}.*newer") as refused:
+            store.apply(chain(A, ["Alice", "Bob"], rng))
+        assert "\n" not in str(refused.value)
+        with pytest.raises(StoreError, match="newer"):
+            store.stats()
+        assert _cypher(driver, "MATCH (m:Mem0gSchema) RETURN m.version AS v") == [{"v": newer}]
+        assert "mem0g_entity_text" not in {
+            r["name"] for r in _cypher(driver, "SHOW INDEXES YIELD name")
+        }
+        assert _cypher(driver, "MATCH (n) WHERE NOT n:Mem0gSchema RETURN count(n) AS n") == [
+            {"n": 0}
+        ]
+    finally:  # the shared server's layout as the other tests expect it
+        _cypher(driver, f"MATCH (m:Mem0gSchema) SET m.version = {SCHEMA_VERSION}")
+        neo4j_connect(dims=DIMS)._ready()
+    assert _complete(driver, DIMS) == []

@@ -2038,3 +2038,46 @@ def test_lost_commit_reply_is_not_reported_as_nothing_written(neo4j_connect: Con
         store.apply(fact_plan(USER_A, [fact(USER_A, "tea", 2)]))
     assert "nothing was written" not in str(caught.value)
     assert store.stats(USER_A).facts == 1  # it was, in fact
+
+
+def test_close_waits_for_an_add_in_flight_on_another_thread(
+    neo4j_connect: Connect, driver: neo4j.Driver, rng: np.random.Generator
+) -> None:
+    """`close` while another thread's plan is in its transaction (here: waiting for its
+    tenant's turn, which a test transaction holds): the plan commits whole before the driver
+    closes. Closing the driver under it failed the add half-way through its round trips, as
+    "unknown whether it was written" (the commit cut), a driver error or a BufferError."""
+    store = neo4j_connect(dims=DIMS)
+    store.apply(chain(A, ["Alice", "Bob"], rng))
+    later = chain(A, ["Carol", "Dave"], rng)
+    outcome: list[BaseException | None] = []
+
+    def add() -> None:
+        try:
+            store.apply(later)
+            outcome.append(None)
+        except BaseException as exc:  # reported below, in the test's thread
+            outcome.append(exc)
+
+    with driver.session() as session:
+        holder = session.begin_transaction()  # holds tenant A's turn (its sequence node)
+        holder.run(
+            "MATCH (q:TenantSequence {tenant_key: $key}) SET q.seq = q.seq", key=A.key
+        ).consume()
+        adding = threading.Thread(target=add)
+        adding.start()
+        time.sleep(1.0)  # the plan's transaction now waits for the turn
+        assert adding.is_alive()
+        closing = threading.Thread(target=store.close)
+        closing.start()
+        closing.join(1.0)
+        assert closing.is_alive()  # close waits for the write in flight
+        holder.rollback()
+    adding.join(30)
+    closing.join(30)
+    assert not adding.is_alive() and not closing.is_alive()
+    assert outcome == [None]
+    with pytest.raises(StoreError, match="closed"):
+        store.stats()
+    names = cypher(driver, "MATCH (e:Entity {tenant_key: $key}) RETURN e.name AS n", key=A.key)
+    assert sorted(r["n"] for r in names) == ["Alice", "Bob", "Carol", "Dave"]

@@ -22,7 +22,7 @@ from mem0g.stores.base import VECTOR_KINDS, IndexRebuild, StoreError, check_inde
 from mem0g.stores.neo4j import lexical
 from mem0g.stores.neo4j.rows import _check_dims
 from mem0g.stores.neo4j.schema_check import check_schema, ddl_names
-from mem0g.stores.neo4j.session import Neo4jSession, _errors
+from mem0g.stores.neo4j.session import Neo4jSession
 from mem0g.stores.neo4j.statements import statements
 from mem0g.stores.vectors import vector_sum_change
 
@@ -94,6 +94,13 @@ class VectorIndexes(Neo4jSession):
         what cypher/ declares (schema_check.py), else every DDL statement, the migrations of
         older layouts and the vector indexes, all idempotent (concurrent opens agree)."""
         (row,) = self._auto(driver, "schema_version")
+        if (row["version"] or 0) > SCHEMA_VERSION:
+            # a later mem0g's layout: this one's DDL, migrations and writes would mix its
+            # older layout in (as the embedded store, refused before anything is written)
+            raise StoreError(
+                f"the database holds mem0g's data layout version {row['version']}, newer "
+                f"than this mem0g's ({SCHEMA_VERSION}): upgrade mem0g; nothing was written"
+            )
         objects = self._auto(driver, "schema_objects")
         held = check_schema(row["version"], objects, self.dims, SCHEMA_VERSION)
         self.schema_gaps = tuple(held.gaps)
@@ -228,7 +235,7 @@ class VectorIndexes(Neo4jSession):
         rebuilt: list[IndexRebuild] = []
         for kind in chosen:
             begin = time.monotonic()
-            with _errors(f"rebuilding the {kind} vector index failed"):
+            with self._errors(f"rebuilding the {kind} vector index failed"):
                 self._auto(driver, "mark_rebuild", {"kind": kind, "lease": lease})
                 with self._lock:
                     self._paused[kind] = math.inf

@@ -15,9 +15,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Result, Session
 from neo4j.exceptions import (
+    AuthError,
     ClientError,
     DriverError,
     IncompleteCommit,
@@ -46,13 +48,67 @@ def _rows(result: Result) -> list[dict[str, Any]]:
     return [dict(record) for record in result]
 
 
-@contextmanager
-def _errors(what: str) -> Iterator[None]:
-    """Driver and server errors become StoreError; our own StoreErrors pass through."""
-    try:
-        yield
-    except (Neo4jError, DriverError) as exc:
-        raise StoreError(f"{what}: {exc}") from exc
+class _OverTransactionLimit(Exception):
+    """Raised inside a transaction function for the server's per-transaction memory limit:
+    not a driver error, so `execute_write` does not retry it."""
+
+
+def _over_transaction_limit(exc: Neo4jError) -> bool:
+    """The transaction needs more memory than `db.memory.transaction.max` lets one have. The
+    server sends this with a *transient* code, which the driver retries with back-off for
+    30 s, to fail the same way each time: the limit is the operator's setting. (The total
+    limits, `db.memory.transaction.total.max` and `dbms.`'s, share the code and are
+    transient indeed: other transactions hold that memory.)"""
+    return (
+        exc.code == "Neo.TransientError.General.MemoryPoolOutOfMemoryError"
+        and "db.memory.transaction.max" in (exc.message or "")
+    )
+
+
+def _too_large(what: str, exc: Neo4jError) -> StoreError:
+    return StoreError(
+        f"{what}: it needs more memory than the server lets one transaction have "
+        f"(db.memory.transaction.max): raise that setting, or add less at once ({exc.message})"
+    )
+
+
+def shown_url(url: str) -> str:
+    """`url` without its user info (a user and password written into it): for messages."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _explain(exc: Exception, url: str, user: str | None, database: str | None) -> str:
+    """One line for a driver or server error. Those of reaching the server (refused, wrong
+    password, no such database) name its URL, user and database: the settings to check.
+    The driver's own text of a server error also carries its GQL status, whose description
+    ("unexpected error ... see debug log") misleads; the code and message are kept."""
+    at = f"Neo4j at {url}" if url else "Neo4j"
+    code, message = None, str(exc)
+    if isinstance(exc, Neo4jError) and exc.message and exc.message in message:
+        code, message = exc.code, exc.message  # (not one built by hand, with defaults)
+    if isinstance(exc, AuthError) or code == "Neo.ClientError.Security.Unauthorized":
+        text = f"{at} refused the login of user {user!r}: wrong username or password? ({message})"
+    elif code == "Neo.ClientError.Security.AuthenticationRateLimit":
+        text = f"{at} refuses logins of user {user!r} for now, after wrong passwords ({message})"
+    elif code == "Neo.ClientError.Database.DatabaseNotFound":
+        text = (f"{at} has no database {database!r} (graph_store.database; Community Edition "
+                f"has only 'neo4j') ({message})")  # fmt: skip
+    elif isinstance(exc, (ServiceUnavailable, SessionExpired)):
+        text = f"cannot reach {at}: {message}"
+        if urlsplit(url).scheme.endswith(("+s", "+ssc")):
+            text += f" (a {urlsplit(url).scheme}:// URL needs TLS on the server's Bolt port)"
+    elif code:
+        text = f"{code}: {message}"
+    else:
+        text = message
+    return _one_line(text)
 
 
 class Neo4jSession:
@@ -60,7 +116,13 @@ class Neo4jSession:
 
     _driver: Driver | None
     database: str | None
+    # for messages: the server's URL (without user info; "" for a caller's driver), the user
+    url: str = ""
+    _user: str | None = None
     _lock: threading.RLock
+    # sessions open on the driver: `close` waits for them (`_in_flight`) before it closes it
+    _gate: threading.Condition
+    _in_flight: int
     _schema_ready: bool
     _traffic: Traffic  # real calls in flight, which the warm-up waits for (traffic.py)
     # names of the statements run, while `recording_reads` is on (the round-trip count of
@@ -111,6 +173,17 @@ class Neo4jSession:
 
         def _apply_schema(self, driver: Driver) -> None: ...  # indexes.py
 
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """Driver and server errors become StoreError; our own StoreErrors pass through."""
+        try:
+            yield
+        except (Neo4jError, DriverError) as exc:
+            raise self._failed(what, exc) from exc
+
+    def _failed(self, what: str, exc: Exception) -> StoreError:
+        return StoreError(f"{what}: {_explain(exc, self.url, self._user, self.database)}")
+
     def _connected(self) -> Driver:
         driver = self._driver
         if driver is None:
@@ -125,7 +198,7 @@ class Neo4jSession:
             with self._traffic.call("schema"), self._lock:
                 if not self._schema_ready:
                     began = time.monotonic()
-                    with _errors("could not apply the schema"):
+                    with self._errors("could not open the store (its schema step)"):
                         self._apply_schema_retrying(driver)
                     self.schema_seconds = round(time.monotonic() - began, 3)
                     self._schema_ready = True
@@ -145,16 +218,35 @@ class Neo4jSession:
                     raise
                 time.sleep(random.uniform(0.05, 0.2) * 2**attempt)
 
-    def _session(self, driver: Driver, access: str = WRITE_ACCESS) -> Session:
+    @contextmanager
+    def _session(self, driver: Driver, access: str = WRITE_ACCESS) -> Iterator[Session]:
         """Sessions share the driver's bookmark manager (reads see earlier writes, also on a
         cluster) and ask for no notifications: the statements name properties that an
-        empty database does not know yet, which is expected, not worth a warning."""
-        return driver.session(
-            database=self.database,
-            default_access_mode=access,
-            bookmark_manager=driver.execute_query_bookmark_manager,
-            notifications_min_severity="OFF",
-        )
+        empty database does not know yet, which is expected, not worth a warning.
+
+        Each one is counted while open, so `close` lets a write in flight commit (and a read
+        end) before it closes the driver; none opens once `close` has begun."""
+        with self._gate:
+            if self._driver is None:
+                raise StoreError("the store is closed")
+            self._in_flight += 1
+        try:
+            with driver.session(
+                database=self.database,
+                default_access_mode=access,
+                bookmark_manager=driver.execute_query_bookmark_manager,
+                notifications_min_severity="OFF",
+            ) as session:
+                yield session
+        finally:
+            with self._gate:
+                self._in_flight -= 1
+                self._gate.notify_all()
+
+    def _await_sessions(self, timeout: float) -> bool:
+        """After `_driver` was cleared: wait until no session is open (False: `timeout`)."""
+        with self._gate:
+            return self._gate.wait_for(lambda: self._in_flight == 0, timeout)
 
     def _auto(self, driver: Driver, name: str, params: dict[str, Any] | None = None) -> Any:
         """Run a statement in an auto-commit transaction (schema, batched deletes)."""
@@ -187,11 +279,13 @@ class Neo4jSession:
                 with self._traffic.call(name), self._session(driver, READ_ACCESS) as session:
                     return _rows(session.run(text, {PACKED: params} if packed else params))
             except (TransientError, SessionExpired, ServiceUnavailable) as exc:
+                if isinstance(exc, TransientError) and _over_transaction_limit(exc):
+                    raise _too_large(f"read {name} failed", exc) from exc
                 if attempt + 1 == _READ_ATTEMPTS:
-                    raise StoreError(f"read {name} failed: {exc}") from exc
+                    raise self._failed(f"read {name} failed", exc) from exc
                 time.sleep(0.05 * 2**attempt)
             except (Neo4jError, DriverError) as exc:
-                raise StoreError(f"read {name} failed: {exc}") from exc
+                raise self._failed(f"read {name} failed", exc) from exc
         raise AssertionError("unreachable")
 
     def _read_tx(self, what: str, work: Callable[[ManagedTransaction], _T]) -> _T:
@@ -201,29 +295,44 @@ class Neo4jSession:
         if (seen := self._reads_seen) is not None:
             seen.append(what)
         with (
-            _errors(f"read {what} failed"),
+            self._errors(f"read {what} failed"),
             self._traffic.call(what),
             self._session(driver, READ_ACCESS) as session,
         ):
             return session.execute_read(work)
 
     def _write(self, name: str, work: Callable[[ManagedTransaction], _T]) -> _T:
-        """One managed write transaction (retried by the driver on transient errors)."""
+        """One managed write transaction (retried by the driver on transient errors, but
+        not on the per-transaction memory limit, which would only fail again)."""
         driver = self._ready()
+
+        def limited(tx: ManagedTransaction) -> _T:
+            try:
+                return work(tx)
+            except TransientError as exc:
+                if _over_transaction_limit(exc):
+                    raise _OverTransactionLimit() from exc
+                raise
+
         try:
             with (
-                _errors(f"{name} failed, nothing was written"),
+                self._errors(f"{name} failed, nothing was written"),
                 self._traffic.call(),
                 self._session(driver) as session,
             ):
-                return session.execute_write(work)
+                return session.execute_write(limited)
+        except _OverTransactionLimit as exc:
+            cause = exc.__cause__
+            assert isinstance(cause, Neo4jError)
+            raise _too_large(f"{name} failed, nothing was written", cause) from cause
         except StoreError as exc:
             # the connection broke while the commit was on its way: the server may have
             # applied all of it, so "nothing was written" would be untrue
             if isinstance(exc.__cause__, IncompleteCommit):
                 raise StoreError(
                     f"{name}: the connection was lost during the commit, so it is unknown "
-                    f"whether it was written (all or nothing): {exc.__cause__}"
+                    "whether it was written (all or nothing): "
+                    + _explain(exc.__cause__, self.url, self._user, self.database)
                 ) from exc.__cause__
             raise
 

@@ -38,16 +38,18 @@ modules (see its __init__).
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 from neo4j import Driver, GraphDatabase, ManagedTransaction
-from neo4j.exceptions import TransientError
+from neo4j.exceptions import DriverError, TransientError
 
 from mem0g.config import GraphStoreConfig
 from mem0g.resources import read_text
@@ -75,7 +77,7 @@ from mem0g.stores.neo4j.rows import (
     _validity,
     present,
 )
-from mem0g.stores.neo4j.session import _rows
+from mem0g.stores.neo4j.session import _rows, shown_url
 from mem0g.stores.neo4j.statements import CYPHER_FILES, parse_statements, statements
 from mem0g.stores.neo4j.traffic import IDLE_GAP, Traffic
 from mem0g.stores.neo4j.vector_search import VectorSearch
@@ -102,6 +104,12 @@ from mem0g.types import (
     UpdateQuery,
     Validity,
 )
+
+# how long `close` waits for other threads' reads and writes under way before it closes the
+# driver under them (a write waiting for its tenant's turn, or retried by the driver)
+_CLOSE_WAIT = 60.0
+
+log = logging.getLogger(__name__)
 
 
 class Neo4jGraphStore(
@@ -144,15 +152,20 @@ class Neo4jGraphStore(
         cypher_options: str = "",
         packed_reads: bool = True,
         plan_log: int = 0,
+        connect_timeout: float | None = None,
     ) -> None:
         # (a bad value is refused before connecting)
         self._use_cypher_options(cypher_options, packed_reads)
+        self.database = database
+        self._user = (
+            auth[0] if isinstance(auth, tuple) and auth else getattr(auth, "principal", None)
+        )
         if isinstance(driver_or_uri, str):
-            self._driver: Driver | None = GraphDatabase.driver(driver_or_uri, auth=auth)
+            self.url = shown_url(driver_or_uri)
+            self._driver: Driver | None = _driver(driver_or_uri, self.url, auth, connect_timeout)
             self._owns_driver = True
         else:
             self._driver, self._owns_driver = driver_or_uri, False
-        self.database = database
         self.dims = _check_dims(dims)
         self.overfetch = max(1, overfetch)
         self.max_fetch = max(1, max_fetch)
@@ -160,6 +173,8 @@ class Neo4jGraphStore(
         self.reset_batch = max(1, reset_batch)
         self.plan_log_keep = max(0, plan_log)  # plans kept per tenant (writes.py, log_plan)
         self._lock = threading.RLock()
+        self._gate = threading.Condition()  # sessions in flight (session.py, _session)
+        self._in_flight = 0
         self._schema_ready = False
         self._vector_indexes = False
         self._fetch_factor: dict[tuple[Any, ...], float] = {}  # see _from_index
@@ -198,6 +213,7 @@ class Neo4jGraphStore(
             warmup_parallel=config.warmup_parallel, cypher_options=config.cypher_options,
             packed_reads=config.packed_reads,
             plan_log=config.plan_log_keep if config.logs_plans() else 0,
+            connect_timeout=config.connect_timeout,
         )  # fmt: skip
 
     def __enter__(self) -> Neo4jGraphStore:
@@ -238,13 +254,18 @@ class Neo4jGraphStore(
         """Idempotent; every later call raises StoreError. A caller's driver stays open."""
         if self._warmup is not None:  # its read under way ends first (a cold JVM's first
             self._warmup.stop(wait=60.0)  # reads take seconds), as the names read's below
-        with self._lock:
+        with self._lock, self._gate:  # (no session opens after this)
             driver, self._driver = self._driver, None
             loader, self._names_loader = self._names_loader, None
         if loader is not None:  # queued reads are dropped; the one under way ends first, since
             # closing a driver while another thread sends on its connection breaks the driver
             # ("BufferError: Existing exports of data"); its later reads fail on the closed store
             loader.shutdown(wait=True, cancel_futures=True)
+        # other threads' reads and writes under way end first, for the same reason, and so a
+        # write commits whole rather than dying between its round trips
+        if driver is not None and not self._await_sessions(_CLOSE_WAIT):
+            log.warning("closing the Neo4j store while %d of its sessions are still open "
+                        "after %.0f s", self._in_flight, _CLOSE_WAIT)  # fmt: skip
         if driver is not None and self._owns_driver:
             driver.close()
 
@@ -546,6 +567,28 @@ class Neo4jGraphStore(
             (row,) = self._read("stats_scope", _scope(scope))
             tenants = len(set(row["keys"]))
         return StoreStats.counted(row, tenants)
+
+
+def _driver(uri: str, shown: str, auth: Any, connect_timeout: float | None) -> Driver:
+    """The driver for `uri`; a URL it cannot use is a StoreError naming it (`shown`: without
+    a password written into it, which the driver's own message would repeat).
+    `connect_timeout` (None: the driver's 30 s and 60 s) bounds both reaching the server and
+    getting a connection: the Bolt handshake waits under the latter."""
+    timeouts: dict[str, Any] = {}
+    if connect_timeout is not None:
+        timeouts = {"connection_timeout": connect_timeout,
+                    "connection_acquisition_timeout": connect_timeout}  # fmt: skip
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme in ("http", "https"):  # the driver's HTTP support is a preview: Bolt only
+        raise StoreError(
+            "the neo4j store speaks Bolt: graph_store.url must be bolt:// or neo4j:// "
+            f"(the server's Bolt port, 7687 by default), not {shown}"
+        )
+    try:
+        return GraphDatabase.driver(uri, auth=auth, **timeouts)
+    except (DriverError, ValueError, TypeError) as exc:
+        text = " ".join(str(exc).replace(uri, shown).split())
+        raise StoreError(f"graph_store.url {shown!r} is not a Neo4j URL: {text}") from None
 
 
 def _has_direction(vector: Sequence[float] | None) -> bool:

@@ -20,7 +20,7 @@ from mem0g.stores.neo4j import links
 from mem0g.stores.neo4j.entity_vectors import EntityVectors
 from mem0g.stores.neo4j.plan_rows import _event_rows, _fact_refs, _fact_rows, _FactRows, _plan_rows
 from mem0g.stores.neo4j.rows import _check_version, _db_time, _scope, _tenant_props, _version
-from mem0g.stores.neo4j.session import Neo4jSession, _errors
+from mem0g.stores.neo4j.session import Neo4jSession
 from mem0g.stores.plan import Existing, check_plan, check_records, distinct_tenants, is_empty
 from mem0g.stores.repair import rename_event
 from mem0g.stores.vectors import vector_sum_change
@@ -83,7 +83,7 @@ class PlanWrites(Neo4jSession):
         if sizes and not self._vector_indexes:
             with self._lock:
                 self.dims = self.dims or sizes.pop()
-                with _errors("could not create the vector indexes"):
+                with self._errors("could not create the vector indexes"):
                     self._ensure_vector_indexes(driver)
         rows = [(plan, _plan_rows(plan, time.time_ns()), self._logged(plan)) for plan in plans]
 
@@ -313,7 +313,7 @@ class PlanWrites(Neo4jSession):
         Batched, so a large store does not need one huge transaction: unlike `apply` it is not
         atomic, and a failure midway leaves part of the data (run it again)."""
         driver = self._ready()
-        with _errors("reset failed"):
+        with self._errors("reset failed"):
             self._auto(driver, "reset_relations", {"batch": self.reset_batch})
             self._auto(driver, "reset_nodes", {"batch": self.reset_batch})
         with self._lock:
