@@ -356,3 +356,22 @@ def test_a_whole_store_dump_reads_tenants_that_lowered_limits_refuse(
         lowered.get_all(user_id="a" * 40)  # asking for it is still refused
     everything = lowered.get_everything()
     assert sorted(f.text for f in everything.facts) == ["Alice lives in Paris", "Bob likes jazz"]
+
+
+def test_a_closed_memory_says_it_is_closed(make_memory) -> None:
+    """A call after `close()` raised the thread pool's "cannot schedule new futures after
+    shutdown" (or a driver error on Neo4j); it is one StoreError saying what happened."""
+    from mem0g.stores.base import StoreError
+
+    m = make_memory()
+    m.add("Alice lives in Paris", user_id="alice", infer=False)
+    m.close()
+    m.close()  # idempotent
+    for call in (
+        lambda: m.search("Paris", user_id="alice"),
+        lambda: m.add("Bob likes jazz", user_id="alice", infer=False),
+        lambda: m.get_all(user_id="alice"),
+        lambda: m.context("Paris", user_id="alice"),
+    ):
+        with pytest.raises(StoreError, match="this Memory is closed"):
+            call()

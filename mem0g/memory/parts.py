@@ -12,7 +12,7 @@ from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.locks import TenantLocks
 from mem0g.memory.copy import LocalCopy
-from mem0g.stores.base import GraphStore
+from mem0g.stores.base import GraphStore, StoreError
 from mem0g.summary import SummaryWorker
 from mem0g.types import Tenant
 
@@ -26,8 +26,13 @@ class MemoryPart:
     summaries: SummaryWorker
     copy: LocalCopy | None  # graph_store.local_copy (memory/copy.py)
     _tenant_locks: TenantLocks
+    _closed: bool
 
     def _tenant(self, user_id: Any, agent_id: Any, run_id: Any) -> Tenant:
+        """The call's tenant, checked; every call by tenant passes here, so a closed `Memory`
+        says so (its thread pools raised "cannot schedule new futures after shutdown")."""
+        if self._closed:
+            raise StoreError("this Memory is closed")
         return validation.tenant(self.config.limits, user_id, agent_id, run_id)
 
     def _lock(self, tenant: Tenant) -> AbstractContextManager[None]:
