@@ -350,9 +350,18 @@ def _json(number: int, line: str) -> dict[str, Any]:
 
 def _record(model: type[Any], data: Any, number: int) -> Any:
     try:
-        return model.model_validate(data)
+        record = model.model_validate(data)
     except ValidationError as err:
         raise ArchiveError(f"line {number}: bad {model.__name__}: {err}") from err
+    # what `Memory` never stores: a blank (or not valid Unicode) fact text or entity name,
+    # which a hand-edited archive carried into the store unchecked
+    field = "text" if model is Fact else "name" if model is Entity else None
+    if field is not None:
+        try:
+            validation.text(getattr(record, field), f"a {model.__name__.lower()}'s {field}")
+        except ValueError as err:
+            raise ArchiveError(f"line {number}: {err}") from None
+    return record
 
 
 def import_archive(

@@ -287,6 +287,27 @@ def test_a_newer_or_broken_archive_is_refused_clearly(
         assert owner not in before
 
 
+BLANKS = [("fact", "text", ""), ("fact", "text", "  "), ("entity", "name", "")]
+
+
+@pytest.mark.parametrize(("kind", "field", "value"), BLANKS)
+def test_a_record_memory_never_stores_is_refused_by_import(
+    filled, tmp_path, llm_server, minilm, kind: str, field: str, value: str
+) -> None:
+    """A hand-edited archive whose fact text (or entity name) was blank imported without a
+    word: a record `Memory` itself never stores. It is refused, naming its line, and the
+    tenant holding it is not imported."""
+    _, archive = filled
+    records = [json.loads(line) for line in archive.read_text().splitlines()]
+    at = next(i for i, d in enumerate(records) if d["kind"] == kind)
+    records[at]["record"][field] = value
+    owner = next(d["tenant"] for d in records[at:] if d["kind"] == "end")
+    with _fresh(tmp_path, llm_server, minilm) as target:
+        with pytest.raises(ArchiveError, match=rf"line {at + 1}: a {kind}'s {field} is empty"):
+            target.import_archive(io.StringIO("\n".join(json.dumps(d) for d in records)))
+        assert owner not in [t.model_dump() for t in target.tenants()]
+
+
 def test_import_re_embeds_for_another_model(filled, tmp_path, llm_server, hashing) -> None:
     _, archive = filled
     target = Memory(
