@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from mem0g.embed import CachedEmbedder
 from mem0g.resolve.names import (
+    APOSTROPHES,
     Candidate,
     NameRelation,
     canonical_type,
@@ -62,7 +63,7 @@ class ResolvedEntities(BaseModel):
     renamed: dict[str, str] = Field(default_factory=dict)  # stored entity id -> new name
 
 
-_POSSESSIVE = re.compile(r"['’‘`´]s\b")  # the apostrophes resolve.links reads
+_POSSESSIVE = re.compile(rf"[{APOSTROPHES}]s\b")
 
 
 class Mentions(BaseModel):

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import regex
 
+from mem0g.resolve.names import APOSTROPHES as _APOSTROPHES
 from mem0g.resolve.names import normal_words
 from mem0g.stores.base import GraphStore
 from mem0g.stores.lexical_query import terms
@@ -33,7 +34,6 @@ _STOP = frozenset(
 )
 # `regex`'s \w: a word keeps its combining marks (Devanagari vowel signs), as names.py does;
 # every apostrophe the names' normalisation drops stays inside its word ("O’Neil" is "oneil")
-_APOSTROPHES = "'’‘`´"
 _TOKEN = regex.compile(rf"[\w{_APOSTROPHES}&.-]+")
 _POSSESSIVE = re.compile(rf"[{_APOSTROPHES}]s$", re.IGNORECASE)  # "Caroline's" names Caroline
 

@@ -110,9 +110,12 @@ _PLACE_ABBREVIATIONS = {"st": "saint", "mt": "mount", "ft": "fort"}
 _PLACE_WORDS = _words("city town village county state province region area metro sar")
 _ACRONYM_STOPWORDS = _words("of and & for the de")
 
+APOSTROPHES = "'’‘`´"
+"""What people type for an apostrophe: names drop it ("O’Neil" is "oneil"), and the links and
+the conversation's mentions cut a possessive "'s" written with any of them."""
 # abbreviation dots, apostrophes, and the invisible characters that join or break nothing a
 # reader sees (soft hyphen, zero-width space, word joiner, BOM): "Anna\u00adbelle" is Annabelle
-_DROPPED = re.compile(r"(?<!\d)\.|\.(?!\d)|['’‘`´\u00ad\u200b\u2060\ufeff]")
+_DROPPED = re.compile(rf"(?<!\d)\.|\.(?!\d)|[{APOSTROPHES}\u00ad\u200b\u2060\ufeff]")
 # everything else but a few meaningful symbols; `regex`'s \w holds the combining marks
 # (Unicode's word characters), so a vowel sign or virama stays inside its word
 _SEPARATORS = regex.compile(r"[^\w&+#@.]|_")
