@@ -1,4 +1,5 @@
-// Deleting a scope (one managed transaction, these statements in file order) and resetting
+// Deleting a scope (one managed transaction, these statements in file order; a large scope is
+// thinned first, by the thin_tenant_* statements below) and resetting
 // the store. Only mem0g's own labels are touched: :Entity, :Episode and the :RELATES between
 // them, and the fact memory's :Fact, :FactEvent, :Summary and :TenantSequence (and :PlanLog).
 
@@ -152,6 +153,77 @@ WHERE ($agent_id IS NULL OR q.agent_id = $agent_id)
 SET q.fact_vectors = null, q.fact_vector_sum = null, q.fact_count = null,
     q.seq = coalesce(q.seq, 0) + 1, q.epoch = randomUUID()
 RETURN q.tenant_key AS key;
+
+// A scope too large for one transaction (writes.py, delete_tenant: more than `reset_batch`
+// records) is thinned first, one exact tenant at a time, before the transaction above deletes
+// what is left. How many records each of these tenants holds:
+// name: thin_tenant_size
+UNWIND $keys AS key
+RETURN sum(COUNT { ()-[r:RELATES]->() WHERE r.tenant_key = key }
+         + COUNT { (e:Entity) WHERE e.tenant_key = key }
+         + COUNT { (f:Fact) WHERE f.tenant_key = key }
+         + COUNT { (ep:Episode) WHERE ep.tenant_key = key }
+         + COUNT { (ev:FactEvent) WHERE ev.tenant_key = key }) AS records;
+
+// First, in its own transaction: the tenant gets a new epoch and plan number (as
+// delete_tenant_recount), so other clients' held entity vectors and client-held copies read it
+// afresh instead of answering with records the thinning removes; its logged plans go
+// (drop_plan_log), being of the old epoch. Returns how many edges and entities it holds.
+// name: thin_tenant_begin
+MATCH (q:TenantSequence {tenant_key: $tenant_key})
+SET q.seq = coalesce(q.seq, 0) + 1, q.epoch = randomUUID()
+RETURN COUNT { ()-[r:RELATES]->() WHERE r.tenant_key = $tenant_key }
+     + COUNT { (e:Entity) WHERE e.tenant_key = $tenant_key } AS graph;
+
+// Then its bulk, in transactions of $batch rows each (auto-commit: CALL ... IN TRANSACTIONS):
+// edges first, so that no batch of entities drags an unbounded number of edges along.
+// name: thin_tenant_relations
+MATCH ()-[r:RELATES]->()
+WHERE r.tenant_key = $tenant_key
+CALL (r) {
+  DELETE r
+} IN TRANSACTIONS OF $batch ROWS;
+
+// name: thin_tenant_entities
+MATCH (e:Entity)
+WHERE e.tenant_key = $tenant_key
+CALL (e) {
+  CALL (e) {
+    MATCH (k:EntityKey)-[:KEY_OF]->(e)
+    DETACH DELETE k
+  }
+  DETACH DELETE e
+} IN TRANSACTIONS OF $batch ROWS;
+
+// name: thin_tenant_episodes
+MATCH (ep:Episode)
+WHERE ep.tenant_key = $tenant_key
+CALL (ep) {
+  DETACH DELETE ep
+} IN TRANSACTIONS OF $batch ROWS;
+
+// name: thin_tenant_fact_events
+MATCH (ev:FactEvent)
+WHERE ev.tenant_key = $tenant_key
+CALL (ev) {
+  DETACH DELETE ev
+} IN TRANSACTIONS OF $batch ROWS;
+
+// Facts last, $batch at a time in a managed transaction each, with add_fact_vectors in the
+// same transaction: the tenant's kept fact count and vector sum lose exactly the facts deleted,
+// so they are right after every batch (an interrupted deletion leaves them true). The SET
+// takes the tenant's lock first, as a plan's turn (lock_tenant) does: no plan of the tenant
+// changes its facts in between.
+// name: thin_tenant_facts
+MATCH (q:TenantSequence {tenant_key: $tenant_key})
+SET q.seq = coalesce(q.seq, 0) + 1
+WITH q
+MATCH (f:Fact)
+WHERE f.tenant_key = $tenant_key
+WITH f LIMIT $batch
+WITH f, f.embedding AS embedding
+DETACH DELETE f
+RETURN embedding;
 
 // Batched, so a large store is emptied without one huge transaction (auto-commit queries:
 // CALL ... IN TRANSACTIONS cannot run inside a managed transaction): edges first, so no batch

@@ -13,7 +13,21 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import A_BOT, DIMS, USER_A, A, B, Reopen, Store, entity, fact_plan, relation
+from builders import (
+    A_BOT,
+    DIMS,
+    EVERYTHING,
+    USER_A,
+    A,
+    B,
+    Reopen,
+    Store,
+    entity,
+    fact_plan,
+    plan,
+    relation,
+    ring,
+)
 from neo4j import ManagedTransaction
 
 from mem0g.stores.base import StoreError
@@ -455,3 +469,68 @@ def test_a_row_deleted_between_two_keys_of_its_projection_is_gone() -> None:
             "destination_name": "b"}  # fmt: skip
     assert present(edge)
     assert not present({**edge, "destination_id": None, "destination_name": None})
+
+
+@pytest.mark.neo4j
+def test_a_scope_larger_than_a_batch_is_deleted_in_batches_and_an_interrupted_one_resumes(
+    neo4j_connect: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scope of more than `reset_batch` records is deleted a batch at a time (a 100,000-edge
+    user did not fit one transaction of a 512 MiB server). Stopped midway, what is left keeps
+    true counts and sums; the same call again deletes the rest, and no other user is touched."""
+    store = neo4j_connect(dims=DIMS, reset_batch=3)
+    rng = np.random.default_rng(5)
+    for tenant in (A, A_BOT, B):
+        ents, rels = ring(tenant, 4, 7, rng)
+        store.apply(plan(tenant, ents, rels))
+        store.apply(fact_plan(tenant, [_new_fact(tenant, rng) for _ in range(8)]))
+    before_b = (store.snapshot(B, EVERYTHING), store.facts(B), store.episodes(B))
+    check(store, "written")
+    real_run = store._run
+    ran: list[str] = []
+
+    def failing_run(tx: ManagedTransaction, name: str, params: Any = None) -> Any:
+        ran.append(name)
+        if name == "thin_tenant_facts" and ran.count(name) == 2:
+            raise StoreError("injected: the server went away")
+        return real_run(tx, name, params)
+
+    monkeypatch.setattr(store, "_run", failing_run)
+    with pytest.raises(StoreError, match="stopped midway"):
+        store.delete_tenant(USER_A)
+    monkeypatch.undo()
+    assert "delete_tenant_sequences" not in ran  # the one transaction never began
+    left = store.facts(USER_A)
+    assert len(left) == 16 - 3  # a batch of the first tenant's facts went, the rest stayed
+    assert len(store.snapshot(USER_A, EVERYTHING).relations) == 7  # its edges went first
+    check(store, "after the interrupted deletion")
+    assert store.delete_tenant(USER_A) > 0
+    assert store.facts(USER_A) == [] and store.episodes(USER_A) == []
+    assert store.snapshot(USER_A, EVERYTHING).entities == []
+    assert USER_A.key not in [t.key for t in store.tenants()]
+    assert (store.snapshot(B, EVERYTHING), store.facts(B), store.episodes(B)) == before_b
+    check(store, "after the deletion")
+    # and the deleted user writes again from a clean slate
+    store.apply(fact_plan(A, [_new_fact(A, rng)]))
+    check(store, "written again")
+    assert len(store.facts(A)) == 1
+
+
+@pytest.mark.neo4j
+def test_a_scope_within_a_batch_is_deleted_in_one_transaction(neo4j_connect: Any) -> None:
+    store = neo4j_connect(dims=DIMS, reset_batch=1000)
+    rng = np.random.default_rng(6)
+    ents, rels = ring(A, 4, 7, rng)
+    store.apply(plan(A, ents, rels))
+    store.apply(fact_plan(A, [_new_fact(A, rng) for _ in range(3)]))
+    ran: list[str] = []
+    real_run = store._run
+
+    def spying_run(tx: ManagedTransaction, name: str, params: Any = None) -> Any:
+        ran.append(name)
+        return real_run(tx, name, params)
+
+    store._run = spying_run  # type: ignore[method-assign]
+    assert store.delete_tenant(USER_A) == 11  # 7 edges and 4 entities
+    assert not [name for name in ran if name.startswith("thin_tenant")]
+    assert store.facts(USER_A) == []

@@ -19,6 +19,7 @@ from mem0g.config import GraphStoreConfig
 from mem0g.stores.base import StoreError
 from mem0g.stores.neo4j import Neo4jGraphStore
 from mem0g.testing.neo4j import Neo4jServer, free_port, start_maven_server
+from mem0g.types import Tenant
 
 # a short-lived JVM: the C1 JIT alone (see tests/test_neo4j_server.py)
 SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1"
@@ -68,6 +69,41 @@ def test_an_add_over_the_transaction_memory_limit_fails_at_once_and_writes_nothi
         assert memory.stats() == before  # all or nothing
         memory.add("alice keeps goats", user_id="alice", infer=False)  # works on
         assert memory.stats().facts == before.facts + 1
+
+
+@pytest.mark.neo4j
+def test_a_user_too_large_for_one_transaction_is_still_deleted(limited: Neo4jServer) -> None:
+    """`delete_all` of a user whose deletion needs more than the server lets one transaction
+    have: the one transaction is refused, so the user is deleted in batches small enough
+    (a quarter each time one is refused), and the kept counts stay true."""
+    with Memory(_config(limited)) as memory:
+        memory.add("bob keeps goats", user_id="bob", infer=False)
+        for part in range(40):
+            many = [{"role": "user", "content": f"alice keeps bee {part}-{i} in hive {i}"}
+                    for i in range(50)]  # fmt: skip
+            memory.add(many, user_id="alice", infer=False)
+        assert memory.stats().facts == 2001
+        store = memory.store
+        assert isinstance(store, Neo4jGraphStore)
+        deleted: list[int] = []
+        real = store.delete_tenant
+
+        def delete_tenant(scope: Any) -> int:
+            deleted.append(real(scope))
+            return deleted[-1]
+
+        store.delete_tenant = delete_tenant  # type: ignore[method-assign]
+        began = time.monotonic()
+        memory.delete_all(user_id="alice")
+        assert time.monotonic() - began < 120
+        assert deleted, "delete_all did not reach the store"
+        assert memory.stats(user_id="alice").facts == 0
+        assert memory.stats(user_id="alice").episodes == 0
+        bob = store.facts(Tenant(user_id="bob"))
+        assert [f.text for f in bob] == ["bob keeps goats"] and memory.stats().facts == 1
+        assert store.fact_vector_sum(Tenant(user_id="alice")) is None  # kept sums follow
+        memory.add("alice keeps bees again", user_id="alice", infer=False)  # works on
+        assert memory.stats(user_id="alice").facts == 1
 
 
 def _refusal(store: Neo4jGraphStore) -> str:

@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from neo4j import Driver, ManagedTransaction
-from neo4j.exceptions import TransientError
+from neo4j.exceptions import Neo4jError, TransientError
 
 from mem0g.stores.base import StoreError
 from mem0g.stores.neo4j import links
 from mem0g.stores.neo4j.entity_vectors import EntityVectors
 from mem0g.stores.neo4j.plan_rows import _event_rows, _fact_refs, _fact_rows, _FactRows, _plan_rows
 from mem0g.stores.neo4j.rows import _check_version, _db_time, _scope, _tenant_props, _version
-from mem0g.stores.neo4j.session import Neo4jSession
+from mem0g.stores.neo4j.session import Neo4jSession, _over_transaction_limit
 from mem0g.stores.plan import Existing, check_plan, check_records, distinct_tenants, is_empty
 from mem0g.stores.repair import rename_event
 from mem0g.stores.vectors import vector_sum_change
@@ -280,7 +280,32 @@ class PlanWrites(Neo4jSession):
             )
 
     def delete_tenant(self, scope: Tenant) -> int:
-        """Delete every record the scope filter matches, in one transaction."""
+        """Delete every record the scope filter matches, in one transaction when it can be
+        one (all or nothing). A scope of more than `reset_batch` records, or one the server
+        refuses to delete in one transaction (its `db.memory.transaction.max`; the total
+        limit, 70% of the heap by default, stops a 100,000-edge user on a 512 MiB heap), is
+        thinned first (`_thin`), in transactions of at most `reset_batch` records, and the one
+        transaction deletes what is left: a failure midway leaves part of the scope, every
+        kept count still true, and the same call again finishes it."""
+        keys = sorted(self.scope_versions(scope))
+        thinned = 0  # edges and entities deleted before the one transaction
+        if keys:
+            (size,) = self._read("thin_tenant_size", {"keys": keys})
+            if int(size["records"] or 0) > self.reset_batch:
+                thinned = self._thin_all(keys)
+        try:
+            deleted = self._delete_rest(scope)
+        except StoreError as exc:
+            if not (keys and _too_large_for_one(exc)):
+                raise
+            thinned += self._thin_all(keys)
+            deleted = self._delete_rest(scope)
+        with self._lock:  # (other stores see the tenant's new epoch when it is written again)
+            self._entity_vectors.forget()
+        return thinned + deleted
+
+    def _delete_rest(self, scope: Tenant) -> int:
+        """What `delete_tenant` does in its one transaction."""
         params = _scope(scope)
 
         def work(tx: ManagedTransaction) -> int:
@@ -302,10 +327,69 @@ class PlanWrites(Neo4jSession):
                 self._run(tx, "drop_plan_log", {"tenant_key": row["key"]})
             return int(rels["deleted"]) + int(ents["deleted"])
 
-        deleted = self._write("delete_tenant", work)
-        with self._lock:  # (other stores see the tenant's new epoch when it is written again)
+        return self._write("delete_tenant", work)
+
+    def _thin_all(self, keys: list[str]) -> int:
+        try:
+            return sum(self._thin(key) for key in keys)
+        except StoreError as exc:
+            raise StoreError(
+                "delete_tenant stopped midway: part of the scope is deleted, and the same "
+                f"call again deletes the rest ({exc})"
+            ) from exc
+
+    def _thin(self, key: str) -> int:
+        """Delete most of one exact tenant, at most `reset_batch` records a transaction (a
+        quarter as many after a batch the server finds too large): a new epoch first (held
+        entity vectors and copies read it afresh), then its edges, entities, episodes and fact
+        events, then its facts, each batch of facts with its change to the tenant's kept fact
+        count and vector sum (cypher/delete.cypher, thin_tenant_*). Returns how many edges
+        and entities it held when it began."""
+        driver = self._ready()
+
+        def begin(tx: ManagedTransaction) -> int:
+            found, _ = self._run(tx, "thin_tenant_begin", {"tenant_key": key})
+            self._run(tx, "drop_plan_log", {"tenant_key": key})
+            return sum(int(row["graph"]) for row in found)
+
+        held = self._write("delete_tenant", begin)
+        with self._lock:
             self._entity_vectors.forget()
-        return deleted
+        batch = self.reset_batch
+
+        def smaller(exc: StoreError) -> None:
+            nonlocal batch
+            if batch == 1 or not _too_large_for_one(exc):
+                raise exc
+            batch = max(1, batch // 4)
+
+        for name in ("relations", "entities", "episodes", "fact_events"):
+            while True:
+                try:
+                    with self._errors("a batch failed"):
+                        self._auto(driver, f"thin_tenant_{name}", {"tenant_key": key,
+                                                                   "batch": batch})  # fmt: skip
+                    break
+                except StoreError as exc:
+                    smaller(exc)
+
+        def facts(tx: ManagedTransaction) -> int:
+            params = {"tenant_key": key, "batch": batch}
+            gone, _ = self._run(tx, "thin_tenant_facts", params)
+            change = vector_sum_change([], [row["embedding"] for row in gone])
+            if gone:
+                count, delta = change if change is not None else (0, None)
+                params = {"tenant_key": key, "count": count, "delta": delta, "facts": -len(gone)}
+                self._run(tx, "add_fact_vectors", params)
+            return len(gone)
+
+        while True:
+            try:
+                if not self._write("delete_tenant", facts):
+                    break
+            except StoreError as exc:
+                smaller(exc)
+        return held
 
     def reset(self) -> None:
         """Delete every node of mem0g's labels (and the edges between entities); schema and
@@ -319,3 +403,14 @@ class PlanWrites(Neo4jSession):
         with self._lock:
             self._entity_vectors.forget()
             self._names_checked.clear()  # whatever is written next is checked afresh
+
+
+def _too_large_for_one(exc: StoreError) -> bool:
+    """The server refused a transaction for its memory: the per-transaction limit, or the
+    total one (transient, but a delete that large meets it again)."""
+    cause = exc.__cause__
+    if not isinstance(cause, Neo4jError):
+        return False
+    return _over_transaction_limit(cause) or (
+        cause.code == "Neo.TransientError.General.MemoryPoolOutOfMemoryError"
+    )
