@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Result, Session
@@ -39,6 +39,8 @@ _T = TypeVar("_T")
 _CYPHER_OPTIONS = re.compile(r"[A-Za-z]+=[A-Za-z]+( [A-Za-z]+=[A-Za-z]+)*")
 _READ_ATTEMPTS = 3  # auto-commit reads: tries on a transient error (see _read)
 _SCHEMA_ATTEMPTS = 5  # the schema step: tries on a transient error (_apply_schema_retrying)
+_WRITE_ATTEMPTS = 5  # _write_unbounded: tries on a transient error or a lost connection
+_MEMORY_POOL = "Neo.TransientError.General.MemoryPoolOutOfMemoryError"
 
 
 def _rows(result: Result) -> list[dict[str, Any]]:
@@ -59,10 +61,7 @@ def _over_transaction_limit(exc: Neo4jError) -> bool:
     30 s, to fail the same way each time: the limit is the operator's setting. (The total
     limits, `db.memory.transaction.total.max` and `dbms.`'s, share the code and are
     transient indeed: other transactions hold that memory.)"""
-    return (
-        exc.code == "Neo.TransientError.General.MemoryPoolOutOfMemoryError"
-        and "db.memory.transaction.max" in (exc.message or "")
-    )
+    return exc.code == _MEMORY_POOL and "db.memory.transaction.max" in (exc.message or "")
 
 
 def _too_large(what: str, exc: Neo4jError) -> StoreError:
@@ -335,6 +334,36 @@ class Neo4jSession:
                     + _explain(exc.__cause__, self.url, self._user, self.database)
                 ) from exc.__cause__
             raise
+
+    def _write_unbounded(self, name: str, work: Callable[[ManagedTransaction], _T]) -> _T:
+        """`_write` for an idempotent transaction whose size is not known beforehand (a
+        scope's deletion): the server may refuse it for its memory *at commit*, which
+        `execute_write` retries for 30 s to fail the same way; here that is a StoreError at
+        once (its cause the server's error), and other transient errors and a lost
+        connection are tried again, as the driver would."""
+        driver = self._ready()
+        delay = 0.5
+        for attempt in range(_WRITE_ATTEMPTS):
+            try:
+                with (
+                    self._errors(f"{name} failed, nothing was written"),
+                    self._traffic.call(),
+                    self._session(driver) as session,
+                    session.begin_transaction() as tx,
+                ):
+                    out = work(cast(ManagedTransaction, tx))
+                    tx.commit()
+                    return out
+            except StoreError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, Neo4jError) and cause.code == _MEMORY_POOL:
+                    raise
+                again = (TransientError, SessionExpired, ServiceUnavailable, IncompleteCommit)
+                if not isinstance(cause, again) or attempt == _WRITE_ATTEMPTS - 1:
+                    raise
+            time.sleep(delay * random.uniform(0.8, 1.2))
+            delay *= 2
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def _run(self, tx: ManagedTransaction, name: str, params: dict[str, Any]) -> Any:
         """Every statement of a write transaction goes through here: (rows, counters)."""

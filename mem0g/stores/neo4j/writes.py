@@ -20,7 +20,7 @@ from mem0g.stores.neo4j import links
 from mem0g.stores.neo4j.entity_vectors import EntityVectors
 from mem0g.stores.neo4j.plan_rows import _event_rows, _fact_refs, _fact_rows, _FactRows, _plan_rows
 from mem0g.stores.neo4j.rows import _check_version, _db_time, _scope, _tenant_props, _version
-from mem0g.stores.neo4j.session import Neo4jSession, _over_transaction_limit
+from mem0g.stores.neo4j.session import _MEMORY_POOL, Neo4jSession
 from mem0g.stores.plan import Existing, check_plan, check_records, distinct_tenants, is_empty
 from mem0g.stores.repair import rename_event
 from mem0g.stores.vectors import vector_sum_change
@@ -327,7 +327,7 @@ class PlanWrites(Neo4jSession):
                 self._run(tx, "drop_plan_log", {"tenant_key": row["key"]})
             return int(rels["deleted"]) + int(ents["deleted"])
 
-        return self._write("delete_tenant", work)
+        return self._write_unbounded("delete_tenant", work)
 
     def _thin_all(self, keys: list[str]) -> int:
         try:
@@ -339,8 +339,8 @@ class PlanWrites(Neo4jSession):
             ) from exc
 
     def _thin(self, key: str) -> int:
-        """Delete most of one exact tenant, at most `reset_batch` records a transaction (a
-        quarter as many after a batch the server finds too large): a new epoch first (held
+        """Delete most of one exact tenant, at most `reset_batch` records a transaction (fewer
+        after a batch the server finds too large: `_Batch`): a new epoch first (held
         entity vectors and copies read it afresh), then its edges, entities, episodes and fact
         events, then its facts, each batch of facts with its change to the tenant's kept fact
         count and vector sum (cypher/delete.cypher, thin_tenant_*). Returns how many edges
@@ -355,26 +355,13 @@ class PlanWrites(Neo4jSession):
         held = self._write("delete_tenant", begin)
         with self._lock:
             self._entity_vectors.forget()
-        batch = self.reset_batch
-
-        def smaller(exc: StoreError) -> None:
-            nonlocal batch
-            if batch == 1 or not _too_large_for_one(exc):
-                raise exc
-            batch = max(1, batch // 4)
-
+        batch = _Batch(self.reset_batch)
         for name in ("relations", "entities", "episodes", "fact_events"):
-            while True:
-                try:
-                    with self._errors("a batch failed"):
-                        self._auto(driver, f"thin_tenant_{name}", {"tenant_key": key,
-                                                                   "batch": batch})  # fmt: skip
-                    break
-                except StoreError as exc:
-                    smaller(exc)
+            params = {"tenant_key": key}
+            self._batched(driver, f"thin_tenant_{name}", params, batch, "a batch failed")
 
         def facts(tx: ManagedTransaction) -> int:
-            params = {"tenant_key": key, "batch": batch}
+            params = {"tenant_key": key, "batch": batch.size}
             gone, _ = self._run(tx, "thin_tenant_facts", params)
             change = vector_sum_change([], [row["embedding"] for row in gone])
             if gone:
@@ -385,21 +372,35 @@ class PlanWrites(Neo4jSession):
 
         while True:
             try:
-                if not self._write("delete_tenant", facts):
-                    break
+                if not self._write_unbounded("delete_tenant", facts):
+                    return held
             except StoreError as exc:
-                smaller(exc)
-        return held
+                batch.smaller(exc)
+
+    def _batched(
+        self, driver: Driver, name: str, params: dict[str, Any], batch: _Batch, what: str
+    ) -> None:
+        """An auto-commit statement of `CALL ... IN TRANSACTIONS OF $batch ROWS`, again with a
+        quarter of the batch while the server refuses one for its memory (the batches
+        committed before stay done)."""
+        while True:
+            try:
+                with self._errors(what):
+                    self._auto(driver, name, {**params, "batch": batch.size})
+                return
+            except StoreError as exc:
+                batch.smaller(exc)
 
     def reset(self) -> None:
         """Delete every node of mem0g's labels (and the edges between entities); schema and
         the layout version (:Mem0gSchema) stay, and nodes of other labels are left alone.
-        Batched, so a large store does not need one huge transaction: unlike `apply` it is not
-        atomic, and a failure midway leaves part of the data (run it again)."""
+        Batched, so a large store does not need one huge transaction (smaller batches while
+        the server refuses one for its memory): unlike `apply` it is not atomic, and a
+        failure midway leaves part of the data (run it again)."""
         driver = self._ready()
-        with self._errors("reset failed"):
-            self._auto(driver, "reset_relations", {"batch": self.reset_batch})
-            self._auto(driver, "reset_nodes", {"batch": self.reset_batch})
+        batch = _Batch(self.reset_batch)
+        self._batched(driver, "reset_relations", {}, batch, "reset failed")
+        self._batched(driver, "reset_nodes", {}, batch, "reset failed")
         with self._lock:
             self._entity_vectors.forget()
             self._names_checked.clear()  # whatever is written next is checked afresh
@@ -409,8 +410,18 @@ def _too_large_for_one(exc: StoreError) -> bool:
     """The server refused a transaction for its memory: the per-transaction limit, or the
     total one (transient, but a delete that large meets it again)."""
     cause = exc.__cause__
-    if not isinstance(cause, Neo4jError):
-        return False
-    return _over_transaction_limit(cause) or (
-        cause.code == "Neo.TransientError.General.MemoryPoolOutOfMemoryError"
-    )
+    return isinstance(cause, Neo4jError) and cause.code == _MEMORY_POOL
+
+
+class _Batch:
+    """A batch size that shrinks to a quarter each time the server refuses a batch for its
+    memory (`db.memory.transaction.max`, or the total), down to one row; any other failure,
+    or a refused single row, is raised."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+
+    def smaller(self, exc: StoreError) -> None:
+        if self.size == 1 or not _too_large_for_one(exc):
+            raise exc
+        self.size = max(1, self.size // 4)
