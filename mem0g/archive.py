@@ -16,9 +16,12 @@ Embeddings, when included, are lists of floats of the header's model. Import re-
 (names, triples, facts) when they are absent or the model differs from the target's.
 
 Import writes each tenant as one plan, so in one transaction: all of a tenant or none of it
-(`batch` tenants may share a transaction: all of them or none). An archive of a newer version
-is refused, and so is a tenant the target already has, unless `merge` (then the records whose
-ids the target lacks are added beside its own).
+(`batch` tenants may share a transaction: all of them or none). The exception: a new tenant
+of more than `part_records` (10,000) records on a store whose server bounds a transaction's
+memory (Neo4j, `StoreCapabilities.restore_in_parts`) is written in parts of about that many
+records (`stores.plan_parts`); a failure midway leaves the parts before it, and says so.
+An archive of a newer version is refused, and so is a tenant the target already has, unless
+`merge` (then the records whose ids the target lacks are added beside its own).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from mem0g import validation
 from mem0g.embed import CachedEmbedder, configured_name
 from mem0g.resolve.links import plan_links
 from mem0g.stores.archive_reads import entity_events, fact_events
+from mem0g.stores.base import StoreError
+from mem0g.stores.plan_parts import plan_parts, plan_size
 from mem0g.stores.repair import describe
 from mem0g.types import (
     Entity,
@@ -371,14 +376,19 @@ def import_archive(
     merge: bool = False,
     progress: Callable[[ImportedTenant], None] | None = None,
     batch: int = 1,
+    part_records: int = 10_000,
 ) -> list[ImportedTenant]:
     """Load an archive into `memory`'s store, the archive read as a stream; `progress` hears
     of each tenant written. Each tenant is one plan; `batch` new tenants share one
     transaction (`GraphStore.apply_many`: one commit for many small tenants, where a commit
     costs far more than a small tenant's rows on Neo4j). A tenant merged into is written
-    alone, after the tenants before it."""
+    alone, after the tenants before it. A new tenant of more than `part_records` records, on
+    a store that restores in parts (Neo4j), is written alone in parts of about that many
+    (`_write_in_parts`)."""
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
+    if part_records < 1:
+        raise ValueError(f"part_records must be at least 1, got {part_records}")
     header, tenants = read_archive(lines)
     # another model's vectors, or the same model's at another size (OpenAI's `dims`: the
     # name is the same at 1536 and at 512 dimensions, and the store takes one size)
@@ -420,12 +430,40 @@ def import_archive(
         if exists:  # refused, or merged from the store's records: the earlier ones go first
             flush()
         plan, result = _tenant_plan(memory, part, exists, merge=merge, reembed=reembed)
-        pending.append((plan, part.summary, result))
         present.add(part.tenant)
+        in_parts = memory.store.capabilities.restore_in_parts
+        if in_parts and not exists and plan_size(plan) > part_records:
+            flush()
+            _write_in_parts(memory.store, plan, part.summary, part_records)
+            done.append(result)
+            if progress is not None:
+                progress(result)
+            continue
+        pending.append((plan, part.summary, result))
         if exists or len(pending) >= batch:
             flush()
     flush()
     return done
+
+
+def _write_in_parts(store: GraphStore, plan: WritePlan, summary: Summary | None, size: int) -> None:
+    """A new tenant too large for one transaction, in consecutive plans (`plan_parts`). A
+    failure after the first part leaves the parts before it: the error says so, and how to
+    start again (the tenant is then in the store, so a second import refuses it)."""
+    parts = plan_parts(plan, size)
+    for number, piece in enumerate(parts):
+        try:
+            store.apply(piece)
+        except StoreError as exc:
+            if number == 0:
+                raise
+            raise StoreError(
+                f"{describe(plan.tenant)} was imported in part only ({number} of {len(parts)} "
+                f"parts written) when this failed: {exc}. Delete it (mem0g delete) and import "
+                "the archive again"
+            ) from exc
+    if summary is not None:
+        store.set_summary(summary)
 
 
 def _tenant_plan(

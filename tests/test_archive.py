@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mem0g import Memory
-from mem0g.archive import VERSION, ArchiveError
+from mem0g.archive import VERSION, ArchiveError, read_tenant, tenant_plan
 from mem0g.stores.archive_reads import entity_events, fact_events
+from mem0g.stores.base import StoreError
+from mem0g.stores.plan_parts import plan_parts, plan_size
 from mem0g.testing import ScriptedLLMServer
 from mem0g.testing.script import turn
 from mem0g.types import Entity, PossibleDuplicate, Tenant, WritePlan
@@ -128,8 +131,9 @@ def _memory(server: ScriptedLLMServer, minilm, graph_store: dict[str, Any]) -> M
 
 
 @pytest.mark.neo4j
+@pytest.mark.parametrize("part_records", [10_000, 3])  # 3: every tenant written in parts
 def test_round_trip_embedded_neo4j_embedded(tmp_path, llm_server, minilm, neo4j_server,
-                                            neo4j_connect) -> None:  # fmt: skip
+                                            neo4j_connect, part_records: int) -> None:  # fmt: skip
     for rule in _rules():
         llm_server.add_rule(rule)
     neo4j = {"provider": "neo4j", "url": neo4j_server.uri, "username": neo4j_server.user,
@@ -139,7 +143,7 @@ def test_round_trip_embedded_neo4j_embedded(tmp_path, llm_server, minilm, neo4j_
         original, unscored = _state(a), _state(a, scores=False)
         assert a.export(tmp_path / "a.jsonl") == 3
     with _memory(llm_server, minilm, neo4j) as b:
-        imported = b.import_archive(tmp_path / "a.jsonl", batch=2)  # 2 tenants, then 1
+        imported = b.import_archive(tmp_path / "a.jsonl", batch=2, part_records=part_records)
         assert [t.reembedded for t in imported] == [False] * 3
         _same(_state(b, scores=False), unscored)
         b.export(tmp_path / "b.jsonl")
@@ -341,3 +345,51 @@ def test_export_without_embeddings_then_import_embeds(filled, tmp_path, llm_serv
             assert [h[0] for h in got[key]["search"]["London as of None"][0]] == [
                 h[0] for h in want[key]["search"]["London as of None"][0]
             ]
+
+
+def test_a_restore_in_parts_equals_the_restore_in_one(filled, tmp_path, llm_server, minilm):
+    """`plan_parts` regroups a restore's plan so each part refers only to what the parts
+    before it wrote: applied one by one (each passing the plan rules), parts of two records
+    restore every tenant exactly as the one plan does (histories, the merge's undo record,
+    the deleted fact, the pair, the summary)."""
+    source, _ = filled
+    want = _state(source)
+    with _fresh(tmp_path, llm_server, minilm) as target:
+        for tenant in source.tenants():
+            part = read_tenant(source.store, tenant)
+            plan = tenant_plan(target.store, part)
+            parts = plan_parts(plan, 2)
+            assert len(parts) > 3 and sum(map(plan_size, parts)) == plan_size(plan)
+            for piece in parts:
+                target.store.apply(piece)
+            if part.summary is not None:
+                target.store.set_summary(part.summary)
+        _same(_state(target), want)
+
+
+def test_a_restore_stopped_midway_says_which_parts_were_written(
+    filled, tmp_path, llm_server, minilm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a store that restores in parts, a failure after the first part leaves the parts
+    before it and names them, and how to start again."""
+    _, archive = filled
+    with _fresh(tmp_path, llm_server, minilm) as target:
+        store = target.store
+        monkeypatch.setattr(store, "capabilities", replace(store.capabilities,
+                                                           restore_in_parts=True))  # fmt: skip
+        real = store.apply
+        calls: list[WritePlan] = []
+
+        def failing_apply(plan: WritePlan) -> None:
+            calls.append(plan)
+            if len(calls) == 3:
+                raise StoreError("the server went away")
+            real(plan)
+
+        monkeypatch.setattr(store, "apply", failing_apply)
+        said = r"in part only \(2 of \d+ parts written\).*went away.*import the archive again"
+        with pytest.raises(StoreError, match=said):
+            target.import_archive(archive, part_records=2)
+        assert len(calls) == 3
+        (written,) = target.tenants()  # the first tenant's first two parts, nothing else
+        assert written == calls[0].tenant

@@ -526,15 +526,24 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         return export_archive(self, out, scope, embeddings=embeddings)
 
     def import_archive(
-        self, source: str | os.PathLike[str] | IO[str], *, merge: bool = False, batch: int = 1
+        self,
+        source: str | os.PathLike[str] | IO[str],
+        *,
+        merge: bool = False,
+        batch: int = 1,
+        part_records: int = 10_000,
     ) -> list[Any]:
         """Restore an archive written by `export` into this store, each tenant atomic (`batch`
         new tenants per transaction: faster for many small tenants, on Neo4j above all);
         re-embeds when the archive has no vectors or another model's. A tenant this store
-        already has is refused (`ArchiveError`) unless `merge`."""
+        already has is refused (`ArchiveError`) unless `merge`. On Neo4j a new tenant of more
+        than `part_records` records is written in parts of about that many (one transaction
+        for all of it can exceed the server's transaction memory)."""
         from mem0g.archive import import_archive
 
         if isinstance(source, str | os.PathLike):
             with open(source, encoding="utf-8") as handle:
-                return import_archive(self, handle, merge=merge, batch=batch)
-        return import_archive(self, source, merge=merge, batch=batch)
+                return import_archive(
+                    self, handle, merge=merge, batch=batch, part_records=part_records
+                )
+        return import_archive(self, source, merge=merge, batch=batch, part_records=part_records)

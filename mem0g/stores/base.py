@@ -80,6 +80,10 @@ class StoreCapabilities:
     # by the writes (never a scan of the facts per search): the scope's centroid, from which
     # the dense fact ranking takes its hubness correction (`FusionConfig.hub_penalty`)
     fact_vector_sum: bool = False
+    # a restore (`mem0g import`) of a tenant larger than one transaction should be is written
+    # in parts (`stores.plan_parts`): a server's transaction memory bounds one transaction (a
+    # 100,000-edge tenant did not fit a 512 MiB Neo4j); SQLite writes any size at once
+    restore_in_parts: bool = False
 
 
 class StoreStats(BaseModel):

@@ -132,6 +132,7 @@ class Neo4jGraphStore(
         walk_statement=True,
         held_names=True,
         fact_vector_sum=True,
+        restore_in_parts=True,
     )
 
     def __init__(
