@@ -159,11 +159,12 @@ RETURN q.tenant_key AS key;
 // what is left. How many records each of these tenants holds:
 // name: thin_tenant_size
 UNWIND $keys AS key
-RETURN sum(COUNT { ()-[r:RELATES]->() WHERE r.tenant_key = key }
-         + COUNT { (e:Entity) WHERE e.tenant_key = key }
-         + COUNT { (f:Fact) WHERE f.tenant_key = key }
-         + COUNT { (ep:Episode) WHERE ep.tenant_key = key }
-         + COUNT { (ev:FactEvent) WHERE ev.tenant_key = key }) AS records;
+RETURN key,
+       COUNT { ()-[r:RELATES]->() WHERE r.tenant_key = key }
+       + COUNT { (e:Entity) WHERE e.tenant_key = key }
+       + COUNT { (f:Fact) WHERE f.tenant_key = key }
+       + COUNT { (ep:Episode) WHERE ep.tenant_key = key }
+       + COUNT { (ev:FactEvent) WHERE ev.tenant_key = key } AS records;
 
 // First, in its own transaction: the tenant gets a new epoch and plan number (as
 // delete_tenant_recount), so other clients' held entity vectors and client-held copies read it
