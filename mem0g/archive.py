@@ -377,6 +377,7 @@ def import_archive(
     progress: Callable[[ImportedTenant], None] | None = None,
     batch: int = 1,
     part_records: int = 10_000,
+    part_progress: Callable[[Tenant, int, int], None] | None = None,
 ) -> list[ImportedTenant]:
     """Load an archive into `memory`'s store, the archive read as a stream; `progress` hears
     of each tenant written. Each tenant is one plan; `batch` new tenants share one
@@ -384,7 +385,7 @@ def import_archive(
     costs far more than a small tenant's rows on Neo4j). A tenant merged into is written
     alone, after the tenants before it. A new tenant of more than `part_records` records, on
     a store that restores in parts (Neo4j), is written alone in parts of about that many
-    (`_write_in_parts`)."""
+    (`_write_in_parts`); `part_progress(tenant, written, parts)` hears of each part."""
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
     if part_records < 1:
@@ -434,7 +435,7 @@ def import_archive(
         in_parts = memory.store.capabilities.restore_in_parts
         if in_parts and not exists and plan_size(plan) > part_records:
             flush()
-            _write_in_parts(memory.store, plan, part.summary, part_records)
+            _write_in_parts(memory.store, plan, part.summary, part_records, part_progress)
             done.append(result)
             if progress is not None:
                 progress(result)
@@ -446,7 +447,13 @@ def import_archive(
     return done
 
 
-def _write_in_parts(store: GraphStore, plan: WritePlan, summary: Summary | None, size: int) -> None:
+def _write_in_parts(
+    store: GraphStore,
+    plan: WritePlan,
+    summary: Summary | None,
+    size: int,
+    progress: Callable[[Tenant, int, int], None] | None = None,
+) -> None:
     """A new tenant too large for one transaction, in consecutive plans (`plan_parts`). A
     failure after the first part leaves the parts before it: the error says so, and how to
     start again (the tenant is then in the store, so a second import refuses it)."""
@@ -462,6 +469,8 @@ def _write_in_parts(store: GraphStore, plan: WritePlan, summary: Summary | None,
                 f"parts written) when this failed: {exc}. Delete it (mem0g delete) and import "
                 "the archive again"
             ) from exc
+        if progress is not None:
+            progress(plan.tenant, number + 1, len(parts))
     if summary is not None:
         store.set_summary(summary)
 

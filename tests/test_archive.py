@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mem0g import Memory
-from mem0g.archive import VERSION, ArchiveError, read_tenant, tenant_plan
+from mem0g.archive import VERSION, ArchiveError, import_archive, read_tenant, tenant_plan
 from mem0g.stores.archive_reads import entity_events, fact_events
 from mem0g.stores.base import StoreError
 from mem0g.stores.plan_parts import plan_parts, plan_size
@@ -388,8 +388,12 @@ def test_a_restore_stopped_midway_says_which_parts_were_written(
 
         monkeypatch.setattr(store, "apply", failing_apply)
         said = r"in part only \(2 of \d+ parts written\).*went away.*import the archive again"
-        with pytest.raises(StoreError, match=said):
-            target.import_archive(archive, part_records=2)
+        heard: list[tuple[Tenant, int, int]] = []
+        with pytest.raises(StoreError, match=said), archive.open(encoding="utf-8") as lines:
+            import_archive(target, lines, part_records=2,
+                           part_progress=lambda *args: heard.append(args))  # fmt: skip
         assert len(calls) == 3
+        parts = heard[0][2]
+        assert heard == [(calls[0].tenant, 1, parts), (calls[0].tenant, 2, parts)]
         (written,) = target.tenants()  # the first tenant's first two parts, nothing else
         assert written == calls[0].tenant

@@ -114,8 +114,9 @@ def import_command(
     ] = 1,
 ) -> None:
     """Restore an archive into the configured store (embedded or Neo4j), each tenant in one
-    transaction (--batch: several per transaction); re-embeds when the archive has no vectors
-    or another model's."""
+    transaction (--batch: several per transaction; on Neo4j a tenant of more than 10,000
+    records in parts of about that many, shown as it goes); re-embeds when the archive has no
+    vectors or another model's."""
     bar = _TenantBar("importing")
 
     written: list[ImportedTenant] = []
@@ -125,6 +126,9 @@ def import_command(
         how = " (merged)" if done.merged else ""
         bar.advance(f"imported {describe(done.tenant)}{how}: {done.counts}")
 
+    def part(tenant: Tenant, written: int, parts: int) -> None:
+        bar.describe(f"importing {describe(tenant)}: part {written} of {parts} written")
+
     name = "stdin" if archive == STDIO else str(archive)
     with _open_archive(archive) as handle:
         try:
@@ -132,7 +136,8 @@ def import_command(
             with _state(ctx).memory(create=True) as memory, bar:
                 counted = archive != STDIO and archive.is_file()  # a pipe reads once
                 bar.start(_tenant_lines(archive) if counted else None)
-                done = import_archive(memory, lines, merge=merge, progress=progress, batch=batch)
+                done = import_archive(memory, lines, merge=merge, progress=progress,
+                                      batch=batch, part_progress=part)  # fmt: skip
         except UnicodeDecodeError as err:  # named neither the file nor what was imported
             imported = len(written)
             raise InputError(
@@ -187,6 +192,11 @@ class _TenantBar:
     def advance(self, what: str) -> None:
         if self.task is not None:
             self.progress.update(self.task, advance=1, description=what)
+
+    def describe(self, what: str) -> None:
+        """Say what is under way (a large tenant's parts) without advancing."""
+        if self.task is not None:
+            self.progress.update(self.task, description=what)
 
     def __enter__(self) -> _TenantBar:
         self.progress.start()
