@@ -489,7 +489,8 @@ def reset(
     with state.memory(embeddings=False) as memory:  # no store there: said before asking
         if not yes:
             typer.confirm(f"Delete every memory of every tenant in {where}?", abort=True)
-        memory.reset()
+        with _err().status(f"resetting {where}"):  # a large Neo4j store takes a while
+            memory.reset()
     _say(_out(), f"reset {where}")
 
 
@@ -514,5 +515,6 @@ def delete(
         counts = ", ".join(f"{getattr(before, kind)} {kind}" for kind in kinds)
         if not yes and any(getattr(before, kind) for kind in kinds):
             typer.confirm(f"Delete {counts} of {_describe(ids)}?", abort=True)
-        memory.delete_all(**ids, all_users=all_users)
+        with _err().status(f"deleting {counts} of {_describe(ids)}"):  # 100k edges: ~20 s
+            memory.delete_all(**ids, all_users=all_users)
     _say(_out(), f"deleted {counts} of {_describe(ids)}, with their history")
