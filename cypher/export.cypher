@@ -1,6 +1,7 @@
 // What get_all, the dumps and the CLI read: a scope's whole graph. Reads properties the way
 // `mem0g dump --format cypher` writes them too (Entity / RELATES {name}), so a dump loaded
-// into Neo4j reads back through the store.
+// into Neo4j reads back through the store. `$embeddings` false leaves the vectors out (most
+// of a big tenant's bytes; get_all and the dumps do not show them).
 
 // name: snapshot_entities
 CALL () {
@@ -14,7 +15,8 @@ CALL () {
 WITH e
 WHERE ($agent_id IS NULL OR e.agent_id = $agent_id)
   AND ($run_id IS NULL OR e.run_id = $run_id)
-RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at)} AS entity;
+RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at),
+          embedding: CASE WHEN $embeddings THEN e.embedding END} AS entity;
 
 // name: snapshot_relations
 CALL () {
@@ -39,4 +41,5 @@ RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
           destination_name: d.name, valid_from: toString(r.valid_from),
           invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
           updated_at: toString(r.updated_at),
-          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)]} AS relation;
+          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)],
+          embedding: CASE WHEN $embeddings THEN r.embedding END} AS relation;

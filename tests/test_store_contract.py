@@ -227,6 +227,22 @@ def test_similar_relations_respects_validity_and_over_fetches(
     assert similar(store, A, query, 5, Validity(as_of=T0 - timedelta(days=1))) == []
 
 
+def test_snapshot_without_embeddings(store: Store, rng: np.random.Generator) -> None:
+    """`get_all` and the dumps drop embeddings: a snapshot that leaves them in the store
+    keeps a 100,000-edge user's read at a fraction of the memory (2.9 GB with them)."""
+    p = chain(A, ["Alice", "Acme", "Berlin"], rng)
+    store.apply(p)
+    bare = store.snapshot(A, EVERYTHING, embeddings=False)
+    assert ids(bare.entities) == ids(p.new_entities)
+    assert ids(bare.relations) == ids(p.new_relations)
+    assert all(r.embedding is None for r in [*bare.entities, *bare.relations])
+    assert bare.relations[0].source == "Alice" and bare.relations[0].relation
+    full = store.snapshot(A, EVERYTHING)
+    assert all(r.embedding is not None for r in [*full.entities, *full.relations])
+    kept = [r.model_copy(update={"embedding": None}) for r in full.relations]
+    assert sorted(kept, key=lambda r: r.id) == sorted(bare.relations, key=lambda r: r.id)
+
+
 # ---------------------------------------------------------------- validity and traversal
 
 

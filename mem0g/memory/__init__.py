@@ -434,10 +434,10 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         return self._snapshot(scope, _validity(as_of, include_invalid))
 
     def _snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
-        snapshot = self.store.snapshot(scope, validity)
+        snapshot = self.store.snapshot(scope, validity, embeddings=False)
         return GraphSnapshot(
-            entities=[e.model_copy(update={"embedding": None}) for e in snapshot.entities],
-            relations=[r.model_copy(update={"embedding": None}) for r in snapshot.relations],
+            entities=snapshot.entities,
+            relations=snapshot.relations,
             facts=[f.model_copy(update={"embedding": None}) for f in self.store.facts(scope)]
             if validity.as_of is None
             else [as_fact(v) for v in self.facts.history.at(scope, validity.as_of)],

@@ -426,8 +426,12 @@ class GraphStore(Protocol):
         """(`capabilities.fact_timeline`) every fact event of the scope, per fact in write
         order, with the time of the episode that said it (None without one)."""
 
-    def snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
-        """All entities of the scope and the edges `validity` accepts."""
+    def snapshot(
+        self, scope: Tenant, validity: Validity, *, embeddings: bool = True
+    ) -> GraphSnapshot:
+        """All entities of the scope and the edges `validity` accepts; `embeddings=False`
+        leaves the vectors in the store (most of a big tenant's bytes, which `get_all` and
+        the dumps would only drop)."""
 
     def episodes(self, scope: Tenant) -> list[Episode]: ...
 

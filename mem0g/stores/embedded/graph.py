@@ -510,12 +510,15 @@ class GraphIndex(TenantLoader):
         return result
 
     @_locked
-    def snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
+    def snapshot(
+        self, scope: Tenant, validity: Validity, *, embeddings: bool = True
+    ) -> GraphSnapshot:
+        out = self._out if embeddings else _detached
         entities: list[Entity] = []
         relations: list[Relation] = []
         for key in self._scope_keys(scope):
             bucket = self._buckets[key]
-            entities.extend(self._out(self._entities[i]) for i in bucket.entities)
+            entities.extend(out(self._entities[i]) for i in bucket.entities)
             rels = (self._relations[i] for i in bucket.relations)
-            relations.extend(self._out(r) for r in rels if validity.accepts(r))
+            relations.extend(out(r) for r in rels if validity.accepts(r))
         return GraphSnapshot(entities=entities, relations=relations)

@@ -85,12 +85,13 @@ class EntityRepair(Neo4jSession):
 
     def list_entities(self, scope: Tenant) -> list[Entity]:
         """The scope's entities in write order (the dump's read), without embeddings."""
-        rows = [row["entity"] for row in self._read("snapshot_entities", _scope(scope))
+        params = {**_scope(scope), "embeddings": False}
+        rows = [row["entity"] for row in self._read("snapshot_entities", params)
                 if present(row["entity"])]  # fmt: skip
         rows.sort(
             key=lambda e: (e.get("written") or 0, e.get("pos") or 0, e["created_at"], e["id"])
         )
-        return [_entity({**props, "embedding": None}) for props in rows]
+        return [_entity(props) for props in rows]
 
     def merge_entities(
         self, scope: Tenant, keep_id: str, other_id: str, *, at: datetime | None = None

@@ -428,8 +428,10 @@ class Neo4jGraphStore(
             )
         return refs
 
-    def snapshot(self, scope: Tenant, validity: Validity) -> GraphSnapshot:
-        params = {**_scope(scope), **_validity(validity)}
+    def snapshot(
+        self, scope: Tenant, validity: Validity, *, embeddings: bool = True
+    ) -> GraphSnapshot:
+        params = {**_scope(scope), **_validity(validity), "embeddings": embeddings}
         entities = [_entity(row["entity"]) for row in self._read("snapshot_entities", params)
                     if present(row["entity"])]  # fmt: skip
         relations = [_relation(r["relation"]) for r in self._read("snapshot_relations", params)
