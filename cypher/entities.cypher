@@ -192,12 +192,16 @@ ORDER BY p.written, p.pos;
 // The scope's pairs whose two entities both still exist, oldest first.
 // name: possible_duplicates
 CALL () {
-  MATCH (p:PossibleDuplicate) WHERE p.user_id = $user_id RETURN p
+  MATCH (p:PossibleDuplicate) WHERE $exact AND p.tenant_key = $tenant_key RETURN p
   UNION ALL
-  MATCH (p:PossibleDuplicate) WHERE $user_id IS NULL AND p.agent_id = $agent_id RETURN p
+  MATCH (p:PossibleDuplicate) WHERE NOT $exact AND p.user_id = $user_id RETURN p
   UNION ALL
   MATCH (p:PossibleDuplicate)
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND p.run_id = $run_id
+  WHERE NOT $exact AND $user_id IS NULL AND p.agent_id = $agent_id RETURN p
+  UNION ALL
+  MATCH (p:PossibleDuplicate)
+  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL
+    AND p.run_id = $run_id
   RETURN p
 }
 WITH p

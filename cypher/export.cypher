@@ -1,15 +1,20 @@
 // What get_all, the dumps and the CLI read: a scope's whole graph. Reads properties the way
 // `mem0g dump --format cypher` writes them too (Entity / RELATES {name}), so a dump loaded
 // into Neo4j reads back through the store. `$embeddings` false leaves the vectors out (most
-// of a big tenant's bytes; get_all and the dumps do not show them).
+// of a big tenant's bytes; get_all and the dumps do not show them). `$exact` reads only the
+// exact tenant, through its tenant_key index: a backup's per-tenant reads, which the scope's
+// user_id would make cost the whole user's records each (a user of many runs).
 
 // name: snapshot_entities
 CALL () {
-  MATCH (e:Entity) WHERE e.user_id = $user_id RETURN e
+  MATCH (e:Entity) WHERE $exact AND e.tenant_key = $tenant_key RETURN e
   UNION ALL
-  MATCH (e:Entity) WHERE $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  MATCH (e:Entity) WHERE NOT $exact AND e.user_id = $user_id RETURN e
   UNION ALL
-  MATCH (e:Entity) WHERE $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
+  MATCH (e:Entity) WHERE NOT $exact AND $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL
+    AND e.run_id = $run_id
   RETURN e
 }
 WITH e
@@ -20,12 +25,16 @@ RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated
 
 // name: snapshot_relations
 CALL () {
-  MATCH ()-[r:RELATES]->() WHERE r.user_id = $user_id RETURN r
+  MATCH ()-[r:RELATES]->() WHERE $exact AND r.tenant_key = $tenant_key RETURN r
   UNION ALL
-  MATCH ()-[r:RELATES]->() WHERE $user_id IS NULL AND r.agent_id = $agent_id RETURN r
+  MATCH ()-[r:RELATES]->() WHERE NOT $exact AND r.user_id = $user_id RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->() WHERE NOT $exact AND $user_id IS NULL AND r.agent_id = $agent_id
+  RETURN r
   UNION ALL
   MATCH ()-[r:RELATES]->()
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND r.run_id = $run_id
+  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL
+    AND r.run_id = $run_id
   RETURN r
 }
 WITH r

@@ -106,11 +106,14 @@ ORDER BY i;
 // The scope's current facts, oldest first; equal creation times keep write order.
 // name: facts
 CALL () {
-  MATCH (f:Fact) WHERE f.user_id = $user_id RETURN f
+  MATCH (f:Fact) WHERE $exact AND f.tenant_key = $tenant_key RETURN f
   UNION ALL
-  MATCH (f:Fact) WHERE $user_id IS NULL AND f.agent_id = $agent_id RETURN f
+  MATCH (f:Fact) WHERE NOT $exact AND f.user_id = $user_id RETURN f
   UNION ALL
-  MATCH (f:Fact) WHERE $user_id IS NULL AND $agent_id IS NULL AND f.run_id = $run_id
+  MATCH (f:Fact) WHERE NOT $exact AND $user_id IS NULL AND f.agent_id = $agent_id RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL
+    AND f.run_id = $run_id
   RETURN f
 }
 WITH f

@@ -133,21 +133,25 @@ _KINDS: dict[str, tuple[type[BaseModel], str]] = {
 
 
 def read_tenant(store: GraphStore, tenant: Tenant, *, embeddings: bool = True) -> TenantArchive:
-    """Everything of exactly `tenant` in `store` (a filter's reads also return more specific
-    tenants: only records of this exact tenant are kept). A store, not a Memory: the
+    """Everything of exactly `tenant` in `store`, by the stores' exact reads: a filter's
+    reads would also return (and, on Neo4j, read) every more specific tenant of the user, so
+    a user of many runs would cost its whole data once per run. A store, not a Memory: the
     client-held copy (memory/copy.py) reads Neo4j's tenants with it too."""
-    snapshot = store.snapshot(tenant, Validity(include_invalid=True))
+    snapshot = store.snapshot(tenant, Validity(include_invalid=True), embeddings=embeddings,
+                              exact=True)  # fmt: skip
     entities = [e for e in snapshot.entities if e.tenant == tenant]
     ids = {e.id for e in entities}
     part = TenantArchive(
         tenant=tenant,
-        episodes=[e for e in store.episodes(tenant) if e.tenant == tenant],
+        episodes=[e for e in store.episodes(tenant, exact=True) if e.tenant == tenant],
         entities=entities,
         relations=[r for r in snapshot.relations if r.tenant == tenant],
-        facts=[f for f in store.facts(tenant) if f.tenant == tenant],
+        facts=[f for f in store.facts(tenant, exact=True) if f.tenant == tenant],
         fact_events=fact_events(store, tenant),
         duplicates=[
-            d for d in store.possible_duplicates(tenant) if {d.entity_id, d.candidate_id} <= ids
+            d
+            for d in store.possible_duplicates(tenant, exact=True)
+            if {d.entity_id, d.candidate_id} <= ids
         ],
         entity_events=entity_events(store, tenant),
         summary=store.get_summary(tenant),

@@ -60,6 +60,7 @@ from mem0g.types import (
     Invalidation,
     MentionUpdate,
     Message,
+    PossibleDuplicate,
     Provenance,
     Relation,
     Summary,
@@ -128,6 +129,44 @@ def test_scope_filter_vs_exact(store: Store, rng: np.random.Generator) -> None:
     assert store.stats(A).entities == 4 and store.stats(A).tenants == 2
     assert store.stats(B).entities == 2
     assert store.tenants() == sorted([A, A_BOT, B], key=lambda t: t.key)
+
+
+def test_whole_tenant_reads_exact(store: Store, rng: np.random.Generator) -> None:
+    """`exact=True` on the whole-tenant reads (snapshot, episodes, facts, possible
+    duplicates) returns the exact tenant's records only; the filter returns its more specific
+    tenants' too. A backup reads each tenant so, and on Neo4j by the tenant key, not by a
+    user id that holds every run of the user."""
+    made: dict[Tenant, WritePlan] = {}
+    for tenant in (A, A_BOT, B):
+        p = chain(tenant, ["Alice", "Acme"], rng)
+        p.new_facts = [fact(tenant, f"a fact of {tenant.key}", rng)]
+        p.fact_events = added(*p.new_facts)
+        alice, acme = p.new_entities
+        p.possible_duplicates = [
+            PossibleDuplicate(entity_id=alice.id, candidate_id=acme.id, reason="test")
+        ]
+        store.apply(p)
+        made[tenant] = p
+    for tenant, p in made.items():
+        snap = store.snapshot(tenant, EVERYTHING, exact=True)
+        assert ids(snap.entities) == ids(p.new_entities)
+        assert ids(snap.relations) == ids(p.new_relations)
+        assert store.episodes(tenant, exact=True) == [p.episode]
+        assert ids(store.facts(tenant, exact=True)) == ids(p.new_facts)
+        assert store.possible_duplicates(tenant, exact=True) == p.possible_duplicates
+        bare = store.snapshot(tenant, EVERYTHING, exact=True, embeddings=False)
+        assert ids(bare.relations) == ids(p.new_relations)
+        assert all(r.embedding is None for r in [*bare.entities, *bare.relations])
+    both = [made[A], made[A_BOT]]  # the filter: A holds A_BOT
+    assert {e.id for e in store.snapshot(A, EVERYTHING).entities} == {
+        e.id for p in both for e in p.new_entities
+    }
+    assert {f.id for f in store.facts(A)} == {f.id for p in both for f in p.new_facts}
+    assert len(store.possible_duplicates(A)) == 2 and len(store.episodes(A)) == 2
+    nobody = Tenant(user_id="a", agent_id="bot")  # within A's filter, no record of its own
+    assert store.snapshot(nobody, EVERYTHING, exact=True).entities == []
+    assert store.facts(nobody, exact=True) == [] and store.episodes(nobody, exact=True) == []
+    assert store.possible_duplicates(nobody, exact=True) == []
 
 
 def test_tenant_isolation_for_every_read(store: Store, rng: np.random.Generator) -> None:

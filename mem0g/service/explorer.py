@@ -98,7 +98,9 @@ def scope_episodes(memory: Any, tenant: Tenant | None) -> list[Episode]:
     if tenant is not None:
         episodes: list[Episode] = memory.episodes(**tenant.model_dump())
         return episodes
+    from mem0g.memory import covering_scopes
+
     found: dict[str, Episode] = {}
-    for each in memory.tenants():
-        found.update((e.id, e) for e in memory.episodes(**each.model_dump()))
+    for scope, exact in covering_scopes(memory.tenants()):  # a user's runs read once
+        found.update((e.id, e) for e in memory.store.episodes(scope, exact=exact))
     return list(found.values())

@@ -427,20 +427,22 @@ class GraphStore(Protocol):
         order, with the time of the episode that said it (None without one)."""
 
     def snapshot(
-        self, scope: Tenant, validity: Validity, *, embeddings: bool = True
+        self, scope: Tenant, validity: Validity, *, embeddings: bool = True, exact: bool = False
     ) -> GraphSnapshot:
         """All entities of the scope and the edges `validity` accepts; `embeddings=False`
         leaves the vectors in the store (most of a big tenant's bytes, which `get_all` and
-        the dumps would only drop)."""
+        the dumps would only drop). `exact`: the exact tenant only, read by its key, so a
+        backup's per-tenant reads cost that tenant, not the whole user it belongs to."""
 
-    def episodes(self, scope: Tenant) -> list[Episode]: ...
+    def episodes(self, scope: Tenant, *, exact: bool = False) -> list[Episode]: ...
 
     # ---- the fact memory (Mem0) beside the graph; written through `apply` like the graph
 
     def get_facts(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]: ...
 
-    def facts(self, scope: Tenant) -> list[Fact]:
-        """All current (not deleted) facts of the scope, oldest first."""
+    def facts(self, scope: Tenant, *, exact: bool = False) -> list[Fact]:
+        """All current (not deleted) facts of the scope (`exact`: of the exact tenant only),
+        oldest first."""
 
     def similar_facts(
         self,
@@ -522,7 +524,7 @@ class GraphStore(Protocol):
     def entity_history(self, scope: Tenant, entity_id: str) -> list[EntityEvent]:
         """MERGE/SPLIT/RENAME events naming the entity (kept or merged away), oldest first."""
 
-    def possible_duplicates(self, scope: Tenant) -> list[PossibleDuplicate]:
+    def possible_duplicates(self, scope: Tenant, *, exact: bool = False) -> list[PossibleDuplicate]:
         """Recorded candidate pairs whose two entities both still exist, oldest first."""
 
     @property

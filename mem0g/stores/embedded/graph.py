@@ -511,12 +511,12 @@ class GraphIndex(TenantLoader):
 
     @_locked
     def snapshot(
-        self, scope: Tenant, validity: Validity, *, embeddings: bool = True
+        self, scope: Tenant, validity: Validity, *, embeddings: bool = True, exact: bool = False
     ) -> GraphSnapshot:
         out = self._out if embeddings else _detached
         entities: list[Entity] = []
         relations: list[Relation] = []
-        for key in self._scope_keys(scope):
+        for key in self._scope_keys(scope, exact):
             bucket = self._buckets[key]
             entities.extend(out(self._entities[i]) for i in bucket.entities)
             rels = (self._relations[i] for i in bucket.relations)

@@ -178,8 +178,8 @@ class EntityRepair(GraphIndex):
         return [e for e in events if scope.matches(e.tenant)]
 
     @_locked
-    def possible_duplicates(self, scope: Tenant) -> list[PossibleDuplicate]:
-        pairs = self._pairs(self._connection(), self._scope_keys(scope))
+    def possible_duplicates(self, scope: Tenant, *, exact: bool = False) -> list[PossibleDuplicate]:
+        pairs = self._pairs(self._connection(), self._scope_keys(scope, exact))
         held = self._entities
         return [p for p in pairs if p.entity_id in held and p.candidate_id in held]
 

@@ -400,9 +400,9 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
                 self._conn = None
 
     @_locked
-    def episodes(self, scope: Tenant) -> list[Episode]:
+    def episodes(self, scope: Tenant, *, exact: bool = False) -> list[Episode]:
         """The scope's episodes in the order they were written."""
-        ids = [i for key in self._scope_keys(scope) for i in self._buckets[key].episodes]
+        ids = [i for key in self._scope_keys(scope, exact) for i in self._buckets[key].episodes]
         ids.sort(key=self._episode_rank.__getitem__)
         return [self._episodes[i].model_copy(deep=True) for i in ids]
 
@@ -411,8 +411,8 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
         return self._facts.get(scope, ids)
 
     @_locked
-    def facts(self, scope: Tenant) -> list[Fact]:
-        return self._facts.all(self._scope_keys(scope))
+    def facts(self, scope: Tenant, *, exact: bool = False) -> list[Fact]:
+        return self._facts.all(self._scope_keys(scope, exact))
 
     @_locked
     def similar_facts(

@@ -250,6 +250,6 @@ class EntityRepair(Neo4jSession):
         rows = self._read("entity_history", {**_scope(scope), "entity_id": entity_id})
         return [EntityEvent.model_validate_json(row["data"]) for row in rows]
 
-    def possible_duplicates(self, scope: Tenant) -> list[PossibleDuplicate]:
-        rows = self._read("possible_duplicates", _scope(scope))
+    def possible_duplicates(self, scope: Tenant, *, exact: bool = False) -> list[PossibleDuplicate]:
+        rows = self._read("possible_duplicates", _scope(scope, exact))
         return [PossibleDuplicate.model_validate_json(row["data"]) for row in rows]

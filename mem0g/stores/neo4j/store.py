@@ -429,27 +429,27 @@ class Neo4jGraphStore(
         return refs
 
     def snapshot(
-        self, scope: Tenant, validity: Validity, *, embeddings: bool = True
+        self, scope: Tenant, validity: Validity, *, embeddings: bool = True, exact: bool = False
     ) -> GraphSnapshot:
-        params = {**_scope(scope), **_validity(validity), "embeddings": embeddings}
+        params = {**_scope(scope, exact), **_validity(validity), "embeddings": embeddings}
         entities = [_entity(row["entity"]) for row in self._read("snapshot_entities", params)
                     if present(row["entity"])]  # fmt: skip
         relations = [_relation(r["relation"]) for r in self._read("snapshot_relations", params)
                      if present(r["relation"])]  # fmt: skip
         return GraphSnapshot(entities=entities, relations=relations)
 
-    def episodes(self, scope: Tenant) -> list[Episode]:
+    def episodes(self, scope: Tenant, *, exact: bool = False) -> list[Episode]:
         """The scope's episodes in the order they were written."""
-        rows = self._read("episodes", _scope(scope))
+        rows = self._read("episodes", _scope(scope, exact))
         return [_episode(row["episode"]) for row in rows if present(row["episode"])]
 
     def get_facts(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
         rows = self._read("get_facts", {**_scope(scope), "ids": list(dict.fromkeys(ids))})
         return [_fact(row["fact"]) for row in rows if present(row["fact"])]
 
-    def facts(self, scope: Tenant) -> list[Fact]:
+    def facts(self, scope: Tenant, *, exact: bool = False) -> list[Fact]:
         """All current facts of the scope, oldest first (ties keep write order)."""
-        rows = self._read("facts", _scope(scope))
+        rows = self._read("facts", _scope(scope, exact))
         return [_fact(row["fact"]) for row in rows if present(row["fact"])]
 
     def lexical_facts(
