@@ -192,21 +192,25 @@ ORDER BY p.written, p.pos;
 // The scope's pairs whose two entities both still exist, oldest first.
 // name: possible_duplicates
 CALL () {
-  MATCH (p:PossibleDuplicate) WHERE $exact AND p.tenant_key = $tenant_key RETURN p
+  MATCH (p:PossibleDuplicate) WHERE p.user_id = $user_id RETURN p
   UNION ALL
-  MATCH (p:PossibleDuplicate) WHERE NOT $exact AND p.user_id = $user_id RETURN p
-  UNION ALL
-  MATCH (p:PossibleDuplicate)
-  WHERE NOT $exact AND $user_id IS NULL AND p.agent_id = $agent_id RETURN p
+  MATCH (p:PossibleDuplicate) WHERE $user_id IS NULL AND p.agent_id = $agent_id RETURN p
   UNION ALL
   MATCH (p:PossibleDuplicate)
-  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL
-    AND p.run_id = $run_id
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND p.run_id = $run_id
   RETURN p
 }
 WITH p
 WHERE ($agent_id IS NULL OR p.agent_id = $agent_id)
   AND ($run_id IS NULL OR p.run_id = $run_id)
+  AND EXISTS { MATCH (e:Entity {id: p.entity_id}) WHERE e.tenant_key = p.tenant_key }
+  AND EXISTS { MATCH (c:Entity {id: p.candidate_id}) WHERE c.tenant_key = p.tenant_key }
+RETURN p.data AS data
+ORDER BY p.written, p.pos;
+
+// The exact tenant's pairs (possible_duplicates' order), by the tenant_key index.
+// name: possible_duplicates_exact
+MATCH (p:PossibleDuplicate) WHERE p.tenant_key = $tenant_key
   AND EXISTS { MATCH (e:Entity {id: p.entity_id}) WHERE e.tenant_key = p.tenant_key }
   AND EXISTS { MATCH (c:Entity {id: p.candidate_id}) WHERE c.tenant_key = p.tenant_key }
 RETURN p.data AS data

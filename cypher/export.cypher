@@ -1,20 +1,15 @@
 // What get_all, the dumps and the CLI read: a scope's whole graph. Reads properties the way
 // `mem0g dump --format cypher` writes them too (Entity / RELATES {name}), so a dump loaded
 // into Neo4j reads back through the store. `$embeddings` false leaves the vectors out (most
-// of a big tenant's bytes; get_all and the dumps do not show them). `$exact` reads only the
-// exact tenant, through its tenant_key index: a backup's per-tenant reads, which the scope's
-// user_id would make cost the whole user's records each (a user of many runs).
+// of a big tenant's bytes; get_all and the dumps do not show them).
 
 // name: snapshot_entities
 CALL () {
-  MATCH (e:Entity) WHERE $exact AND e.tenant_key = $tenant_key RETURN e
+  MATCH (e:Entity) WHERE e.user_id = $user_id RETURN e
   UNION ALL
-  MATCH (e:Entity) WHERE NOT $exact AND e.user_id = $user_id RETURN e
+  MATCH (e:Entity) WHERE $user_id IS NULL AND e.agent_id = $agent_id RETURN e
   UNION ALL
-  MATCH (e:Entity) WHERE NOT $exact AND $user_id IS NULL AND e.agent_id = $agent_id RETURN e
-  UNION ALL
-  MATCH (e:Entity) WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL
-    AND e.run_id = $run_id
+  MATCH (e:Entity) WHERE $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
   RETURN e
 }
 WITH e
@@ -25,16 +20,12 @@ RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated
 
 // name: snapshot_relations
 CALL () {
-  MATCH ()-[r:RELATES]->() WHERE $exact AND r.tenant_key = $tenant_key RETURN r
+  MATCH ()-[r:RELATES]->() WHERE r.user_id = $user_id RETURN r
   UNION ALL
-  MATCH ()-[r:RELATES]->() WHERE NOT $exact AND r.user_id = $user_id RETURN r
-  UNION ALL
-  MATCH ()-[r:RELATES]->() WHERE NOT $exact AND $user_id IS NULL AND r.agent_id = $agent_id
-  RETURN r
+  MATCH ()-[r:RELATES]->() WHERE $user_id IS NULL AND r.agent_id = $agent_id RETURN r
   UNION ALL
   MATCH ()-[r:RELATES]->()
-  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL
-    AND r.run_id = $run_id
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND r.run_id = $run_id
   RETURN r
 }
 WITH r
@@ -46,6 +37,33 @@ WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)
            AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
 MATCH (s:Entity)-[r]->(d:Entity)
+RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
+          destination_name: d.name, valid_from: toString(r.valid_from),
+          invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
+          updated_at: toString(r.updated_at),
+          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)],
+          embedding: CASE WHEN $embeddings THEN r.embedding END} AS relation;
+
+// The exact tenant's whole graph (a backup's per-tenant reads), through the tenant_key
+// indexes alone: read through the filter's user_id, a user of 4,000 runs was read whole once
+// per run. Statements of their own: the server seeks every branch of a UNION ALL, so an
+// exact branch beside the filter's would still have run the user's seek.
+// name: snapshot_entities_exact
+MATCH (e:Entity) WHERE e.tenant_key = $tenant_key
+RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at),
+          embedding: CASE WHEN $embeddings THEN e.embedding END} AS entity;
+
+// From the tenant's entities (an edge's ends are its tenant's own), in write order: the
+// planner scanned the whole relationship index rather than seek it by the tenant key.
+// name: snapshot_relations_exact
+MATCH (s:Entity)-[r:RELATES]->(d:Entity)
+WHERE s.tenant_key = $tenant_key AND r.tenant_key = $tenant_key
+  AND ($include_invalid
+       OR ($as_of IS NULL AND r.invalid_at IS NULL)
+       OR ($as_of IS NOT NULL
+           AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
+           AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
+WITH s, r, d ORDER BY r.ord
 RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
           destination_name: d.name, valid_from: toString(r.valid_from),
           invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),

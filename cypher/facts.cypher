@@ -106,19 +106,24 @@ ORDER BY i;
 // The scope's current facts, oldest first; equal creation times keep write order.
 // name: facts
 CALL () {
-  MATCH (f:Fact) WHERE $exact AND f.tenant_key = $tenant_key RETURN f
+  MATCH (f:Fact) WHERE f.user_id = $user_id RETURN f
   UNION ALL
-  MATCH (f:Fact) WHERE NOT $exact AND f.user_id = $user_id RETURN f
+  MATCH (f:Fact) WHERE $user_id IS NULL AND f.agent_id = $agent_id RETURN f
   UNION ALL
-  MATCH (f:Fact) WHERE NOT $exact AND $user_id IS NULL AND f.agent_id = $agent_id RETURN f
-  UNION ALL
-  MATCH (f:Fact) WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL
-    AND f.run_id = $run_id
+  MATCH (f:Fact) WHERE $user_id IS NULL AND $agent_id IS NULL AND f.run_id = $run_id
   RETURN f
 }
 WITH f
 WHERE ($agent_id IS NULL OR f.agent_id = $agent_id)
   AND ($run_id IS NULL OR f.run_id = $run_id)
+RETURN f {.*, created_at: toString(f.created_at), updated_at: toString(f.updated_at),
+          provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact
+ORDER BY f.created_at, f.written, f.seq, f.pos, f.id;
+
+// The exact tenant's current facts (facts' order), by the tenant_key index (see
+// snapshot_entities_exact).
+// name: facts_exact
+MATCH (f:Fact) WHERE f.tenant_key = $tenant_key
 RETURN f {.*, created_at: toString(f.created_at), updated_at: toString(f.updated_at),
           provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact
 ORDER BY f.created_at, f.written, f.seq, f.pos, f.id;

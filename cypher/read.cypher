@@ -192,20 +192,23 @@ ORDER BY first_key, r.ord DESC;
 
 // name: episodes
 CALL () {
-  MATCH (ep:Episode) WHERE $exact AND ep.tenant_key = $tenant_key RETURN ep
+  MATCH (ep:Episode) WHERE ep.user_id = $user_id RETURN ep
   UNION ALL
-  MATCH (ep:Episode) WHERE NOT $exact AND ep.user_id = $user_id RETURN ep
-  UNION ALL
-  MATCH (ep:Episode) WHERE NOT $exact AND $user_id IS NULL AND ep.agent_id = $agent_id RETURN ep
+  MATCH (ep:Episode) WHERE $user_id IS NULL AND ep.agent_id = $agent_id RETURN ep
   UNION ALL
   MATCH (ep:Episode)
-  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL
-    AND ep.run_id = $run_id
+  WHERE $user_id IS NULL AND $agent_id IS NULL AND ep.run_id = $run_id
   RETURN ep
 }
 WITH ep
 WHERE ($agent_id IS NULL OR ep.agent_id = $agent_id)
   AND ($run_id IS NULL OR ep.run_id = $run_id)
+RETURN ep {.*} AS episode
+ORDER BY ep.written, ep.created_at, ep.id;
+
+// The exact tenant's episodes (episodes' order), by the tenant_key index.
+// name: episodes_exact
+MATCH (ep:Episode) WHERE ep.tenant_key = $tenant_key
 RETURN ep {.*} AS episode
 ORDER BY ep.written, ep.created_at, ep.id;
 

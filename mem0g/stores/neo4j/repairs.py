@@ -251,5 +251,6 @@ class EntityRepair(Neo4jSession):
         return [EntityEvent.model_validate_json(row["data"]) for row in rows]
 
     def possible_duplicates(self, scope: Tenant, *, exact: bool = False) -> list[PossibleDuplicate]:
-        rows = self._read("possible_duplicates", _scope(scope, exact))
+        name = "possible_duplicates_exact" if exact else "possible_duplicates"
+        rows = self._read(name, _scope(scope))
         return [PossibleDuplicate.model_validate_json(row["data"]) for row in rows]
