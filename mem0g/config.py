@@ -117,6 +117,14 @@ class EmbedderConfig(_Section):
 class GraphStoreConfig(_Section):
     provider: Literal["embedded", "neo4j"] = "embedded"
     path: str | None = None  # embedded: a directory
+    max_loaded_tenants: int | None = Field(
+        default=1000,
+        ge=1,
+        description="embedded: the most tenants held in memory; past it, the tenants used "
+        "longest ago leave memory and are read from the file again when a call needs them "
+        "(a call's own tenants never leave during it). None: no bound, every tenant touched "
+        "stays in memory",
+    )
     url: str | None = None  # neo4j: bolt://host:7687
     username: str | None = None
     password: str | None = Field(default=None, repr=False)

@@ -556,3 +556,19 @@ def test_the_linking_a_b_runs_on_a_store_the_benchmark_built(
     apart = report["searches_linking_other_entities"] + report["searches_with_other_edges_only"]
     assert 0 <= apart <= 6 and len(report["examples"]) <= 6
     assert report["server_cpu_per_search_ms"] == {}  # no --server-pid
+
+
+def test_whole_store_bench_reports_every_checkpoint(tmp_path: Path) -> None:
+    """scripts/bench_whole_store.py on tiny sizes (embedded): one row per checkpoint, each
+    read timed, every run tenant exported (its own assertions check the records' counts)."""
+    bench = load_script("bench_whole_store")
+    out = tmp_path / "whole.json"
+    assert bench.main(["--runs", "3,7", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    rows = report["checkpoints"]
+    assert [row["runs"] for row in rows] == [3, 7]
+    for row in rows:
+        for key in ("fill_s", "tenants_s", "get_all_one_run_s", "get_everything_s", "export_s"):
+            assert row[key] > 0, key
+        assert 0 < row["export_tenant_ms"]["p50"] <= row["export_tenant_ms"]["p95"]
+    assert report["store"] == "embedded" and report["machine"]

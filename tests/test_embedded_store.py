@@ -16,11 +16,14 @@ import numpy as np
 import pytest
 from builders import (
     CURRENT,
+    DIMS,
     EVERYTHING,
     T0,
     A,
+    added,
     chain,
     entity,
+    fact,
     fail_on,
     ids,
     plan,
@@ -31,7 +34,14 @@ from builders import (
 )
 
 from mem0g.stores import EmbeddedGraphStore, StoreError
-from mem0g.types import AliasUpdate, Invalidation, MentionUpdate, Provenance, Validity
+from mem0g.types import (
+    AliasUpdate,
+    Invalidation,
+    MentionUpdate,
+    Provenance,
+    Tenant,
+    Validity,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -184,3 +194,74 @@ def test_every_table_has_its_tenant_index_and_deletes() -> None:
     assert indexed == tables - {"summaries", "possible_duplicates"}  # keyed by tenant_key
     for table in tables:
         assert embedded._DELETE_TENANT[table] == f"DELETE FROM {table} WHERE tenant_key = ?"
+
+
+def _tenant_state(store: EmbeddedGraphStore, scope: Tenant) -> tuple[object, ...]:
+    """What a caller reads of a scope (stats and the tenant list are the store's)."""
+    facts = store.facts(scope)
+    query = np.asarray(store.snapshot(scope, EVERYTHING).relations[0].embedding)
+    return (
+        facts,
+        {f.id: store.fact_history(scope, f.id) for f in facts},
+        store.snapshot(scope, EVERYTHING),
+        store.episodes(scope),
+        store.find_entities(scope, ["alice"]),
+        [(r.id, s) for r, s in similar(store, scope, query, 5, EVERYTHING)],
+        store.recent_messages(scope, 10) if scope.run_id or scope.user_id else None,
+    )
+
+
+def test_tenants_used_longest_ago_leave_memory_and_read_back_the_same(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    """`max_loaded_tenants`: a long-running process touching tenant after tenant (a service,
+    a whole-store export) kept every one in memory (20,000 small tenants: 2.4 GB). Past the
+    bound the tenants used longest ago leave memory; what every read returns is unchanged,
+    as writes, refusals and deletes of a tenant that left memory are."""
+    bounded = EmbeddedGraphStore(tmp_path / "s", dims=DIMS, max_loaded_tenants=4)
+    tenants = [Tenant(user_id=f"u{i}") for i in range(8)] + [
+        Tenant(user_id="w", run_id=f"run-{i}") for i in range(6)
+    ]
+    made = {}
+    for t in tenants:
+        p = chain(t, ["Alice", "Acme", "Berlin"], rng)
+        p.new_facts = [fact(t, f"a fact of {t.key}", rng)]
+        p.fact_events = added(*p.new_facts)
+        bounded.apply(p)
+        made[t] = p
+        assert len(bounded._buckets) <= 4 + 1  # the bound, and the tenant just written
+    scopes = [*tenants[:8], Tenant(user_id="w")]  # w: one scope over six tenants
+    unbounded = EmbeddedGraphStore(tmp_path / "s", dims=DIMS, max_loaded_tenants=None)
+    expected = {s: _tenant_state(unbounded, s) for s in scopes}
+    assert len(unbounded._buckets) == len(tenants)
+    for _ in range(2):  # every scope read twice over, each time after the others
+        for s in scopes:
+            assert _tenant_state(bounded, s) == expected[s]
+            assert len(bounded._buckets) <= max(4, len(bounded._scope_keys(s))) + 1
+    assert len(bounded._buckets) < len(tenants)  # tenants left memory meanwhile
+    first, *others = tenants[:8]
+    for t in [first, *others[:3], first]:  # first: loaded before the others, used after
+        bounded.facts(t)
+    for t in others[3:6]:
+        bounded.facts(t)
+        assert first.key in bounded._buckets  # used last but one: not the first to leave
+    gone = next(t for t in tenants if t.key not in bounded._buckets)
+    again = made[gone].model_copy(deep=True)  # its ids are taken, though not in memory
+    with pytest.raises(StoreError):
+        bounded.apply(again)
+    later = fact(gone, "written after it left memory", rng)
+    bounded.apply(plan(gone, new_facts=[later], fact_events=added(later)))
+    assert [f.text for f in bounded.facts(gone)][-1] == "written after it left memory"
+    other = next(t for t in tenants[:8] if t != gone)
+    for s in scopes:  # `other` leaves memory, then is deleted from the file
+        bounded.facts(s)
+    assert bounded.delete_tenant(other) == 5
+    assert bounded.snapshot(other, EVERYTHING).entities == [] and other not in bounded.tenants()
+    unbounded.close()
+    reopened = EmbeddedGraphStore(tmp_path / "s", dims=DIMS, max_loaded_tenants=None)
+    assert [f.text for f in reopened.facts(gone)][-1] == "written after it left memory"
+    assert other not in reopened.tenants() and len(reopened.tenants()) == len(tenants) - 1
+    reopened.close()
+    bounded.close()
+    with pytest.raises(ValueError, match="max_loaded_tenants"):
+        EmbeddedGraphStore(tmp_path / "t", max_loaded_tenants=0)

@@ -45,4 +45,6 @@ def make_store(config: MemoryConfig, dims: int | None) -> GraphStore:
         return Neo4jGraphStore.from_config(settings, dims=dims)
     from mem0g.stores.embedded import EmbeddedGraphStore
 
-    return EmbeddedGraphStore(settings.resolved_path(), dims=dims)
+    return EmbeddedGraphStore(
+        settings.resolved_path(), dims=dims, max_loaded_tenants=settings.max_loaded_tenants
+    )

@@ -51,12 +51,20 @@ _S = TypeVar("_S")  # the store (its `_lock` and `_ready`)
 
 
 def _locked(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
-    """Every public call holds the store's lock and sees an open, up-to-date store."""
+    """Every public call holds the store's lock and sees an open, up-to-date store; the
+    outermost one first unloads the tenants used longest ago, if there are too many."""
 
     def wrapper(self: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._lock:
-            self._ready(_target(args, kwargs))
-            return method(self, *args, **kwargs)
+            target = _target(args, kwargs)
+            if self._calls == 0:  # a call inside a call keeps what the outer one read
+                self._evict(target)
+            self._calls += 1
+            try:
+                self._ready(target)
+                return method(self, *args, **kwargs)
+            finally:
+                self._calls -= 1
 
     functools.update_wrapper(wrapper, method)  # as @functools.wraps, keeping wrapper's type
     return wrapper

@@ -1,5 +1,6 @@
 """Lazy loading of the embedded store: opening reads which tenants the file holds, and a
-tenant's rows are read into memory the first time a call touches it.
+tenant's rows are read into memory the first time a call touches it; past
+`max_loaded_tenants`, the tenants used longest ago leave memory again (`_evict`).
 
 Why: a store of 20k tenants took seconds to open (every record of every tenant parsed and
 indexed) although a request touches one tenant. Now opening costs one grouped scan per table,
@@ -11,6 +12,12 @@ scopes list their tenant keys in the order a full load met them (`_FIRST_SEEN`),
 episodes and fact histories keep their write order across tenants (ranks are SQLite rowids;
 later writes count on from the largest), and the plan checks for ids "taken by any tenant"
 ask the database, not the tenants in memory (`TakenIds`).
+
+Why the bound: a long-running process (the service, a whole-store export) touched every
+tenant in turn and kept them all: 20,000 small tenants held 2.4 GB. A tenant that leaves
+memory is read again from the file when a call needs it, as after another connection's
+commit; the tenants a call is about never leave during it (`_evict` runs only as a public
+call begins, before it reads anything).
 """
 
 from __future__ import annotations
@@ -127,11 +134,13 @@ class TenantLoader:
     _known: dict[str, Tenant]  # every tenant key the file holds, in first-seen order
     _tenant_index: dict[tuple[str, str], dict[str, None]]
     _facts: FactIndex
+    max_loaded_tenants: int | None = None  # None: no bound
 
     if TYPE_CHECKING:  # the store's and GraphIndex's (a subclass), which this mixin calls
 
         def _connection(self) -> sqlite3.Connection: ...
         def _scope_keys(self, scope: Tenant, exact: bool = False) -> list[str]: ...
+        def _known_keys(self, scope: Tenant, exact: bool = False) -> list[str]: ...
         def _add_episode(self, episode: Episode, rank: int | None = None) -> None: ...
         def _add_entity(self, entity: Entity, vector: np.ndarray | None) -> None: ...
         def _add_relation(
@@ -201,7 +210,12 @@ class TenantLoader:
     def _ensure(self, keys: Iterable[str]) -> None:
         """Read these known tenants' rows into memory, those not loaded yet (one query per
         table for all of them, in rowid order, so memory is what a full load would hold)."""
-        missing = [k for k in dict.fromkeys(keys) if k in self._known and k not in self._buckets]
+        missing = []
+        for key in dict.fromkeys(keys):
+            if key in self._buckets:  # used now: the last to leave memory
+                self._buckets[key] = self._buckets.pop(key)
+            elif key in self._known:
+                missing.append(key)
         if not missing:
             return
         for key in missing:  # before the rows, so `_bucket` never loads recursively
@@ -222,6 +236,45 @@ class TenantLoader:
             self._facts.add_event(_from_row("fact_events", row), row["rank"])
         for row in conn.execute(_ROWS["summaries"], (wanted,)):
             self._facts.set_summary(_from_row("summaries", row))
+
+    def _unload(self, keys: Iterable[str]) -> int:
+        """Take these loaded tenants' records out of memory (the file keeps them, and they
+        stay known); returns how many entities and edges left."""
+        keys = [key for key in dict.fromkeys(keys) if key in self._buckets]
+        self._facts.drop(keys)
+        removed = 0
+        for key in keys:
+            bucket = self._buckets.pop(key)
+            removed += len(bucket.entities) + len(bucket.relations)
+            for rel_id in bucket.relations:
+                rel = self._relations.pop(rel_id)
+                del self._written[rel_id]
+                self._graph.remove_edge(rel.source_id, rel.destination_id, key=rel_id)
+                self._vectors.pop(rel_id, None)
+            for entity_id in bucket.entities:
+                del self._entities[entity_id]
+                self._vectors.pop(entity_id, None)
+                self._graph.remove_node(entity_id)
+            for episode_id in bucket.episodes:
+                del self._episodes[episode_id]
+                del self._episode_rank[episode_id]
+        if keys:
+            self._newest.clear()  # built again on use
+        return removed
+
+    def _evict(self, target: Tenant | str | None) -> None:
+        """Past `max_loaded_tenants`, unload the tenants used longest ago, down to three
+        quarters of the bound (so a steady stream of new tenants unloads in batches), never
+        one that `target` (the beginning call's scope or exact key) covers."""
+        bound = self.max_loaded_tenants
+        if bound is None or len(self._buckets) <= bound:
+            return
+        if isinstance(target, Tenant):
+            keep = set(self._known_keys(target)) | {target.key}
+        else:
+            keep = {target} if target is not None else set()
+        excess = len(self._buckets) - bound * 3 // 4
+        self._unload([key for key in self._buckets if key not in keep][:excess])
 
     def _ensure_all(self) -> None:
         self._ensure(list(self._known))

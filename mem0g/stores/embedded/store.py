@@ -104,8 +104,14 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
         fact_vector_sum=True,
     )
 
-    def __init__(self, path: str | Path, dims: int | None = None) -> None:
+    def __init__(
+        self, path: str | Path, dims: int | None = None, max_loaded_tenants: int | None = 1000
+    ) -> None:
         self.path = Path(path).expanduser()
+        if max_loaded_tenants is not None and max_loaded_tenants < 1:
+            raise ValueError("max_loaded_tenants must be at least 1 (None: no bound)")
+        self.max_loaded_tenants = max_loaded_tenants
+        self._calls = 0  # public calls under way in this thread's lock (`_locked`)
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(
                 f"the embedded store's path {self.path} is a file: graph_store.path names a "
@@ -359,25 +365,9 @@ class EmbeddedGraphStore(LinkReads, EntityRepair, GraphIndex):
                 for statement in _DELETE_TENANT.values():  # graph, facts, repair records
                     conn.execute(statement, (key,))
                 _take_turn(conn, key, None)
-        self._facts.drop(keys)
-        removed = 0
+        removed = self._unload(keys)
         for key in keys:
-            bucket = self._buckets[key]
             self._forget(key)
-            removed += len(bucket.entities) + len(bucket.relations)
-            for rel_id in bucket.relations:
-                rel = self._relations.pop(rel_id)
-                del self._written[rel_id]
-                self._graph.remove_edge(rel.source_id, rel.destination_id, key=rel_id)
-                self._vectors.pop(rel_id, None)
-            for entity_id in bucket.entities:
-                del self._entities[entity_id]
-                self._vectors.pop(entity_id, None)
-                self._graph.remove_node(entity_id)
-            for episode_id in bucket.episodes:
-                del self._episodes[episode_id]
-                del self._episode_rank[episode_id]
-        self._newest.clear()  # edges left many nodes (rare: a tenant's deletion)
         return removed
 
     @_locked
