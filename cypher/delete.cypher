@@ -8,13 +8,16 @@
 // one that starts later waits for this deletion.
 // name: delete_tenant_sequences
 CALL () {
-  MATCH (q:TenantSequence) WHERE q.user_id = $user_id RETURN q
+  MATCH (q:TenantSequence) WHERE q.tenant_key = $seek_tenant_key RETURN q
   UNION ALL
-  MATCH (q:TenantSequence) WHERE $user_id IS NULL AND q.agent_id = $agent_id RETURN q
+  MATCH (q:TenantSequence) WHERE q.user_id = $seek_user_id RETURN q
   UNION ALL
   MATCH (q:TenantSequence)
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND q.run_id = $run_id
-  RETURN q
+  WHERE q.user_id = $seek_user_run[0] AND q.run_id = $seek_user_run[1] RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE q.agent_id = $seek_agent_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE q.run_id = $seek_run_id RETURN q
 }
 WITH q
 WHERE ($agent_id IS NULL OR q.agent_id = $agent_id)
@@ -33,13 +36,16 @@ DETACH DELETE p;
 
 // name: delete_tenant_relations
 CALL () {
-  MATCH ()-[r:RELATES]->() WHERE r.user_id = $user_id RETURN r
+  MATCH ()-[r:RELATES]->() WHERE r.tenant_key = $seek_tenant_key RETURN r
   UNION ALL
-  MATCH ()-[r:RELATES]->() WHERE $user_id IS NULL AND r.agent_id = $agent_id RETURN r
+  MATCH ()-[r:RELATES]->() WHERE r.user_id = $seek_user_id RETURN r
   UNION ALL
   MATCH ()-[r:RELATES]->()
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND r.run_id = $run_id
-  RETURN r
+  WHERE r.user_id = $seek_user_run[0] AND r.run_id = $seek_user_run[1] RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->() WHERE r.agent_id = $seek_agent_id RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->() WHERE r.run_id = $seek_run_id RETURN r
 }
 WITH r
 WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)
@@ -50,12 +56,16 @@ RETURN count(r) AS deleted;
 
 // name: delete_tenant_entities
 CALL () {
-  MATCH (e:Entity) WHERE e.user_id = $user_id RETURN e
+  MATCH (e:Entity) WHERE e.tenant_key = $seek_tenant_key RETURN e
   UNION ALL
-  MATCH (e:Entity) WHERE $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  MATCH (e:Entity) WHERE e.user_id = $seek_user_id RETURN e
   UNION ALL
-  MATCH (e:Entity) WHERE $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
-  RETURN e
+  MATCH (e:Entity)
+  WHERE e.user_id = $seek_user_run[0] AND e.run_id = $seek_user_run[1] RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE e.agent_id = $seek_agent_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE e.run_id = $seek_run_id RETURN e
 }
 WITH e
 WHERE ($agent_id IS NULL OR e.agent_id = $agent_id)
@@ -69,13 +79,16 @@ RETURN count(e) AS deleted;
 
 // name: delete_tenant_episodes
 CALL () {
-  MATCH (ep:Episode) WHERE ep.user_id = $user_id RETURN ep
+  MATCH (ep:Episode) WHERE ep.tenant_key = $seek_tenant_key RETURN ep
   UNION ALL
-  MATCH (ep:Episode) WHERE $user_id IS NULL AND ep.agent_id = $agent_id RETURN ep
+  MATCH (ep:Episode) WHERE ep.user_id = $seek_user_id RETURN ep
   UNION ALL
   MATCH (ep:Episode)
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND ep.run_id = $run_id
-  RETURN ep
+  WHERE ep.user_id = $seek_user_run[0] AND ep.run_id = $seek_user_run[1] RETURN ep
+  UNION ALL
+  MATCH (ep:Episode) WHERE ep.agent_id = $seek_agent_id RETURN ep
+  UNION ALL
+  MATCH (ep:Episode) WHERE ep.run_id = $seek_run_id RETURN ep
 }
 WITH ep
 WHERE ($agent_id IS NULL OR ep.agent_id = $agent_id)
@@ -85,12 +98,15 @@ RETURN count(ep) AS deleted;
 
 // name: delete_tenant_facts
 CALL () {
-  MATCH (f:Fact) WHERE f.user_id = $user_id RETURN f
+  MATCH (f:Fact) WHERE f.tenant_key = $seek_tenant_key RETURN f
   UNION ALL
-  MATCH (f:Fact) WHERE $user_id IS NULL AND f.agent_id = $agent_id RETURN f
+  MATCH (f:Fact) WHERE f.user_id = $seek_user_id RETURN f
   UNION ALL
-  MATCH (f:Fact) WHERE $user_id IS NULL AND $agent_id IS NULL AND f.run_id = $run_id
-  RETURN f
+  MATCH (f:Fact) WHERE f.user_id = $seek_user_run[0] AND f.run_id = $seek_user_run[1] RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE f.agent_id = $seek_agent_id RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE f.run_id = $seek_run_id RETURN f
 }
 WITH f
 WHERE ($agent_id IS NULL OR f.agent_id = $agent_id)
@@ -100,13 +116,16 @@ RETURN count(f) AS deleted;
 
 // name: delete_tenant_fact_events
 CALL () {
-  MATCH (ev:FactEvent) WHERE ev.user_id = $user_id RETURN ev
+  MATCH (ev:FactEvent) WHERE ev.tenant_key = $seek_tenant_key RETURN ev
   UNION ALL
-  MATCH (ev:FactEvent) WHERE $user_id IS NULL AND ev.agent_id = $agent_id RETURN ev
+  MATCH (ev:FactEvent) WHERE ev.user_id = $seek_user_id RETURN ev
   UNION ALL
   MATCH (ev:FactEvent)
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND ev.run_id = $run_id
-  RETURN ev
+  WHERE ev.user_id = $seek_user_run[0] AND ev.run_id = $seek_user_run[1] RETURN ev
+  UNION ALL
+  MATCH (ev:FactEvent) WHERE ev.agent_id = $seek_agent_id RETURN ev
+  UNION ALL
+  MATCH (ev:FactEvent) WHERE ev.run_id = $seek_run_id RETURN ev
 }
 WITH ev
 WHERE ($agent_id IS NULL OR ev.agent_id = $agent_id)
@@ -116,12 +135,16 @@ RETURN count(ev) AS deleted;
 
 // name: delete_tenant_summaries
 CALL () {
-  MATCH (s:Summary) WHERE s.user_id = $user_id RETURN s
+  MATCH (s:Summary) WHERE s.tenant_key = $seek_tenant_key RETURN s
   UNION ALL
-  MATCH (s:Summary) WHERE $user_id IS NULL AND s.agent_id = $agent_id RETURN s
+  MATCH (s:Summary) WHERE s.user_id = $seek_user_id RETURN s
   UNION ALL
-  MATCH (s:Summary) WHERE $user_id IS NULL AND $agent_id IS NULL AND s.run_id = $run_id
-  RETURN s
+  MATCH (s:Summary)
+  WHERE s.user_id = $seek_user_run[0] AND s.run_id = $seek_user_run[1] RETURN s
+  UNION ALL
+  MATCH (s:Summary) WHERE s.agent_id = $seek_agent_id RETURN s
+  UNION ALL
+  MATCH (s:Summary) WHERE s.run_id = $seek_run_id RETURN s
 }
 WITH s
 WHERE ($agent_id IS NULL OR s.agent_id = $agent_id)
@@ -139,13 +162,16 @@ RETURN count(s) AS deleted;
 // of that version hold records this deletion removed, and must read the tenant afresh.
 // name: delete_tenant_recount
 CALL () {
-  MATCH (q:TenantSequence) WHERE q.user_id = $user_id RETURN q
+  MATCH (q:TenantSequence) WHERE q.tenant_key = $seek_tenant_key RETURN q
   UNION ALL
-  MATCH (q:TenantSequence) WHERE $user_id IS NULL AND q.agent_id = $agent_id RETURN q
+  MATCH (q:TenantSequence) WHERE q.user_id = $seek_user_id RETURN q
   UNION ALL
   MATCH (q:TenantSequence)
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND q.run_id = $run_id
-  RETURN q
+  WHERE q.user_id = $seek_user_run[0] AND q.run_id = $seek_user_run[1] RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE q.agent_id = $seek_agent_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE q.run_id = $seek_run_id RETURN q
 }
 WITH q
 WHERE ($agent_id IS NULL OR q.agent_id = $agent_id)

@@ -49,6 +49,14 @@ FOR (p:PossibleDuplicate) ON (p.agent_id);
 CREATE INDEX mem0g_possible_duplicate_run_id IF NOT EXISTS
 FOR (p:PossibleDuplicate) ON (p.run_id);
 
+// name: index_entity_event_user_run
+CREATE INDEX mem0g_entity_event_user_run IF NOT EXISTS
+FOR (ev:EntityEvent) ON (ev.user_id, ev.run_id);
+
+// name: index_possible_duplicate_user_run
+CREATE INDEX mem0g_possible_duplicate_user_run IF NOT EXISTS
+FOR (p:PossibleDuplicate) ON (p.user_id, p.run_id);
+
 // First in a merge's or split's transaction: the tenant's turn (as lock_tenant in
 // write.cypher) and a new epoch. An entity goes away (or comes back with an old plan number),
 // which the held entity vectors (stores/neo4j/entity_vectors.py) cannot follow by plan number
@@ -192,13 +200,16 @@ ORDER BY p.written, p.pos;
 // The scope's pairs whose two entities both still exist, oldest first.
 // name: possible_duplicates
 CALL () {
-  MATCH (p:PossibleDuplicate) WHERE p.user_id = $user_id RETURN p
+  MATCH (p:PossibleDuplicate) WHERE p.tenant_key = $seek_tenant_key RETURN p
   UNION ALL
-  MATCH (p:PossibleDuplicate) WHERE $user_id IS NULL AND p.agent_id = $agent_id RETURN p
+  MATCH (p:PossibleDuplicate) WHERE p.user_id = $seek_user_id RETURN p
   UNION ALL
   MATCH (p:PossibleDuplicate)
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND p.run_id = $run_id
-  RETURN p
+  WHERE p.user_id = $seek_user_run[0] AND p.run_id = $seek_user_run[1] RETURN p
+  UNION ALL
+  MATCH (p:PossibleDuplicate) WHERE p.agent_id = $seek_agent_id RETURN p
+  UNION ALL
+  MATCH (p:PossibleDuplicate) WHERE p.run_id = $seek_run_id RETURN p
 }
 WITH p
 WHERE ($agent_id IS NULL OR p.agent_id = $agent_id)
@@ -220,13 +231,16 @@ ORDER BY p.written, p.pos;
 // tenant indexes as delete.cypher's statements are.
 // name: delete_tenant_entity_events
 CALL () {
-  MATCH (ev:EntityEvent) WHERE ev.user_id = $user_id RETURN ev
+  MATCH (ev:EntityEvent) WHERE ev.tenant_key = $seek_tenant_key RETURN ev
   UNION ALL
-  MATCH (ev:EntityEvent) WHERE $user_id IS NULL AND ev.agent_id = $agent_id RETURN ev
+  MATCH (ev:EntityEvent) WHERE ev.user_id = $seek_user_id RETURN ev
   UNION ALL
   MATCH (ev:EntityEvent)
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND ev.run_id = $run_id
-  RETURN ev
+  WHERE ev.user_id = $seek_user_run[0] AND ev.run_id = $seek_user_run[1] RETURN ev
+  UNION ALL
+  MATCH (ev:EntityEvent) WHERE ev.agent_id = $seek_agent_id RETURN ev
+  UNION ALL
+  MATCH (ev:EntityEvent) WHERE ev.run_id = $seek_run_id RETURN ev
 }
 WITH ev
 WHERE ($agent_id IS NULL OR ev.agent_id = $agent_id)
@@ -235,13 +249,16 @@ DELETE ev;
 
 // name: delete_tenant_possible_duplicates
 CALL () {
-  MATCH (p:PossibleDuplicate) WHERE p.user_id = $user_id RETURN p
+  MATCH (p:PossibleDuplicate) WHERE p.tenant_key = $seek_tenant_key RETURN p
   UNION ALL
-  MATCH (p:PossibleDuplicate) WHERE $user_id IS NULL AND p.agent_id = $agent_id RETURN p
+  MATCH (p:PossibleDuplicate) WHERE p.user_id = $seek_user_id RETURN p
   UNION ALL
   MATCH (p:PossibleDuplicate)
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND p.run_id = $run_id
-  RETURN p
+  WHERE p.user_id = $seek_user_run[0] AND p.run_id = $seek_user_run[1] RETURN p
+  UNION ALL
+  MATCH (p:PossibleDuplicate) WHERE p.agent_id = $seek_agent_id RETURN p
+  UNION ALL
+  MATCH (p:PossibleDuplicate) WHERE p.run_id = $seek_run_id RETURN p
 }
 WITH p
 WHERE ($agent_id IS NULL OR p.agent_id = $agent_id)

@@ -5,12 +5,16 @@
 
 // name: snapshot_entities
 CALL () {
-  MATCH (e:Entity) WHERE e.user_id = $user_id RETURN e
+  MATCH (e:Entity) WHERE e.tenant_key = $seek_tenant_key RETURN e
   UNION ALL
-  MATCH (e:Entity) WHERE $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  MATCH (e:Entity) WHERE e.user_id = $seek_user_id RETURN e
   UNION ALL
-  MATCH (e:Entity) WHERE $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
-  RETURN e
+  MATCH (e:Entity)
+  WHERE e.user_id = $seek_user_run[0] AND e.run_id = $seek_user_run[1] RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE e.agent_id = $seek_agent_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE e.run_id = $seek_run_id RETURN e
 }
 WITH e
 WHERE ($agent_id IS NULL OR e.agent_id = $agent_id)
@@ -20,13 +24,16 @@ RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated
 
 // name: snapshot_relations
 CALL () {
-  MATCH ()-[r:RELATES]->() WHERE r.user_id = $user_id RETURN r
+  MATCH ()-[r:RELATES]->() WHERE r.tenant_key = $seek_tenant_key RETURN r
   UNION ALL
-  MATCH ()-[r:RELATES]->() WHERE $user_id IS NULL AND r.agent_id = $agent_id RETURN r
+  MATCH ()-[r:RELATES]->() WHERE r.user_id = $seek_user_id RETURN r
   UNION ALL
   MATCH ()-[r:RELATES]->()
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND r.run_id = $run_id
-  RETURN r
+  WHERE r.user_id = $seek_user_run[0] AND r.run_id = $seek_user_run[1] RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->() WHERE r.agent_id = $seek_agent_id RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->() WHERE r.run_id = $seek_run_id RETURN r
 }
 WITH r
 WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)

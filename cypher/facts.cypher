@@ -75,16 +75,16 @@ SET ev = props, ev.seq = $seq;
 // for the dense ranking's hubness correction (retrieve/hubness.py), a few seeks, no fact read.
 // name: fact_vector_sum
 CALL () {
-  MATCH (q:TenantSequence) WHERE $exact AND q.tenant_key = $tenant_key RETURN q
+  MATCH (q:TenantSequence) WHERE q.tenant_key = $seek_tenant_key RETURN q
   UNION ALL
-  MATCH (q:TenantSequence) WHERE NOT $exact AND q.user_id = $user_id RETURN q
-  UNION ALL
-  MATCH (q:TenantSequence)
-  WHERE NOT $exact AND $user_id IS NULL AND q.agent_id = $agent_id RETURN q
+  MATCH (q:TenantSequence) WHERE q.user_id = $seek_user_id RETURN q
   UNION ALL
   MATCH (q:TenantSequence)
-  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND q.run_id = $run_id
-  RETURN q
+  WHERE q.user_id = $seek_user_run[0] AND q.run_id = $seek_user_run[1] RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE q.agent_id = $seek_agent_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE q.run_id = $seek_run_id RETURN q
 }
 WITH q
 WHERE q.fact_vectors > 0
@@ -106,12 +106,15 @@ ORDER BY i;
 // The scope's current facts, oldest first; equal creation times keep write order.
 // name: facts
 CALL () {
-  MATCH (f:Fact) WHERE f.user_id = $user_id RETURN f
+  MATCH (f:Fact) WHERE f.tenant_key = $seek_tenant_key RETURN f
   UNION ALL
-  MATCH (f:Fact) WHERE $user_id IS NULL AND f.agent_id = $agent_id RETURN f
+  MATCH (f:Fact) WHERE f.user_id = $seek_user_id RETURN f
   UNION ALL
-  MATCH (f:Fact) WHERE $user_id IS NULL AND $agent_id IS NULL AND f.run_id = $run_id
-  RETURN f
+  MATCH (f:Fact) WHERE f.user_id = $seek_user_run[0] AND f.run_id = $seek_user_run[1] RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE f.agent_id = $seek_agent_id RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE f.run_id = $seek_run_id RETURN f
 }
 WITH f
 WHERE ($agent_id IS NULL OR f.agent_id = $agent_id)
@@ -192,12 +195,16 @@ RETURN s.text AS text;
 // this order for equal scores, and by fact id it was the order of random ids.
 // name: fact_timeline
 CALL () {
-  MATCH (ev:FactEvent) WHERE ev.user_id = $user_id RETURN ev
+  MATCH (ev:FactEvent) WHERE ev.tenant_key = $seek_tenant_key RETURN ev
   UNION ALL
-  MATCH (ev:FactEvent) WHERE $user_id IS NULL AND ev.agent_id = $agent_id RETURN ev
+  MATCH (ev:FactEvent) WHERE ev.user_id = $seek_user_id RETURN ev
   UNION ALL
-  MATCH (ev:FactEvent) WHERE $user_id IS NULL AND $agent_id IS NULL AND ev.run_id = $run_id
-  RETURN ev
+  MATCH (ev:FactEvent)
+  WHERE ev.user_id = $seek_user_run[0] AND ev.run_id = $seek_user_run[1] RETURN ev
+  UNION ALL
+  MATCH (ev:FactEvent) WHERE ev.agent_id = $seek_agent_id RETURN ev
+  UNION ALL
+  MATCH (ev:FactEvent) WHERE ev.run_id = $seek_run_id RETURN ev
 }
 WITH ev
 WHERE ($agent_id IS NULL OR ev.agent_id = $agent_id)

@@ -61,16 +61,16 @@ RETURN size(hits) AS fetched, found;
 // name: fact_word_counts
 CALL () {
   CALL () {
-    MATCH (q:TenantSequence) WHERE $exact AND q.tenant_key = $tenant_key RETURN q
+    MATCH (q:TenantSequence) WHERE q.tenant_key = $seek_tenant_key RETURN q
     UNION ALL
-    MATCH (q:TenantSequence) WHERE NOT $exact AND q.user_id = $user_id RETURN q
-    UNION ALL
-    MATCH (q:TenantSequence)
-    WHERE NOT $exact AND $user_id IS NULL AND q.agent_id = $agent_id RETURN q
+    MATCH (q:TenantSequence) WHERE q.user_id = $seek_user_id RETURN q
     UNION ALL
     MATCH (q:TenantSequence)
-    WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND q.run_id = $run_id
-    RETURN q
+    WHERE q.user_id = $seek_user_run[0] AND q.run_id = $seek_user_run[1] RETURN q
+    UNION ALL
+    MATCH (q:TenantSequence) WHERE q.agent_id = $seek_agent_id RETURN q
+    UNION ALL
+    MATCH (q:TenantSequence) WHERE q.run_id = $seek_run_id RETURN q
   }
   WITH q
   WHERE ($user_id IS NULL OR q.user_id = $user_id)

@@ -4,9 +4,11 @@
 //   $user_id, $agent_id, $run_id  the scope; an unset (null) id matches anything
 //   $exact, $tenant_key           exact=true: only records whose tenant_key equals the scope's
 //   $include_invalid, $as_of      the Validity of edge reads
-// Scans of a whole tenant start from a UNION ALL of index seeks ("anchors"): exactly one
-// branch runs (the others are switched off by parameter-only predicates), so a small tenant
-// in a large shared database is read through the tenant_key/user_id/agent_id/run_id indexes.
+// Scans of a whole tenant start from a UNION ALL of index seeks ("anchors"), one branch per
+// index: $seek_tenant_key, $seek_user_id, $seek_user_run ([user_id, run_id], the composite
+// indexes), $seek_agent_id, $seek_run_id. The store sets exactly one of them (rows._seek):
+// the server runs every branch whatever parameter-only predicates say, and a seek of null
+// reads nothing, so a small tenant in a large shared database costs its own rows.
 // Rows come back in write order (written, pos: the apply call and the position in its plan;
 // an edge holds them as one sortable key, `ord`, plan_rows.write_order).
 
@@ -192,13 +194,16 @@ ORDER BY first_key, r.ord DESC;
 
 // name: episodes
 CALL () {
-  MATCH (ep:Episode) WHERE ep.user_id = $user_id RETURN ep
+  MATCH (ep:Episode) WHERE ep.tenant_key = $seek_tenant_key RETURN ep
   UNION ALL
-  MATCH (ep:Episode) WHERE $user_id IS NULL AND ep.agent_id = $agent_id RETURN ep
+  MATCH (ep:Episode) WHERE ep.user_id = $seek_user_id RETURN ep
   UNION ALL
   MATCH (ep:Episode)
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND ep.run_id = $run_id
-  RETURN ep
+  WHERE ep.user_id = $seek_user_run[0] AND ep.run_id = $seek_user_run[1] RETURN ep
+  UNION ALL
+  MATCH (ep:Episode) WHERE ep.agent_id = $seek_agent_id RETURN ep
+  UNION ALL
+  MATCH (ep:Episode) WHERE ep.run_id = $seek_run_id RETURN ep
 }
 WITH ep
 WHERE ($agent_id IS NULL OR ep.agent_id = $agent_id)
@@ -223,13 +228,16 @@ RETURN q.epoch AS epoch, q.seq AS seq;
 // copied. A few seeks on the sequence nodes' id indexes, no record read.
 // name: scope_versions
 CALL () {
-  MATCH (q:TenantSequence) WHERE q.user_id = $user_id RETURN q
+  MATCH (q:TenantSequence) WHERE q.tenant_key = $seek_tenant_key RETURN q
   UNION ALL
-  MATCH (q:TenantSequence) WHERE $user_id IS NULL AND q.agent_id = $agent_id RETURN q
+  MATCH (q:TenantSequence) WHERE q.user_id = $seek_user_id RETURN q
   UNION ALL
   MATCH (q:TenantSequence)
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND q.run_id = $run_id
-  RETURN q
+  WHERE q.user_id = $seek_user_run[0] AND q.run_id = $seek_user_run[1] RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE q.agent_id = $seek_agent_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE q.run_id = $seek_run_id RETURN q
 }
 WITH q
 WHERE ($agent_id IS NULL OR q.agent_id = $agent_id)
@@ -280,12 +288,16 @@ RETURN entities, relations, invalid, episodes, facts;
 // name: stats_scope
 CALL () {
   CALL () {
-    MATCH (e:Entity) WHERE e.user_id = $user_id RETURN e
+    MATCH (e:Entity) WHERE e.tenant_key = $seek_tenant_key RETURN e
     UNION ALL
-    MATCH (e:Entity) WHERE $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+    MATCH (e:Entity) WHERE e.user_id = $seek_user_id RETURN e
     UNION ALL
-    MATCH (e:Entity) WHERE $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
-    RETURN e
+    MATCH (e:Entity)
+    WHERE e.user_id = $seek_user_run[0] AND e.run_id = $seek_user_run[1] RETURN e
+    UNION ALL
+    MATCH (e:Entity) WHERE e.agent_id = $seek_agent_id RETURN e
+    UNION ALL
+    MATCH (e:Entity) WHERE e.run_id = $seek_run_id RETURN e
   }
   WITH e
   WHERE ($agent_id IS NULL OR e.agent_id = $agent_id)
@@ -294,13 +306,16 @@ CALL () {
 }
 CALL () {
   CALL () {
-    MATCH ()-[r:RELATES]->() WHERE r.user_id = $user_id RETURN r
+    MATCH ()-[r:RELATES]->() WHERE r.tenant_key = $seek_tenant_key RETURN r
     UNION ALL
-    MATCH ()-[r:RELATES]->() WHERE $user_id IS NULL AND r.agent_id = $agent_id RETURN r
+    MATCH ()-[r:RELATES]->() WHERE r.user_id = $seek_user_id RETURN r
     UNION ALL
     MATCH ()-[r:RELATES]->()
-    WHERE $user_id IS NULL AND $agent_id IS NULL AND r.run_id = $run_id
-    RETURN r
+    WHERE r.user_id = $seek_user_run[0] AND r.run_id = $seek_user_run[1] RETURN r
+    UNION ALL
+    MATCH ()-[r:RELATES]->() WHERE r.agent_id = $seek_agent_id RETURN r
+    UNION ALL
+    MATCH ()-[r:RELATES]->() WHERE r.run_id = $seek_run_id RETURN r
   }
   WITH r
   WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)
@@ -311,13 +326,16 @@ CALL () {
 }
 CALL () {
   CALL () {
-    MATCH (ep:Episode) WHERE ep.user_id = $user_id RETURN ep
+    MATCH (ep:Episode) WHERE ep.tenant_key = $seek_tenant_key RETURN ep
     UNION ALL
-    MATCH (ep:Episode) WHERE $user_id IS NULL AND ep.agent_id = $agent_id RETURN ep
+    MATCH (ep:Episode) WHERE ep.user_id = $seek_user_id RETURN ep
     UNION ALL
     MATCH (ep:Episode)
-    WHERE $user_id IS NULL AND $agent_id IS NULL AND ep.run_id = $run_id
-    RETURN ep
+    WHERE ep.user_id = $seek_user_run[0] AND ep.run_id = $seek_user_run[1] RETURN ep
+    UNION ALL
+    MATCH (ep:Episode) WHERE ep.agent_id = $seek_agent_id RETURN ep
+    UNION ALL
+    MATCH (ep:Episode) WHERE ep.run_id = $seek_run_id RETURN ep
   }
   WITH ep
   WHERE ($agent_id IS NULL OR ep.agent_id = $agent_id)
@@ -328,27 +346,38 @@ CALL () {
 // :Fact rows are the scope's current facts, the ones `facts` returns (same filter).
 CALL () {
   CALL () {
-    MATCH (f:Fact) WHERE f.user_id = $user_id RETURN f AS n
+    MATCH (f:Fact) WHERE f.tenant_key = $seek_tenant_key RETURN f AS n
     UNION ALL
-    MATCH (f:Fact) WHERE $user_id IS NULL AND f.agent_id = $agent_id RETURN f AS n
+    MATCH (f:Fact) WHERE f.user_id = $seek_user_id RETURN f AS n
     UNION ALL
-    MATCH (f:Fact) WHERE $user_id IS NULL AND $agent_id IS NULL AND f.run_id = $run_id
-    RETURN f AS n
+    MATCH (f:Fact)
+    WHERE f.user_id = $seek_user_run[0] AND f.run_id = $seek_user_run[1] RETURN f AS n
     UNION ALL
-    MATCH (ev:FactEvent) WHERE ev.user_id = $user_id RETURN ev AS n
+    MATCH (f:Fact) WHERE f.agent_id = $seek_agent_id RETURN f AS n
     UNION ALL
-    MATCH (ev:FactEvent) WHERE $user_id IS NULL AND ev.agent_id = $agent_id RETURN ev AS n
+    MATCH (f:Fact) WHERE f.run_id = $seek_run_id RETURN f AS n
+    UNION ALL
+    MATCH (ev:FactEvent) WHERE ev.tenant_key = $seek_tenant_key RETURN ev AS n
+    UNION ALL
+    MATCH (ev:FactEvent) WHERE ev.user_id = $seek_user_id RETURN ev AS n
     UNION ALL
     MATCH (ev:FactEvent)
-    WHERE $user_id IS NULL AND $agent_id IS NULL AND ev.run_id = $run_id
-    RETURN ev AS n
+    WHERE ev.user_id = $seek_user_run[0] AND ev.run_id = $seek_user_run[1] RETURN ev AS n
     UNION ALL
-    MATCH (s:Summary) WHERE s.user_id = $user_id RETURN s AS n
+    MATCH (ev:FactEvent) WHERE ev.agent_id = $seek_agent_id RETURN ev AS n
     UNION ALL
-    MATCH (s:Summary) WHERE $user_id IS NULL AND s.agent_id = $agent_id RETURN s AS n
+    MATCH (ev:FactEvent) WHERE ev.run_id = $seek_run_id RETURN ev AS n
     UNION ALL
-    MATCH (s:Summary) WHERE $user_id IS NULL AND $agent_id IS NULL AND s.run_id = $run_id
-    RETURN s AS n
+    MATCH (s:Summary) WHERE s.tenant_key = $seek_tenant_key RETURN s AS n
+    UNION ALL
+    MATCH (s:Summary) WHERE s.user_id = $seek_user_id RETURN s AS n
+    UNION ALL
+    MATCH (s:Summary)
+    WHERE s.user_id = $seek_user_run[0] AND s.run_id = $seek_user_run[1] RETURN s AS n
+    UNION ALL
+    MATCH (s:Summary) WHERE s.agent_id = $seek_agent_id RETURN s AS n
+    UNION ALL
+    MATCH (s:Summary) WHERE s.run_id = $seek_run_id RETURN s AS n
   }
   WITH n
   WHERE ($agent_id IS NULL OR n.agent_id = $agent_id)

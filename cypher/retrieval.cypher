@@ -26,15 +26,16 @@ LIMIT $want;
 
 // name: similar_entities_scan
 CALL () {
-  MATCH (e:Entity) WHERE $exact AND e.tenant_key = $tenant_key RETURN e
+  MATCH (e:Entity) WHERE e.tenant_key = $seek_tenant_key RETURN e
   UNION ALL
-  MATCH (e:Entity) WHERE NOT $exact AND e.user_id = $user_id RETURN e
-  UNION ALL
-  MATCH (e:Entity) WHERE NOT $exact AND $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  MATCH (e:Entity) WHERE e.user_id = $seek_user_id RETURN e
   UNION ALL
   MATCH (e:Entity)
-  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
-  RETURN e
+  WHERE e.user_id = $seek_user_run[0] AND e.run_id = $seek_user_run[1] RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE e.agent_id = $seek_agent_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE e.run_id = $seek_run_id RETURN e
 }
 WITH e
 WHERE ($user_id IS NULL OR e.user_id = $user_id)
@@ -91,16 +92,16 @@ RETURN seq, epoch, COLLECT {
 // whole with entity_vectors_all. Seeks only: no tenant's entities are scanned here.
 // name: scope_entity_vectors
 CALL () {
-  MATCH (q:TenantSequence) WHERE $exact AND q.tenant_key = $tenant_key RETURN q
+  MATCH (q:TenantSequence) WHERE q.tenant_key = $seek_tenant_key RETURN q
   UNION ALL
-  MATCH (q:TenantSequence) WHERE NOT $exact AND q.user_id = $user_id RETURN q
-  UNION ALL
-  MATCH (q:TenantSequence)
-  WHERE NOT $exact AND $user_id IS NULL AND q.agent_id = $agent_id RETURN q
+  MATCH (q:TenantSequence) WHERE q.user_id = $seek_user_id RETURN q
   UNION ALL
   MATCH (q:TenantSequence)
-  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND q.run_id = $run_id
-  RETURN q
+  WHERE q.user_id = $seek_user_run[0] AND q.run_id = $seek_user_run[1] RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE q.agent_id = $seek_agent_id RETURN q
+  UNION ALL
+  MATCH (q:TenantSequence) WHERE q.run_id = $seek_run_id RETURN q
 }
 WITH q
 WHERE q.seq IS NOT NULL
@@ -125,15 +126,16 @@ ORDER BY key;
 // per tenant have none, and would be missed: such a scope is left to the index).
 // name: scope_entity_count
 CALL () {
-  MATCH (e:Entity) WHERE $exact AND e.tenant_key = $tenant_key RETURN e
+  MATCH (e:Entity) WHERE e.tenant_key = $seek_tenant_key RETURN e
   UNION ALL
-  MATCH (e:Entity) WHERE NOT $exact AND e.user_id = $user_id RETURN e
-  UNION ALL
-  MATCH (e:Entity) WHERE NOT $exact AND $user_id IS NULL AND e.agent_id = $agent_id RETURN e
+  MATCH (e:Entity) WHERE e.user_id = $seek_user_id RETURN e
   UNION ALL
   MATCH (e:Entity)
-  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND e.run_id = $run_id
-  RETURN e
+  WHERE e.user_id = $seek_user_run[0] AND e.run_id = $seek_user_run[1] RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE e.agent_id = $seek_agent_id RETURN e
+  UNION ALL
+  MATCH (e:Entity) WHERE e.run_id = $seek_run_id RETURN e
 }
 WITH e
 WHERE ($user_id IS NULL OR e.user_id = $user_id)
@@ -167,13 +169,16 @@ LIMIT $want;
 
 // name: similar_relations_scan
 CALL () {
-  MATCH ()-[r:RELATES]->() WHERE r.user_id = $user_id RETURN r
+  MATCH ()-[r:RELATES]->() WHERE r.tenant_key = $seek_tenant_key RETURN r
   UNION ALL
-  MATCH ()-[r:RELATES]->() WHERE $user_id IS NULL AND r.agent_id = $agent_id RETURN r
+  MATCH ()-[r:RELATES]->() WHERE r.user_id = $seek_user_id RETURN r
   UNION ALL
   MATCH ()-[r:RELATES]->()
-  WHERE $user_id IS NULL AND $agent_id IS NULL AND r.run_id = $run_id
-  RETURN r
+  WHERE r.user_id = $seek_user_run[0] AND r.run_id = $seek_user_run[1] RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->() WHERE r.agent_id = $seek_agent_id RETURN r
+  UNION ALL
+  MATCH ()-[r:RELATES]->() WHERE r.run_id = $seek_run_id RETURN r
 }
 WITH r
 WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)
@@ -223,15 +228,15 @@ LIMIT $want;
 
 // name: similar_facts_scan
 CALL () {
-  MATCH (f:Fact) WHERE $exact AND f.tenant_key = $tenant_key RETURN f
+  MATCH (f:Fact) WHERE f.tenant_key = $seek_tenant_key RETURN f
   UNION ALL
-  MATCH (f:Fact) WHERE NOT $exact AND f.user_id = $user_id RETURN f
+  MATCH (f:Fact) WHERE f.user_id = $seek_user_id RETURN f
   UNION ALL
-  MATCH (f:Fact) WHERE NOT $exact AND $user_id IS NULL AND f.agent_id = $agent_id RETURN f
+  MATCH (f:Fact) WHERE f.user_id = $seek_user_run[0] AND f.run_id = $seek_user_run[1] RETURN f
   UNION ALL
-  MATCH (f:Fact)
-  WHERE NOT $exact AND $user_id IS NULL AND $agent_id IS NULL AND f.run_id = $run_id
-  RETURN f
+  MATCH (f:Fact) WHERE f.agent_id = $seek_agent_id RETURN f
+  UNION ALL
+  MATCH (f:Fact) WHERE f.run_id = $seek_run_id RETURN f
 }
 WITH f
 WHERE ($user_id IS NULL OR f.user_id = $user_id)

@@ -163,6 +163,36 @@ FOR (q:TenantSequence) ON (q.agent_id);
 // name: index_tenant_sequence_run_id
 CREATE INDEX mem0g_tenant_sequence_run_id IF NOT EXISTS FOR (q:TenantSequence) ON (q.run_id);
 
+// A user's run: the scope anchors seek these when both ids are given (rows._seek), not the
+// user's whole range of the user_id index (one run of a user of 4,000 runs read all 4,000).
+// name: index_entity_user_run
+CREATE INDEX mem0g_entity_user_run IF NOT EXISTS
+FOR (e:Entity) ON (e.user_id, e.run_id);
+
+// name: index_relation_user_run
+CREATE INDEX mem0g_relation_user_run IF NOT EXISTS
+FOR ()-[r:RELATES]-() ON (r.user_id, r.run_id);
+
+// name: index_episode_user_run
+CREATE INDEX mem0g_episode_user_run IF NOT EXISTS
+FOR (ep:Episode) ON (ep.user_id, ep.run_id);
+
+// name: index_fact_user_run
+CREATE INDEX mem0g_fact_user_run IF NOT EXISTS
+FOR (f:Fact) ON (f.user_id, f.run_id);
+
+// name: index_fact_event_user_run
+CREATE INDEX mem0g_fact_event_user_run IF NOT EXISTS
+FOR (ev:FactEvent) ON (ev.user_id, ev.run_id);
+
+// name: index_summary_user_run
+CREATE INDEX mem0g_summary_user_run IF NOT EXISTS
+FOR (s:Summary) ON (s.user_id, s.run_id);
+
+// name: index_tenant_sequence_user_run
+CREATE INDEX mem0g_tenant_sequence_user_run IF NOT EXISTS
+FOR (q:TenantSequence) ON (q.user_id, q.run_id);
+
 // Vector indexes: the dimension and similarity arrive as the $options parameter
 // ({indexConfig: {`vector.dimensions`: <int>, `vector.similarity_function`: 'cosine', ...}}),
 // so no number is ever formatted into the statement.

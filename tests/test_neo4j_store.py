@@ -2128,3 +2128,64 @@ def test_an_exact_whole_tenant_read_costs_its_tenant_not_its_user(
     assert store.episodes(one, exact=True) == store.episodes(one)
     user = store.snapshot(Tenant(user_id="u"), EVERYTHING, embeddings=False)
     assert len(user.entities) == 82 and len(store.facts(Tenant(user_id="u"))) == 41
+
+
+def test_every_scoped_read_costs_its_scope_not_its_neighbours(
+    store: Neo4jGraphStore, driver: neo4j.Driver, rng: np.random.Generator
+) -> None:
+    """A statement's scope anchors were one UNION ALL branch per id, switched by
+    parameter-only guards ("$user_id IS NULL AND ..."). The server seeks every branch
+    whatever such guards say, so a run's search read the user's whole range of each
+    user_id index (a user of 4,000 runs: about 77,000 db hits a search, 9 ms more at p50),
+    and a user's search read the whole range of a shared agent's. Each anchor now seeks the
+    one id the store chose (`_seek`). The work of every read a search or a warm-up makes
+    (the statements of WARMUP_FILES), and of the whole-scope reads, is the same for a user's
+    run, a user beside a shared agent and an exact tenant, before and after their neighbours
+    grow tenfold."""
+    from mem0g.resources import read_text
+    from mem0g.stores.neo4j.warmup import WARMUP_FILES, warmup_params, warmup_statements
+
+    files = {name: parse_statements(read_text("cypher", f"{name}.cypher")) for name in WARMUP_FILES}
+    params = warmup_params(DIMS)
+    whole = ["snapshot_entities", "snapshot_relations", "facts", "episodes", "stats_scope"]
+    store_wide = {"tenants", "stats_all"}  # the whole store's, by design
+    names = [  # the approximate vector index reads (`*_index`) walk a graph of every tenant
+        n for n in [*warmup_statements(files, params), *whole]
+        if n not in store_wide and not n.endswith("_index")
+    ]  # fmt: skip
+    scopes = [
+        (Tenant(user_id="u", run_id="run-0"), False),
+        (Tenant(user_id="v", agent_id="bot"), False),
+        (Tenant(user_id="u", run_id="run-0"), True),
+    ]
+
+    def work() -> dict[str, int]:
+        out = {}
+        for scope, exact in scopes:
+            values = {**params, **neo4j_rows._scope(scope, exact), "include_invalid": True,
+                      "embeddings": False}  # fmt: skip
+            for name in names:
+                result = driver.execute_query("PROFILE " + statements()[name], values)
+                out[f"{scope.key} {exact} {name}"] = _db_hits(result.summary.profile)
+        return out
+
+    def write(tenants: list[Tenant]) -> None:
+        for tenant in tenants:
+            p = chain(tenant, ["Alice", "Acme"], rng)
+            p.new_facts = [fact(tenant, f"a fact of {tenant.key}", rng)]
+            p.fact_events = added(*p.new_facts)
+            store.apply(p)
+
+    def neighbours(first: int, last: int) -> list[Tenant]:
+        runs = [Tenant(user_id="u", run_id=f"run-{i}") for i in range(first, last)]
+        users = [Tenant(user_id=f"w{i}", agent_id="bot") for i in range(first, last)]
+        return runs + users
+
+    write([Tenant(user_id="v", agent_id="bot"), *neighbours(0, 4)])
+    before = work()
+    write(neighbours(4, 40))
+    after = work()
+    changed = {k.rsplit(" ", 1)[1] for k, v in after.items() if v != before[k]}
+    assert changed == set(), sorted(changed)
+    hits = store.facts(Tenant(user_id="v", agent_id="bot"))
+    assert [f.text for f in hits] == ["a fact of " + Tenant(user_id="v", agent_id="bot").key]

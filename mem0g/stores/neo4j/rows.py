@@ -252,7 +252,31 @@ def _scope(scope: Tenant, exact: bool = False) -> dict[str, Any]:
         "run_id": scope.run_id,
         "tenant_key": scope.key,
         "exact": exact,
+        **_seek(scope, exact),
     }
+
+
+def _seek(scope: Tenant, exact: bool) -> dict[str, Any]:
+    """The one index a scoped statement's anchors seek (cypher/read.cypher, "anchors"): the
+    others get null, which seeks nothing. Why: the server runs every branch of a UNION ALL,
+    whatever parameter-only predicates say, so a branch per id with such guards read the
+    user's whole index range for a run's scope, and a shared agent's for a user's. The most
+    selective one: the exact tenant's key; a user's run by the (user_id, run_id) indexes; a
+    user; an agent's run by the run (a run is one conversation); an agent; a run."""
+    seek: dict[str, Any] = dict.fromkeys(
+        ("seek_tenant_key", "seek_user_id", "seek_user_run", "seek_agent_id", "seek_run_id")
+    )
+    if exact:
+        seek["seek_tenant_key"] = scope.key
+    elif scope.user_id is not None and scope.run_id is not None:
+        seek["seek_user_run"] = [scope.user_id, scope.run_id]
+    elif scope.user_id is not None:
+        seek["seek_user_id"] = scope.user_id
+    elif scope.run_id is not None:
+        seek["seek_run_id"] = scope.run_id
+    else:
+        seek["seek_agent_id"] = scope.agent_id
+    return seek
 
 
 def _validity(validity: Validity) -> dict[str, Any]:

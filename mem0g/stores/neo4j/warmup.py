@@ -30,6 +30,7 @@ import numpy as np
 
 from mem0g.stores.base import WarmupStatus
 from mem0g.stores.lexical_query import query_terms
+from mem0g.stores.neo4j.rows import _seek
 from mem0g.stores.vectors import Hub, hub_centre
 from mem0g.stores.walk import WalkRequest
 from mem0g.types import Tenant, Validity
@@ -56,6 +57,7 @@ def warmup_params(dims: int | None) -> dict[str, Any]:
     return {
         "user_id": WARMUP_USER, "agent_id": None, "run_id": None,
         "tenant_key": Tenant(user_id=WARMUP_USER).key, "exact": True,
+        **_seek(Tenant(user_id=WARMUP_USER), True),
         "ids": [], "keys": [], "id": "", "fact_id": "", "entity_id": "", "pairs": [],
         "as_of": None, "include_invalid": False, "since": datetime(2000, 1, 1, tzinfo=timezone.utc),
         "vector": vector, "zero_query": False, "light": False,
