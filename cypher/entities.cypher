@@ -219,14 +219,6 @@ WHERE ($agent_id IS NULL OR p.agent_id = $agent_id)
 RETURN p.data AS data
 ORDER BY p.written, p.pos;
 
-// The exact tenant's pairs (possible_duplicates' order), by the tenant_key index.
-// name: possible_duplicates_exact
-MATCH (p:PossibleDuplicate) WHERE p.tenant_key = $tenant_key
-  AND EXISTS { MATCH (e:Entity {id: p.entity_id}) WHERE e.tenant_key = p.tenant_key }
-  AND EXISTS { MATCH (c:Entity {id: p.candidate_id}) WHERE c.tenant_key = p.tenant_key }
-RETURN p.data AS data
-ORDER BY p.written, p.pos;
-
 // delete_tenant's part (after delete_tenant_sequences, in its transaction), anchored on the
 // tenant indexes as delete.cypher's statements are.
 // name: delete_tenant_entity_events

@@ -1,7 +1,8 @@
 // What get_all, the dumps and the CLI read: a scope's whole graph. Reads properties the way
 // `mem0g dump --format cypher` writes them too (Entity / RELATES {name}), so a dump loaded
 // into Neo4j reads back through the store. `$embeddings` false leaves the vectors out (most
-// of a big tenant's bytes; get_all and the dumps do not show them).
+// of a big tenant's bytes; get_all and the dumps do not show them). An exact read (a backup's
+// per-tenant reads) seeks the tenant key alone, like every anchor (read.cypher).
 
 // name: snapshot_entities
 CALL () {
@@ -44,33 +45,6 @@ WHERE ($agent_id IS NULL OR r.agent_id = $agent_id)
            AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
            AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
 MATCH (s:Entity)-[r]->(d:Entity)
-RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
-          destination_name: d.name, valid_from: toString(r.valid_from),
-          invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),
-          updated_at: toString(r.updated_at),
-          provenance_at: [t IN coalesce(r.provenance_at, []) | toString(t)],
-          embedding: CASE WHEN $embeddings THEN r.embedding END} AS relation;
-
-// The exact tenant's whole graph (a backup's per-tenant reads), through the tenant_key
-// indexes alone: read through the filter's user_id, a user of 4,000 runs was read whole once
-// per run. Statements of their own: the server seeks every branch of a UNION ALL, so an
-// exact branch beside the filter's would still have run the user's seek.
-// name: snapshot_entities_exact
-MATCH (e:Entity) WHERE e.tenant_key = $tenant_key
-RETURN e {.*, created_at: toString(e.created_at), updated_at: toString(e.updated_at),
-          embedding: CASE WHEN $embeddings THEN e.embedding END} AS entity;
-
-// From the tenant's entities (an edge's ends are its tenant's own), in write order: the
-// planner scanned the whole relationship index rather than seek it by the tenant key.
-// name: snapshot_relations_exact
-MATCH (s:Entity)-[r:RELATES]->(d:Entity)
-WHERE s.tenant_key = $tenant_key AND r.tenant_key = $tenant_key
-  AND ($include_invalid
-       OR ($as_of IS NULL AND r.invalid_at IS NULL)
-       OR ($as_of IS NOT NULL
-           AND (r.valid_from IS NULL OR r.valid_from <= $as_of)
-           AND (r.invalid_at IS NULL OR r.invalid_at > $as_of)))
-WITH s, r, d ORDER BY r.ord
 RETURN r {.*, source_id: s.id, destination_id: d.id, source_name: s.name,
           destination_name: d.name, valid_from: toString(r.valid_from),
           invalid_at: toString(r.invalid_at), created_at: toString(r.created_at),

@@ -123,14 +123,6 @@ RETURN f {.*, created_at: toString(f.created_at), updated_at: toString(f.updated
           provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact
 ORDER BY f.created_at, f.written, f.seq, f.pos, f.id;
 
-// The exact tenant's current facts (facts' order), by the tenant_key index (see
-// snapshot_entities_exact).
-// name: facts_exact
-MATCH (f:Fact) WHERE f.tenant_key = $tenant_key
-RETURN f {.*, created_at: toString(f.created_at), updated_at: toString(f.updated_at),
-          provenance_at: [t IN coalesce(f.provenance_at, []) | toString(t)]} AS fact
-ORDER BY f.created_at, f.written, f.seq, f.pos, f.id;
-
 // Every event of one fact in write order, which is the order the changes happened in even
 // when the events' `at` values disagree. All events of a fact are one tenant's, so seq orders
 // them by commit.

@@ -211,12 +211,6 @@ WHERE ($agent_id IS NULL OR ep.agent_id = $agent_id)
 RETURN ep {.*} AS episode
 ORDER BY ep.written, ep.created_at, ep.id;
 
-// The exact tenant's episodes (episodes' order), by the tenant_key index.
-// name: episodes_exact
-MATCH (ep:Episode) WHERE ep.tenant_key = $tenant_key
-RETURN ep {.*} AS episode
-ORDER BY ep.written, ep.created_at, ep.id;
-
 // The exact tenant's version (Neo4jGraphStore.tenant_version): its plan number and epoch, as
 // lock_tenant leaves them; no node means a tenant never written (or deleted).
 // name: tenant_version

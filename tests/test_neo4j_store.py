@@ -2096,13 +2096,13 @@ def test_an_exact_whole_tenant_read_costs_its_tenant_not_its_user(
     entities (a branch on the tenant key beside them did not help: the server seeks every
     branch of a UNION ALL). The exact statements' work is the same beside 4 or 40 other
     runs of the user, and they return what the filter's do for that tenant."""
-    reads = ("snapshot_entities_exact", "snapshot_relations_exact", "facts_exact",
-             "episodes_exact", "possible_duplicates_exact")  # fmt: skip
+    reads = ("snapshot_entities", "snapshot_relations", "facts", "episodes",
+             "possible_duplicates")  # fmt: skip
     one = Tenant(user_id="u", run_id="run-0")
 
     def work() -> int:
         driver.execute_query("CALL db.clearQueryCaches()")  # plans made on this data
-        params = {**neo4j_rows._scope(one), "include_invalid": True, "as_of": None,
+        params = {**neo4j_rows._scope(one, True), "include_invalid": True, "as_of": None,
                   "embeddings": False}  # fmt: skip
         total = 0
         for name in reads:

@@ -251,6 +251,5 @@ class EntityRepair(Neo4jSession):
         return [EntityEvent.model_validate_json(row["data"]) for row in rows]
 
     def possible_duplicates(self, scope: Tenant, *, exact: bool = False) -> list[PossibleDuplicate]:
-        name = "possible_duplicates_exact" if exact else "possible_duplicates"
-        rows = self._read(name, _scope(scope))
+        rows = self._read("possible_duplicates", _scope(scope, exact))
         return [PossibleDuplicate.model_validate_json(row["data"]) for row in rows]

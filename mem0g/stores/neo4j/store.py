@@ -431,17 +431,16 @@ class Neo4jGraphStore(
     def snapshot(
         self, scope: Tenant, validity: Validity, *, embeddings: bool = True, exact: bool = False
     ) -> GraphSnapshot:
-        params = {**_scope(scope), **_validity(validity), "embeddings": embeddings}
-        suffix = "_exact" if exact else ""  # by the tenant key alone (export.cypher)
-        rows = self._read("snapshot_entities" + suffix, params)
+        params = {**_scope(scope, exact), **_validity(validity), "embeddings": embeddings}
+        rows = self._read("snapshot_entities", params)
         entities = [_entity(row["entity"]) for row in rows if present(row["entity"])]
-        rows = self._read("snapshot_relations" + suffix, params)
+        rows = self._read("snapshot_relations", params)
         relations = [_relation(r["relation"]) for r in rows if present(r["relation"])]
         return GraphSnapshot(entities=entities, relations=relations)
 
     def episodes(self, scope: Tenant, *, exact: bool = False) -> list[Episode]:
         """The scope's episodes in the order they were written."""
-        rows = self._read("episodes_exact" if exact else "episodes", _scope(scope))
+        rows = self._read("episodes", _scope(scope, exact))
         return [_episode(row["episode"]) for row in rows if present(row["episode"])]
 
     def get_facts(self, scope: Tenant, ids: Sequence[str]) -> list[Fact]:
@@ -450,7 +449,7 @@ class Neo4jGraphStore(
 
     def facts(self, scope: Tenant, *, exact: bool = False) -> list[Fact]:
         """All current facts of the scope, oldest first (ties keep write order)."""
-        rows = self._read("facts_exact" if exact else "facts", _scope(scope))
+        rows = self._read("facts", _scope(scope, exact))
         return [_fact(row["fact"]) for row in rows if present(row["fact"])]
 
     def lexical_facts(
