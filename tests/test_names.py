@@ -22,6 +22,7 @@ from mem0g.resolve.names import (
     pick_merge_target,
     should_merge,
     types_compatible,
+    written_apart,
     written_in,
 )
 
@@ -260,6 +261,30 @@ def test_a_name_followed_by_a_generational_suffix_is_not_written() -> None:
     assert written_in("tom baker", " tom baker jr | tom baker ")  # the father, later on
     assert written_in("tom baker jr", " i met tom baker jr today ")
     assert not written_in("tom baker", " i met tom bakers today ")
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "type_", "apart"),
+    [
+        ("Ian Smith", "John Smith", "person", True),  # linked by the nicknames list
+        ("Emma Smith", "Emily Smith", "person", True),  # linked too
+        ("Bob Chen", "Robert Chen", "person", True),  # one person, but said twice in full
+        ("Pat Kim", "Patrick Kim", "person", False),  # a clipped name keeps its onset
+        ("Al Gore", "Albert Gore", "person", False),
+        ("Mark Lee", "Marcus Lee", "person", False),
+        ("R. Horvat", "Richard Horvat", "person", False),  # initials: a short form
+        ("Bob", "Robert Chen", "person", False),  # one word: a short form
+        ("Dr. Grace Okafor", "Grace Okafor", "person", False),  # the same given name
+        ("Coco Yilmaz", "Bruno Yilmaz", "pet", True),
+        ("Ian Smith", "John Smith", "organization", False),  # given names: persons and pets
+        ("Ian Smith", "John Smith", None, False),
+    ],
+)
+def test_full_names_of_one_message_written_apart(
+    a: str, b: str, type_: str | None, apart: bool
+) -> None:
+    assert written_apart(a, b, type_) is apart
+    assert written_apart(b, a, type_) is apart
 
 
 @pytest.mark.parametrize(("a", "b", "type_", "relation"), RELATIONS)

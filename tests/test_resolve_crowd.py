@@ -111,6 +111,47 @@ def test_nickname_merges_and_a_fuller_form_becomes_the_display_name(make_memory)
     assert [c.source for c in result.relations] == ["Sam Okafor"]
 
 
+def test_two_people_one_message_names_in_full_stay_two(make_memory) -> None:
+    """The nicknames list links Ian to John. "John Smith and his son Ian Smith" in one add
+    were one node: the son merged into his father, and the father_of edge between them, a
+    self-loop then, was dropped without a word. Two full names the message writes apart are
+    two people; the edge says so, so no possible duplicate is recorded either. Two full forms
+    of one person in one message ("Robert Chen ... Bob Chen") become two nodes, recorded as
+    possible duplicates, not a merge; a short form beside them still merges ("Bob")."""
+    rules = turn(
+        "his son Ian Smith",
+        [("John Smith", "person"), ("Ian Smith", "person")],
+        [("John Smith", "father_of", "Ian Smith")],
+    )
+    rules += turn("Ian Smith plays", [("Ian Smith", "person"), ("chess", "hobby")],
+                  [("Ian Smith", "plays", "chess")])  # fmt: skip
+    rules += turn(
+        "Robert Chen",
+        [("Robert Chen", "person"), ("Contoso", "organization"), ("Bob Chen", "person"),
+         ("Bob", "person"), ("chess", "hobby"), ("tea", "food")],
+        [("Robert Chen", "works_at", "Contoso"), ("Bob Chen", "plays", "chess"),
+         ("Bob", "likes", "tea")],
+    )  # fmt: skip
+    rules.append(add_everything())
+    m = make_memory(rules)
+    result = _add(m, "My uncle John Smith and his son Ian Smith came over.", "2024-01-01")
+    assert [(c.source, c.relation, c.destination) for c in result.relations] == [
+        ("John Smith", "father_of", "Ian Smith")
+    ]
+    assert result.possible_duplicates == []
+    _add(m, "Ian Smith plays chess.", "2024-01-02")
+    assert _of_type(m, "person") == {"John Smith": [], "Ian Smith": []}
+    assert ("Ian Smith", "plays", "chess") in _edges(m)
+    result = _add(m, "Robert Chen works at Contoso. Bob Chen plays chess. Bob likes tea.",
+                  "2024-01-03")  # fmt: skip
+    people = _of_type(m, "person")  # "Bob" goes to the node whose name holds it as written
+    assert people["Robert Chen"] == [] and people["Bob Chen"] == ["Bob"]
+    ids = {e.name: e.id for e in m.get_all(user_id=U).entities}
+    assert [(d.entity_id, d.candidate_id) for d in result.possible_duplicates] == [
+        (ids["Bob Chen"], ids["Robert Chen"])
+    ]
+
+
 def test_short_name_resolved_from_this_add_and_from_recent_messages(make_memory) -> None:
     rules = turn(  # most specific first: the first matching rule answers
         "lunch with Diego Chen",

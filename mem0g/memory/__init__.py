@@ -365,9 +365,11 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
     def _known_pairs(self, tenant: Tenant, graph: GraphPart) -> list[PossibleDuplicate]:
         """The graph path's possible duplicates whose entities the plan writes or the tenant
         has: the pipeline drops new entities no edge uses, and a review hint must never make
-        the add fail (the store refuses a pair naming an unknown entity)."""
+        the add fail (the store refuses a pair naming an unknown entity). Nor two the add
+        relates to each other: an edge says they are two ("John Smith father_of Ian Smith")."""
         if not graph.possible_duplicates:
             return []
+        related = {frozenset((r.source_id, r.destination_id)) for r in graph.new_relations}
         known = {e.id for e in graph.new_entities}
         named = {i for p in graph.possible_duplicates for i in (p.entity_id, p.candidate_id)}
         stored = self.store.get_entities(tenant, sorted(named - known))
@@ -375,7 +377,9 @@ class Memory(FactMethods, EntityMethods, StoreUpkeep):
         return [
             p
             for p in graph.possible_duplicates
-            if p.entity_id != p.candidate_id and {p.entity_id, p.candidate_id} <= known
+            if p.entity_id != p.candidate_id
+            and {p.entity_id, p.candidate_id} <= known
+            and frozenset((p.entity_id, p.candidate_id)) not in related
         ]
 
     def refresh_summary(

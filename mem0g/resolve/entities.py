@@ -35,6 +35,7 @@ from mem0g.resolve.names import (
     normalize_name,
     token_keys,
     types_compatible,
+    written_apart,
     written_in,
 )
 from mem0g.stores.base import GraphStore
@@ -218,6 +219,20 @@ class _Resolver:
             update.name = name
             out.renamed[entity.id] = name
 
+    def named_apart(self, name: str, target: Entity) -> str | None:
+        """Another name of this add, resolved to `target`, that this one is written apart
+        from (`names.written_apart`: "John Smith and his son Ian Smith", which the nicknames
+        list links): the message named two beings, and a merge would also drop the relation
+        it states between them. A name the target already carries is the target ("Bob Chen"
+        stored on Robert Chen)."""
+        key = normalize_name(name)
+        if key in {normalize_name(n) for n in (target.name, *target.aliases)}:
+            return None
+        for other, entity_id in self.out.ids.items():
+            if entity_id == target.id and written_apart(name, other, target.type):
+                return other
+        return None
+
     def create(self, name: str, type_: str, vector: np.ndarray) -> Entity:
         entity = Entity(
             tenant=self.tenant,
@@ -265,8 +280,21 @@ class _Resolver:
         ]
         named = mentions.named([e for e, _ in found.values()])
         verdict = judge(name, type_, cands, self.threshold, named)
-        if verdict.target is not None:
-            self.merge(name, found[verdict.target][0])
+        target = None if verdict.target is None else found[verdict.target]
+        rival = None if target is None else self.named_apart(name, target[0])
+        if target is not None and rival is not None:  # another name of this add, apart
+            entity = self.create(name, type_, vector)
+            self.out.possible_duplicates.append(
+                PossibleDuplicate(
+                    entity_id=entity.id,
+                    candidate_id=target[0].id,
+                    reason=f"{name!r} and {rival!r} are named apart in one message",
+                    score=round(target[1], 4),
+                    created_at=self.now,
+                )
+            )
+        elif target is not None:
+            self.merge(name, target[0])
         elif verdict.ambiguous:
             self.out.pending[name] = Pending(
                 name=name,

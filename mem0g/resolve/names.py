@@ -53,6 +53,7 @@ __all__ = [
     "should_merge",
     "token_keys",
     "types_compatible",
+    "written_apart",
 ]
 
 
@@ -653,6 +654,24 @@ def derived_alias(alias: str, name: str, type_: str | None) -> bool:
 def is_short_form(name: str, type_: str | None) -> bool:
     """`_is_short_form` for a raw type: a name that says someone without saying who."""
     return _is_short_form(name, canonical_type(type_))
+
+
+def written_apart(a: str, b: str, type_: str | None) -> bool:
+    """Two persons' (or pets') names of one message that name two beings: both written out
+    in full (no short form: one word, initials, a title and a surname), with given names that
+    do not even begin alike ("John Smith and his son Ian Smith", "Emily and Emma Smith", which
+    the nicknames list links). A clipped given name keeps its onset and is the usual way to
+    name one person twice ("Patrick Kim ... Pat Kim"); a short form beside a full name too
+    ("Robert Chen ... Bob")."""
+    kind = canonical_type(type_)
+    if kind not in _GIVEN_NAME_KINDS or _is_short_form(a, kind) or _is_short_form(b, kind):
+        return False
+    x = _generation(_key_tokens(normalize_name(a), kind))[0]
+    y = _generation(_key_tokens(normalize_name(b), kind))[0]
+    if not x or not y or x[0] == y[0]:
+        return False
+    n = min(3, len(x[0]), len(y[0]))
+    return x[0][:n] != y[0][:n]
 
 
 def _is_short_form(name: str, kind: str) -> bool:
