@@ -14,7 +14,12 @@ from pydantic import Field
 from mem0g.config import MemoryConfig
 from mem0g.embed import CachedEmbedder
 from mem0g.extract import establish_relations, extract_entities, extract_facts
-from mem0g.extract.checks import known_endpoints, screen_entities, screen_triples
+from mem0g.extract.checks import (
+    RULE_ONE_ENTITY,
+    known_endpoints,
+    screen_entities,
+    screen_triples,
+)
 from mem0g.llm.client import TaskCaller
 from mem0g.llm.protocol import AmbiguousName, CandidateNode, Context
 from mem0g.resolve.entities import Mentions, ResolvedEntities, resolve_entities, settle
@@ -104,7 +109,11 @@ class Stages:
         for t in found.triples:
             src = resolved.ids.get(t.source)
             dst = resolved.ids.get(t.destination)
-            if src is None or dst is None or src == dst or (src, t.relation, dst) in candidates:
+            if src is not None and src == dst:  # two names, one node ("Robert Chen knows Bob")
+                text = f"{t.source} -{t.relation}-> {t.destination}"
+                part.rejected.append(Rejection(kind="relation", text=text, rule=RULE_ONE_ENTITY))
+                continue
+            if src is None or dst is None or (src, t.relation, dst) in candidates:
                 continue
             candidates[(src, t.relation, dst)] = Relation(
                 tenant=tenant,

@@ -152,6 +152,27 @@ def test_two_people_one_message_names_in_full_stay_two(make_memory) -> None:
     ]
 
 
+def test_a_relation_between_two_names_of_one_node_is_reported(make_memory) -> None:
+    """ "Bob" is Robert Chen's short form, so "Robert Chen knows Bob" joins one node to
+    itself: the edge cannot be written, and it was dropped without a word. It is listed in
+    `AddResult.rejected`, so a merge that swallowed a relation shows."""
+    rules = turn(
+        "Robert Chen works",
+        [("Robert Chen", "person"), ("Contoso", "organization"), ("Bob", "person")],
+        [("Robert Chen", "works_at", "Contoso"), ("Robert Chen", "knows", "Bob")],
+    )
+    rules.append(add_everything())
+    m = make_memory(rules)
+    result = _add(m, "Robert Chen works at Contoso; everyone knows Bob.", "2024-01-01")
+    assert [(c.source, c.relation, c.destination) for c in result.relations] == [
+        ("Robert Chen", "works_at", "Contoso")
+    ]
+    assert [(r.kind, r.text, r.rule) for r in result.rejected] == [
+        ("relation", "Robert Chen -knows-> Bob", "both ends resolved to one entity")
+    ]
+    assert _of_type(m, "person") == {"Robert Chen": ["Bob"]}
+
+
 def test_short_name_resolved_from_this_add_and_from_recent_messages(make_memory) -> None:
     rules = turn(  # most specific first: the first matching rule answers
         "lunch with Diego Chen",

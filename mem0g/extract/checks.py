@@ -54,6 +54,7 @@ RULE_RELATION = "pronoun or stopword relation name"
 RULE_SELF = "self-named relation"
 RULE_EMPTY = "name normalises to nothing"
 RULE_UNKNOWN = "entity not returned by the extractor"
+RULE_ONE_ENTITY = "both ends resolved to one entity"
 
 
 _BRACKETS = re.compile(r"[<>\[\]{}\"'`]")
