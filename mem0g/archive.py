@@ -40,7 +40,12 @@ from pydantic import BaseModel, Field, ValidationError
 from mem0g import validation
 from mem0g.embed import CachedEmbedder, configured_name
 from mem0g.resolve.links import plan_links
-from mem0g.stores.archive_reads import entity_events, fact_events
+from mem0g.stores.archive_reads import (
+    TenantRecords,
+    entity_events,
+    fact_events,
+    tenant_records,
+)
 from mem0g.stores.base import StoreError
 from mem0g.stores.plan_parts import plan_parts, plan_size
 from mem0g.stores.repair import describe
@@ -137,30 +142,43 @@ def read_tenant(store: GraphStore, tenant: Tenant, *, embeddings: bool = True) -
     reads would also return (and, on Neo4j, read) every more specific tenant of the user, so
     a user of many runs would cost its whole data once per run. A store, not a Memory: the
     client-held copy (memory/copy.py) reads Neo4j's tenants with it too."""
-    snapshot = store.snapshot(tenant, Validity(include_invalid=True), embeddings=embeddings,
-                              exact=True)  # fmt: skip
-    entities = [e for e in snapshot.entities if e.tenant == tenant]
+    read = tenant_records(store, tenant, embeddings=embeddings) or _separately(
+        store, tenant, embeddings
+    )
+    entities = [e for e in read.entities if e.tenant == tenant]
     ids = {e.id for e in entities}
     part = TenantArchive(
         tenant=tenant,
-        episodes=[e for e in store.episodes(tenant, exact=True) if e.tenant == tenant],
+        episodes=[e for e in read.episodes if e.tenant == tenant],
         entities=entities,
-        relations=[r for r in snapshot.relations if r.tenant == tenant],
-        facts=[f for f in store.facts(tenant, exact=True) if f.tenant == tenant],
-        fact_events=fact_events(store, tenant),
-        duplicates=[
-            d
-            for d in store.possible_duplicates(tenant, exact=True)
-            if {d.entity_id, d.candidate_id} <= ids
-        ],
-        entity_events=entity_events(store, tenant),
-        summary=store.get_summary(tenant),
+        relations=[r for r in read.relations if r.tenant == tenant],
+        facts=[f for f in read.facts if f.tenant == tenant],
+        fact_events=read.fact_events,
+        duplicates=[d for d in read.duplicates if {d.entity_id, d.candidate_id} <= ids],
+        entity_events=read.entity_events,
+        summary=read.summary,
     )
     if not embeddings:
         records: list[Entity | Relation | Fact] = [*part.entities, *part.relations, *part.facts]
         for record in records:
             record.embedding = None
     return part
+
+
+def _separately(store: GraphStore, tenant: Tenant, embeddings: bool) -> TenantRecords:
+    """A tenant by the stores' separate exact reads (a store without `tenant_records`)."""
+    snapshot = store.snapshot(tenant, Validity(include_invalid=True), embeddings=embeddings,
+                              exact=True)  # fmt: skip
+    return TenantRecords(
+        entities=snapshot.entities,
+        relations=snapshot.relations,
+        episodes=store.episodes(tenant, exact=True),
+        facts=store.facts(tenant, exact=True),
+        duplicates=store.possible_duplicates(tenant, exact=True),
+        fact_events=fact_events(store, tenant),
+        entity_events=entity_events(store, tenant),
+        summary=store.get_summary(tenant),
+    )
 
 
 def export_lines(

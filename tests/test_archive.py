@@ -13,8 +13,15 @@ from typing import Any
 import pytest
 
 from mem0g import Memory
-from mem0g.archive import VERSION, ArchiveError, import_archive, read_tenant, tenant_plan
-from mem0g.stores.archive_reads import entity_events, fact_events
+from mem0g.archive import (
+    VERSION,
+    ArchiveError,
+    _separately,
+    import_archive,
+    read_tenant,
+    tenant_plan,
+)
+from mem0g.stores.archive_reads import entity_events, fact_events, tenant_records
 from mem0g.stores.base import StoreError
 from mem0g.stores.plan_parts import plan_parts, plan_size
 from mem0g.testing import ScriptedLLMServer
@@ -156,6 +163,53 @@ def test_round_trip_embedded_neo4j_embedded(tmp_path, llm_server, minilm, neo4j_
         assert split.restored.name == "Bob"
         names = sorted(e.name for e in c.get_all(**helper).entities)
         assert names == ["Acme", "Alice", "Bob"]
+
+
+@pytest.mark.neo4j
+def test_a_neo4j_tenant_read_in_one_statement_equals_its_separate_reads(
+    tmp_path, llm_server, minilm, neo4j_server, neo4j_connect, monkeypatch
+) -> None:
+    """An export read each Neo4j tenant by eight statements, which cost the client about a
+    millisecond of driver work each (most of an export of many small tenants); now by one,
+    `archive_tenant`. It returns what the eight return, in their order, with and without
+    embeddings, on tenants holding every kind of record (an ended edge, a changed and a
+    deleted fact, a merge, a possible duplicate, a summary). A tenant of more records than
+    `ONE_READ_RECORDS` (collected in the server's heap) is read by the separate reads, which
+    stream. The embedded store has no such read, and its export makes the separate reads."""
+    for rule in _rules():
+        llm_server.add_rule(rule)
+    with _memory(llm_server, minilm, {"provider": "embedded", "path": str(tmp_path / "a")}) as a:
+        _fill(a)
+        a.export(tmp_path / "a.jsonl")
+        assert tenant_records(a.store, Tenant(user_id="alice"), embeddings=True) is None
+    neo4j = {"provider": "neo4j", "url": neo4j_server.uri, "username": neo4j_server.user,
+             "password": neo4j_server.password}  # fmt: skip
+    with _memory(llm_server, minilm, neo4j) as b:
+        b.import_archive(tmp_path / "a.jsonl")
+        kinds: dict[str, int] = {}
+        for tenant in b.tenants():
+            for embeddings in (True, False):
+                one = tenant_records(b.store, tenant, embeddings=embeddings)
+                assert one is not None
+                apart = _separately(b.store, tenant, embeddings)
+                by_id = (one.entities, one.relations, apart.entities, apart.relations)
+                for records in by_id:  # (neither read orders them: index order)
+                    records.sort(key=lambda r: r.id)
+                assert one == apart
+                for field, value in one._asdict().items():
+                    kinds[field] = kinds.get(field, 0) + (len(value) if isinstance(value, list)
+                                                          else value is not None)  # fmt: skip
+            assert any(r.embedding for r in tenant_records(b.store, tenant, embeddings=True)
+                       .entities)  # fmt: skip
+        assert all(kinds.values()), kinds  # every kind of record was read and compared
+        assert kinds["relations"] > kinds["entities"] / 4
+        whole = {t: read_tenant(b.store, t) for t in b.tenants()}
+        sizes = {t: sum(map(len, (a.entities, a.relations, a.episodes, a.fact_events)))
+                 for t, a in whole.items()}  # fmt: skip
+        monkeypatch.setattr("mem0g.stores.archive_reads.ONE_READ_RECORDS", min(sizes.values()))
+        big = [t for t in whole if tenant_records(b.store, t, embeddings=True) is None]
+        assert big == [t for t, n in sizes.items() if n > min(sizes.values())] and big
+        assert {t: read_tenant(b.store, t) for t in b.tenants()} == whole
 
 
 @pytest.fixture
@@ -423,7 +477,14 @@ def test_whole_store_reads_read_a_user_once_and_each_tenant_exactly(make_memory,
         reads.append((scope, kw.get("exact", False)))
         return snapshot(scope, validity, **kw)
 
+    def one_read(store: Any, tenant: Tenant, **kw: Any) -> Any:
+        read = tenant_records(store, tenant, **kw)  # Neo4j: an exact tenant in one statement
+        if read is not None:
+            reads.append((tenant, True))
+        return read
+
     monkeypatch.setattr(m.store, "snapshot", counted)
+    monkeypatch.setattr("mem0g.archive.tenant_records", one_read)
     everything = m.get_everything()
     assert sorted(f.id for f in everything.facts) == sorted(f.id for f in each)
     assert sorted(reads, key=lambda r: r[0].key) == sorted(
