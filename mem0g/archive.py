@@ -16,10 +16,11 @@ Embeddings, when included, are lists of floats of the header's model. Import re-
 (names, triples, facts) when they are absent or the model differs from the target's.
 
 Import writes each tenant as one plan, so in one transaction: all of a tenant or none of it
-(`batch` tenants may share a transaction: all of them or none). The exception: a new tenant
-of more than `part_records` (10,000) records on a store whose server bounds a transaction's
-memory (Neo4j, `StoreCapabilities.restore_in_parts`) is written in parts of about that many
-records (`stores.plan_parts`); a failure midway leaves the parts before it, and says so.
+(`batch` tenants may share a transaction: all of them or none). The exception: a tenant
+with more than `part_records` (10,000) records to write, new or merged into, on a store
+whose server bounds a transaction's memory (Neo4j, `StoreCapabilities.restore_in_parts`) is
+written in parts of about that many records (`stores.plan_parts`); a failure midway leaves
+the parts before it, and says so (the same import with `merge` finishes it).
 An archive of a newer version is refused, and so is a tenant the target already has, unless
 `merge` (then the records whose ids the target lacks are added beside its own).
 """
@@ -405,9 +406,10 @@ def import_archive(
     of each tenant written. Each tenant is one plan; `batch` new tenants share one
     transaction (`GraphStore.apply_many`: one commit for many small tenants, where a commit
     costs far more than a small tenant's rows on Neo4j). A tenant merged into is written
-    alone, after the tenants before it. A new tenant of more than `part_records` records, on
-    a store that restores in parts (Neo4j), is written alone in parts of about that many
-    (`_write_in_parts`); `part_progress(tenant, written, parts)` hears of each part."""
+    alone, after the tenants before it. A tenant of more than `part_records` records to write
+    (new, or merged into), on a store that restores in parts (Neo4j), is written alone in
+    parts of about that many (`_write_in_parts`); `part_progress(tenant, written, parts)`
+    hears of each part."""
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
     if part_records < 1:
@@ -455,9 +457,10 @@ def import_archive(
         plan, result = _tenant_plan(memory, part, exists, merge=merge, reembed=reembed)
         present.add(part.tenant)
         in_parts = memory.store.capabilities.restore_in_parts
-        if in_parts and not exists and plan_size(plan) > part_records:
+        if in_parts and plan_size(plan) > part_records:
             flush()
-            _write_in_parts(memory.store, plan, part.summary, part_records, part_progress)
+            _write_in_parts(memory.store, plan, part.summary, part_records, part_progress,
+                            merged=exists)  # fmt: skip
             done.append(result)
             if progress is not None:
                 progress(result)
@@ -475,10 +478,14 @@ def _write_in_parts(
     summary: Summary | None,
     size: int,
     progress: Callable[[Tenant, int, int], None] | None = None,
+    *,
+    merged: bool = False,
 ) -> None:
-    """A new tenant too large for one transaction, in consecutive plans (`plan_parts`). A
-    failure after the first part leaves the parts before it: the error says so, and how to
-    start again (the tenant is then in the store, so a second import refuses it)."""
+    """A tenant's records too many for one transaction, in consecutive plans (`plan_parts`;
+    a merge's plan creates records only, so it is cut as a new tenant's is). A failure after
+    the first part leaves the parts before it: the error says so, and how to finish. The
+    tenant is then in the store, so the same import with merge writes just the records its
+    parts lacked (a fact is never cut from its history)."""
     parts = plan_parts(plan, size)
     for number, piece in enumerate(parts):
         try:
@@ -486,10 +493,12 @@ def _write_in_parts(
         except StoreError as exc:
             if number == 0:
                 raise
+            other = "" if merged else ", or delete it (mem0g delete) and import the archive again"
             raise StoreError(
-                f"{describe(plan.tenant)} was imported in part only ({number} of {len(parts)} "
-                f"parts written) when this failed: {exc}. Delete it (mem0g delete) and import "
-                "the archive again"
+                f"{describe(plan.tenant)} was {'merged' if merged else 'imported'} in part only "
+                f"({number} of {len(parts)} parts written) when this failed: {exc}. To finish, "
+                f"import the archive again with --merge (merge=True): the records already "
+                f"written are left as they are{other}"
             ) from exc
         if progress is not None:
             progress(plan.tenant, number + 1, len(parts))

@@ -453,6 +453,43 @@ def test_a_restore_stopped_midway_says_which_parts_were_written(
         assert written == calls[0].tenant
 
 
+def test_a_restore_stopped_midway_is_finished_by_a_merge_in_parts(
+    filled, tmp_path, llm_server, minilm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A merge import was one transaction however many records it brought, so a large one
+    failed on a server of small transaction memory, and a restore stopped midway could only
+    be deleted and begun again. A merge's plan only creates records, so it is written in
+    parts as a new tenant's is; the same import with merge then writes just what the parts
+    before the failure lacked, and the store ends as a whole restore leaves it."""
+    source, archive = filled
+    want = _state(source)
+    with _fresh(tmp_path, llm_server, minilm) as target:
+        store = target.store
+        monkeypatch.setattr(store, "capabilities", replace(store.capabilities,
+                                                           restore_in_parts=True))  # fmt: skip
+        real = store.apply
+        calls: list[WritePlan] = []
+
+        def failing_apply(plan: WritePlan) -> None:
+            calls.append(plan)
+            if len(calls) == 3:
+                raise StoreError("the server went away")
+            real(plan)
+
+        monkeypatch.setattr(store, "apply", failing_apply)
+        said = r"imported in part only.*went away.*import the archive again with --merge"
+        with pytest.raises(StoreError, match=said), archive.open(encoding="utf-8") as lines:
+            import_archive(target, lines, part_records=2)
+        cut = calls[0].tenant
+        heard: list[tuple[Tenant, int, int]] = []
+        with archive.open(encoding="utf-8") as lines:
+            imported = import_archive(target, lines, merge=True, part_records=2,
+                                      part_progress=lambda *args: heard.append(args))  # fmt: skip
+        assert [t.merged for t in imported if t.tenant == cut] == [True]
+        assert max(n for t, _, n in heard if t == cut) > 1  # the merge, in parts
+        _same(_state(target), want)
+
+
 def test_whole_store_reads_read_a_user_once_and_each_tenant_exactly(make_memory, monkeypatch):
     """`get_everything` (`mem0g dump` without a tenant) read every tenant by its filter: a
     user of n runs was read n + 1 times whole (on Neo4j 89 s for one user of 4,000 runs,
