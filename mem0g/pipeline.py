@@ -105,11 +105,21 @@ class Stages:
             for name, choice in found.identities.items()
         }
         settle(self.store, tenant, resolved, identities, now=now)
+        apart = {
+            frozenset((t.source, t.destination))
+            for t in found.triples
+            if t.source != t.destination and resolved.ids.get(t.source) is not None
+            and resolved.ids.get(t.source) == resolved.ids.get(t.destination)
+        }  # fmt: skip
+        if apart:  # the add relates two names this resolution made one node: two beings
+            resolved = resolve(self.store, self.embedder, tenant, types, apart=apart)
+            resolve(self.store, self.embedder, tenant, used_names, out=resolved, apart=apart)
+            settle(self.store, tenant, resolved, identities, now=now)
         candidates: dict[tuple[str, str, str], Relation] = {}
         for t in found.triples:
             src = resolved.ids.get(t.source)
             dst = resolved.ids.get(t.destination)
-            if src is not None and src == dst:  # two names, one node ("Robert Chen knows Bob")
+            if src is not None and src == dst:  # still one node: the names are its own
                 text = f"{t.source} -{t.relation}-> {t.destination}"
                 part.rejected.append(Rejection(kind="relation", text=text, rule=RULE_ONE_ENTITY))
                 continue

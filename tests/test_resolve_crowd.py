@@ -152,25 +152,46 @@ def test_two_people_one_message_names_in_full_stay_two(make_memory) -> None:
     ]
 
 
-def test_a_relation_between_two_names_of_one_node_is_reported(make_memory) -> None:
-    """ "Bob" is Robert Chen's short form, so "Robert Chen knows Bob" joins one node to
-    itself: the edge cannot be written, and it was dropped without a word. It is listed in
-    `AddResult.rejected`, so a merge that swallowed a relation shows."""
+def test_two_names_an_add_relates_are_two_nodes_or_the_relation_is_reported(
+    make_memory,
+) -> None:
+    """ "Alexander Smith father_of Alex Smith": Alex is Alexander's nickname, so the son
+    merged into his father, and the edge, a self-loop then, was dropped without a word. Two
+    names the add relates to each other are resolved again, kept apart: two people, the edge
+    kept. Where both names are already the one node's own ("Bob", an alias of Robert Chen
+    since an earlier add), the edge cannot be written; it is listed in
+    `AddResult.rejected`, so it never vanishes unseen."""
     rules = turn(
+        "his son Alex Smith",
+        [("Alexander Smith", "person"), ("Alex Smith", "person")],
+        [("Alexander Smith", "father_of", "Alex Smith")],
+    )
+    rules += turn(
         "Robert Chen works",
-        [("Robert Chen", "person"), ("Contoso", "organization"), ("Bob", "person")],
-        [("Robert Chen", "works_at", "Contoso"), ("Robert Chen", "knows", "Bob")],
+        [("Robert Chen", "person"), ("Contoso", "organization"), ("Bob", "person"),
+         ("chess", "hobby")],
+        [("Robert Chen", "works_at", "Contoso"), ("Bob", "plays", "chess")],
+    )  # fmt: skip
+    rules += turn(
+        "Robert Chen knows",
+        [("Robert Chen", "person"), ("Bob", "person")],
+        [("Robert Chen", "knows", "Bob")],
     )
     rules.append(add_everything())
     m = make_memory(rules)
-    result = _add(m, "Robert Chen works at Contoso; everyone knows Bob.", "2024-01-01")
+    result = _add(m, "Alexander Smith came over with his son Alex Smith.", "2024-01-01")
     assert [(c.source, c.relation, c.destination) for c in result.relations] == [
-        ("Robert Chen", "works_at", "Contoso")
+        ("Alexander Smith", "father_of", "Alex Smith")
     ]
+    assert result.rejected == [] and result.possible_duplicates == []
+    assert _of_type(m, "person") == {"Alexander Smith": [], "Alex Smith": []}
+    _add(m, "Robert Chen works at Contoso. Bob plays chess.", "2024-01-02")
+    assert _of_type(m, "person")["Robert Chen"] == ["Bob"]
+    result = _add(m, "Robert Chen knows Bob, of course.", "2024-01-03")
+    assert result.relations == []
     assert [(r.kind, r.text, r.rule) for r in result.rejected] == [
         ("relation", "Robert Chen -knows-> Bob", "both ends resolved to one entity")
     ]
-    assert _of_type(m, "person") == {"Robert Chen": ["Bob"]}
 
 
 def test_short_name_resolved_from_this_add_and_from_recent_messages(make_memory) -> None:

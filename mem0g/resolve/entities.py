@@ -14,7 +14,7 @@ types.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -186,9 +186,11 @@ class _Resolver:
         k: int,
         now: datetime,
         out: ResolvedEntities,
+        apart: Collection[frozenset[str]] = (),
     ) -> None:
         self.store, self.tenant, self.threshold, self.k, self.now = store, tenant, threshold, k, now
         self.out = out
+        self.apart = apart
         self.batch = _Batch(out.new_entities)
 
     def merge(self, name: str, entity: Entity) -> None:
@@ -222,14 +224,17 @@ class _Resolver:
     def named_apart(self, name: str, target: Entity) -> str | None:
         """Another name of this add, resolved to `target`, that this one is written apart
         from (`names.written_apart`: "John Smith and his son Ian Smith", which the nicknames
-        list links): the message named two beings, and a merge would also drop the relation
+        list links), or that the add relates to this one (`apart`: "Alexander Smith father_of
+        Alex Smith"): the message named two beings, and a merge would also drop the relation
         it states between them. A name the target already carries is the target ("Bob Chen"
         stored on Robert Chen)."""
         key = normalize_name(name)
         if key in {normalize_name(n) for n in (target.name, *target.aliases)}:
             return None
         for other, entity_id in self.out.ids.items():
-            if entity_id == target.id and written_apart(name, other, target.type):
+            if entity_id == target.id and (
+                written_apart(name, other, target.type) or frozenset((name, other)) in self.apart
+            ):
                 return other
         return None
 
@@ -336,15 +341,17 @@ def resolve_entities(
     now: datetime,
     mentions: Mentions | None = None,
     out: ResolvedEntities | None = None,
+    apart: Collection[frozenset[str]] = (),
 ) -> ResolvedEntities:
     """Resolve `names` (name -> type); later names may merge into earlier new ones. Names
-    already resolved (or pending) in `out` are left alone. Nothing is written."""
+    already resolved (or pending) in `out` are left alone. Nothing is written. `apart`:
+    pairs of names the add relates to each other, so never one node by this resolution."""
     out = out or ResolvedEntities()
     mentions = mentions or Mentions()
     wanted = [(n, t) for n, t in _order(names) if n not in out.ids and n not in out.pending]
     if not wanted:
         return out
-    resolver = _Resolver(store, tenant, threshold, k, now, out)
+    resolver = _Resolver(store, tenant, threshold, k, now, out, apart)
     vectors = embedder.embed([name for name, _ in wanted])
     for (name, type_), vector in zip(wanted, vectors, strict=True):
         if name in out.ids:  # an earlier name of this batch settled it
