@@ -421,6 +421,25 @@ def test_a_restore_in_parts_equals_the_restore_in_one(filled, tmp_path, llm_serv
         _same(_state(target), want)
 
 
+def _third_part_fails(target: Memory, monkeypatch: pytest.MonkeyPatch) -> list[WritePlan]:
+    """The target restores in parts (as Neo4j does), and its third write fails; the writes
+    are recorded in the list returned."""
+    store = target.store
+    monkeypatch.setattr(store, "capabilities", replace(store.capabilities,
+                                                       restore_in_parts=True))  # fmt: skip
+    real = store.apply
+    calls: list[WritePlan] = []
+
+    def failing_apply(plan: WritePlan) -> None:
+        calls.append(plan)
+        if len(calls) == 3:
+            raise StoreError("the server went away")
+        real(plan)
+
+    monkeypatch.setattr(store, "apply", failing_apply)
+    return calls
+
+
 def test_a_restore_stopped_midway_says_which_parts_were_written(
     filled, tmp_path, llm_server, minilm, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -428,19 +447,7 @@ def test_a_restore_stopped_midway_says_which_parts_were_written(
     before it and names them, and how to start again."""
     _, archive = filled
     with _fresh(tmp_path, llm_server, minilm) as target:
-        store = target.store
-        monkeypatch.setattr(store, "capabilities", replace(store.capabilities,
-                                                           restore_in_parts=True))  # fmt: skip
-        real = store.apply
-        calls: list[WritePlan] = []
-
-        def failing_apply(plan: WritePlan) -> None:
-            calls.append(plan)
-            if len(calls) == 3:
-                raise StoreError("the server went away")
-            real(plan)
-
-        monkeypatch.setattr(store, "apply", failing_apply)
+        calls = _third_part_fails(target, monkeypatch)
         said = r"in part only \(2 of \d+ parts written\).*went away.*import the archive again"
         heard: list[tuple[Tenant, int, int]] = []
         with pytest.raises(StoreError, match=said), archive.open(encoding="utf-8") as lines:
@@ -464,19 +471,7 @@ def test_a_restore_stopped_midway_is_finished_by_a_merge_in_parts(
     source, archive = filled
     want = _state(source)
     with _fresh(tmp_path, llm_server, minilm) as target:
-        store = target.store
-        monkeypatch.setattr(store, "capabilities", replace(store.capabilities,
-                                                           restore_in_parts=True))  # fmt: skip
-        real = store.apply
-        calls: list[WritePlan] = []
-
-        def failing_apply(plan: WritePlan) -> None:
-            calls.append(plan)
-            if len(calls) == 3:
-                raise StoreError("the server went away")
-            real(plan)
-
-        monkeypatch.setattr(store, "apply", failing_apply)
+        calls = _third_part_fails(target, monkeypatch)
         said = r"imported in part only.*went away.*import the archive again with --merge"
         with pytest.raises(StoreError, match=said), archive.open(encoding="utf-8") as lines:
             import_archive(target, lines, part_records=2)
