@@ -42,26 +42,32 @@ statement: its parts are collected in the server's heap (with their vectors), wh
 separate reads stream their rows."""
 
 
+def _neo4j(store: Any) -> Any:
+    """`store` if it is a Neo4j store, else None (the neo4j driver is optional)."""
+    try:
+        from mem0g.stores.neo4j import Neo4jGraphStore
+    except ImportError:
+        return None
+    return store if isinstance(store, Neo4jGraphStore) else None
+
+
 def tenant_records(store: Any, tenant: Tenant, *, embeddings: bool) -> TenantRecords | None:
     """A small Neo4j tenant in one statement (`archive_tenant`): eight reads a tenant cost
     the client about a millisecond of driver work each, most of an export of many small
     tenants. None for a larger tenant, or a store without such a read: the caller then makes
     the separate reads."""
-    try:
-        from mem0g.stores.neo4j import Neo4jGraphStore
-        from mem0g.stores.neo4j.rows import (
-            _entity,
-            _episode,
-            _fact,
-            _fact_event,
-            _relation,
-            _summary,
-            present,
-        )
-    except ImportError:  # the neo4j driver is optional
+    if _neo4j(store) is None:
         return None
-    if not isinstance(store, Neo4jGraphStore):
-        return None
+    from mem0g.stores.neo4j.rows import (
+        _entity,
+        _episode,
+        _fact,
+        _fact_event,
+        _relation,
+        _summary,
+        present,
+    )
+
     params = {"tenant_key": tenant.key, "embeddings": embeddings, "most": ONE_READ_RECORDS}
     rows = store._read("archive_tenant", params)
     if not rows:  # too large to collect in one row
@@ -87,12 +93,9 @@ def fact_events(store: Any, tenant: Tenant) -> list[FactEvent]:
         with store._lock:
             store._ready(tenant.key)
             return [e.model_copy(deep=True) for e in store._facts.events_of([tenant.key])]
-    try:
-        from mem0g.stores.neo4j import Neo4jGraphStore
+    if _neo4j(store) is not None:
         from mem0g.stores.neo4j.rows import _fact_event
-    except ImportError:  # the neo4j driver is optional
-        Neo4jGraphStore = None  # type: ignore[assignment,misc]
-    if Neo4jGraphStore is not None and isinstance(store, Neo4jGraphStore):
+
         rows = store._read("archive_fact_events", {"tenant_key": tenant.key})
         return [_fact_event(row["event"]) for row in rows]
     raise StoreError(f"{type(store).__name__} cannot be exported (no full-history read)")
@@ -109,11 +112,7 @@ def entity_events(store: Any, tenant: Tenant) -> list[EntityEvent]:
                 (tenant.key,),
             )
             return [EntityEvent.model_validate_json(row["data"]) for row in cursor]
-    try:
-        from mem0g.stores.neo4j import Neo4jGraphStore
-    except ImportError:  # the neo4j driver is optional
-        Neo4jGraphStore = None  # type: ignore[assignment,misc]
-    if Neo4jGraphStore is not None and isinstance(store, Neo4jGraphStore):
+    if _neo4j(store) is not None:
         rows = store._read("archive_entity_events", {"tenant_key": tenant.key})
         return [EntityEvent.model_validate_json(row["data"]) for row in rows]
     raise StoreError(f"{type(store).__name__} cannot be exported (no full-history read)")
